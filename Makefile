@@ -1,0 +1,201 @@
+# sluice - one top-level Makefile (libbpf-bootstrap style).
+#   make deps     install every Debian package the build, tests and demo need
+#   make          build build/sluice, build/sluice-proxy, build/sluice-resolver
+#   make test     unit tests (cmocka), short fuzz runs, kernel integration tests (root)
+#   make demo     the main job on the built-in test world (root)
+#   make fuzz     longer fuzz runs (FUZZ_SECONDS per target)
+#   make lint     clang-tidy and cppcheck, warnings as errors
+#   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel
+# Options: V=1 (show commands), SANITIZE=1 (ASan+UBSan user space).
+
+OUTPUT   := build
+CLANG    ?= clang
+CC       ?= gcc
+BPFTOOL  ?= bpftool
+PYTHON   ?= python3
+ARCH     := $(shell uname -m | sed 's/x86_64/x86/' | sed 's/aarch64/arm64/')
+
+DEBIAN_PACKAGES := build-essential pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
+	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
+	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev \
+	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux \
+	cppcheck clang-tidy
+
+ifeq ($(V),1)
+	Q =
+	msg =
+else
+	Q = @
+	msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS  ?= -g -O2
+CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	   -fno-strict-aliasing -fstack-protector-strong -D_FORTIFY_SOURCE=2
+LDFLAGS ?=
+ifeq ($(SANITIZE),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -U_FORTIFY_SOURCE
+LDFLAGS += -fsanitize=address,undefined
+endif
+INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
+LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
+
+BPF_SRCS      := $(wildcard bpf/*.bpf.c)
+BPF_OBJS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+SKELS         := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+
+LIB_SRCS      := $(wildcard userspace/lib/*.c)
+LIB_OBJS      := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
+LOADER_SRCS   := $(filter-out loader/main.c,$(wildcard loader/*.c))
+LOADER_OBJS   := $(patsubst %.c,$(OUTPUT)/%.o,$(LOADER_SRCS))
+PROXY_SRCS    := $(filter-out userspace/proxy/main.c,$(wildcard userspace/proxy/*.c))
+PROXY_OBJS    := $(patsubst %.c,$(OUTPUT)/%.o,$(PROXY_SRCS))
+RESOLVER_SRCS := $(filter-out userspace/resolver/main.c,$(wildcard userspace/resolver/*.c))
+RESOLVER_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(RESOLVER_SRCS))
+
+LIBSLUICE     := $(OUTPUT)/libsluice.a
+LIBLOADER     := $(OUTPUT)/libsluice-loader.a
+LIBPROXY      := $(OUTPUT)/libsluice-proxy.a
+LIBRESOLVER   := $(OUTPUT)/libsluice-resolver.a
+
+BINS := $(OUTPUT)/sluice
+ifneq ($(wildcard userspace/proxy/main.c),)
+BINS += $(OUTPUT)/sluice-proxy
+endif
+ifneq ($(wildcard userspace/resolver/main.c),)
+BINS += $(OUTPUT)/sluice-resolver
+endif
+
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/unit/%,$(UNIT_SRCS))
+TOOL_SRCS  := $(wildcard tests/tools/*.c)
+TOOL_BINS  := $(patsubst tests/tools/%.c,$(OUTPUT)/tests/tools/%,$(TOOL_SRCS))
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.PHONY: all deps test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
+
+all: $(BINS) $(TOOL_BINS)
+
+deps:
+	DEBIAN_FRONTEND=noninteractive apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEBIAN_PACKAGES)
+
+# --- BPF ---------------------------------------------------------------
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Wno-unused-function \
+	      -I$(OUTPUT) -Ivmlinux/$(ARCH) -Ibpf
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o | $(OUTPUT)
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
+
+# --- user space --------------------------------------------------------
+$(OUTPUT):
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/%.o: %.c $(SKELS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+
+-include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
+
+$(LIBSLUICE): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIBLOADER): $(LOADER_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIBPROXY): $(PROXY_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIBRESOLVER): $(RESOLVER_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUTPUT)/sluice: $(OUTPUT)/loader/main.o $(LIBLOADER) $(LIBSLUICE)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+
+$(OUTPUT)/sluice-proxy: $(OUTPUT)/userspace/proxy/main.o $(LIBPROXY) $(LIBSLUICE)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+
+$(OUTPUT)/sluice-resolver: $(OUTPUT)/userspace/resolver/main.o $(LIBRESOLVER) $(LIBSLUICE)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+
+# --- tests -------------------------------------------------------------
+# Each tests/unit/test_<module>.c links against every module library; a
+# module's syscall mocks live in tests/unit/mock_<module>.c (-Wl,--wrap).
+UNIT_MOCKS := $(wildcard tests/unit/mock_*.c)
+$(OUTPUT)/tests/unit/%: tests/unit/%.c $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE)
+	$(call msg,CC-TEST,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Iloader -Iuserspace/proxy -Iuserspace/resolver $(LDFLAGS) \
+		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(LIBS) -lcmocka \
+		$(shell cat tests/unit/$*.wrap 2>/dev/null) -o $@
+
+$(OUTPUT)/tests/tools/%: tests/tools/%.c | $(OUTPUT)
+	$(call msg,CC-TOOL,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< -o $@ -luring -lpthread
+
+unit: $(UNIT_BINS)
+	@set -e; pass=0; fail=0; for t in $(UNIT_BINS); do \
+		echo "== $$t"; if $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
+	echo "unit: $$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+
+integration: all
+	$(PYTHON) tests/integration/run.py
+
+test: all unit fuzz-smoke integration
+
+# --- fuzzing (clang libFuzzer) -----------------------------------------
+FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS    := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_CFLAGS  := -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined $(INCLUDES) -Iloader -Iuserspace/proxy -Iuserspace/resolver
+FUZZ_LIBSRCS := $(LIB_SRCS) $(LOADER_SRCS) $(PROXY_SRCS) $(RESOLVER_SRCS)
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 10
+
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(SKELS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LIBS) -o $@
+
+fuzz-smoke: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(OUTPUT)/fuzz/corpus-$$n; \
+		echo "== $$n ($(FUZZ_SMOKE_SECONDS)s on tests/fuzz/corpus/$$n)"; \
+		$$f -max_total_time=$(FUZZ_SMOKE_SECONDS) -print_final_stats=0 $(OUTPUT)/fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>&1 | tail -n 2; done
+
+fuzz: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(OUTPUT)/fuzz/corpus-$$n; \
+		echo "== $$n ($(FUZZ_SECONDS)s)"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) $(OUTPUT)/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+
+# --- demo, lint, bench ---------------------------------------------------
+demo: all
+	bash tests/world/demo.sh
+
+LINT_SRCS := $(LIB_SRCS) $(wildcard loader/*.c) $(wildcard userspace/proxy/*.c) $(wildcard userspace/resolver/*.c)
+lint: $(SKELS)
+	cppcheck --error-exitcode=1 --enable=warning,portability --inline-suppr --quiet \
+		--suppressions-list=.cppcheck-suppressions $(INCLUDES) $(LINT_SRCS)
+	clang-tidy --quiet --warnings-as-errors='*' $(LINT_SRCS) -- $(CFLAGS) $(INCLUDES) -Iloader
+
+bench: all
+	bash bench/run.sh
+
+clean:
+	rm -rf $(OUTPUT)

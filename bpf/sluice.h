@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * sluice.h - wire types shared by the BPF programs (bpf/sluice.bpf.c) and
+ * user space (loader, proxy, resolver).  Every struct here crosses the
+ * kernel/user boundary through a map or the ring buffer, so its size is
+ * pinned with _Static_assert and fields are never reordered or reused.
+ *
+ * Byte order: addresses are kept in network byte order exactly as the kernel
+ * gives them (struct bpf_sock_addr user_ip4/user_ip6); ports are kept in HOST
+ * byte order everywhere in these structs (the BPF side converts once).
+ *
+ * Rule semantics (what the programs attached to a sandbox's cgroup do)
+ * --------------------------------------------------------------------
+ * The sandbox is deny-by-default.  For every outbound attempt the kernel
+ * asks, in this order:
+ *
+ *  1. Is the destination (address, protocol, port) inside a `cidr` entry of
+ *     the policy?  -> SLUICE_VERDICT_ALLOW, untouched.
+ *       cidr 198.51.100.0/24 tcp 5432:  connect(198.51.100.7:5432)  allowed
+ *                                       connect(198.51.100.7:5433)  not by 1.
+ *  2. Is it the sandbox's own proxy or resolver address?  -> ALLOW (explicit
+ *     proxy use: HTTP_PROXY clients connect to the proxy directly; the
+ *     connection is still recorded so the proxy knows who is talking).
+ *  3. UDP or TCP to port 53 (any address)?  -> REDIRECT to the sandbox
+ *     resolver; recvmsg/getpeername make the reply look as if it came from
+ *     the address the client asked.
+ *  4. TCP to a port that some `host`/`url` entry names?  -> REDIRECT to the
+ *     sandbox proxy; the original destination is kept (socket storage, then
+ *     the flow map at TCP_CONNECT time) so the proxy can recover it.
+ *       host api.example.com 443:  connect(203.0.113.5:443)  redirected
+ *                                  connect(203.0.113.5:22)   denied, reason 2
+ *  5. Anything else -> SLUICE_VERDICT_DENY with a stable reason code and one
+ *     ring-buffer event.  UDP is denied quickly (EPERM) so that QUIC clients
+ *     fall back to TCP.
+ *
+ * IPv4-mapped IPv6 destinations (::ffff:a.b.c.d) get exactly the IPv4 verdict.
+ * Sockets other than TCP/UDP over IPv4/IPv6 (raw, ICMP "ping", SCTP, MPTCP,
+ * UDP-Lite) are refused at creation.  A cgroup_skb/egress backstop drops any
+ * packet whose destination none of the rules above allows.
+ *
+ * In audit mode every DENY becomes "would deny": the event is emitted with
+ * SLUICE_VERDICT_WOULD_DENY and the attempt proceeds unchanged, except the
+ * reasons marked ALWAYS below, which no policy could ever allow.
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Verdicts.  Returned by the cgroup programs as SYS_PROCEED / SYS_REJECT. */
+#define SYS_REJECT  0
+#define SYS_PROCEED 1
+
+enum sluice_verdict {
+	SLUICE_VERDICT_ALLOW      = 1,
+	SLUICE_VERDICT_REDIRECT   = 2,
+	SLUICE_VERDICT_DENY       = 3,
+	SLUICE_VERDICT_WOULD_DENY = 4, /* audit mode */
+};
+
+/*
+ * Denial reasons.  Stable and never reused: detection pipelines key on the
+ * number.  Add new ones at the end; retire by leaving a gap.
+ * The string names (sluice_reason_name() in user space) are stable too.
+ */
+enum sluice_reason {
+	SLUICE_REASON_NONE              = 0,
+	SLUICE_REASON_TCP_PORT          = 1, /* "tcp_port_not_allowed": no cidr, no host/url entry for the port */
+	SLUICE_REASON_UDP               = 2, /* "udp_not_allowed": UDP that is neither DNS nor an allowed cidr */
+	SLUICE_REASON_NO_RESOLVER       = 3, /* "dns_no_resolver": DNS while the sandbox has no resolver */
+	SLUICE_REASON_NO_PROXY          = 4, /* "no_proxy": proxied port while the sandbox has no proxy */
+	SLUICE_REASON_SOCK_RAW          = 5, /* "raw_socket" (ALWAYS) */
+	SLUICE_REASON_SOCK_ICMP         = 6, /* "icmp_socket" (ALWAYS): ping sockets */
+	SLUICE_REASON_SOCK_PROTO        = 7, /* "socket_protocol" (ALWAYS): SCTP, MPTCP, UDP-Lite, ... */
+	SLUICE_REASON_BACKSTOP          = 8, /* "egress_backstop": packet dropped by cgroup_skb/egress */
+	SLUICE_REASON_PROTO             = 9, /* "protocol_not_allowed": connect() of an unexpected protocol */
+	SLUICE_REASON__MAX,
+};
+
+/* Which program saw the attempt. Stable numbers, like the reasons. */
+enum sluice_hook {
+	SLUICE_HOOK_CONNECT4     = 1,
+	SLUICE_HOOK_CONNECT6     = 2,
+	SLUICE_HOOK_SENDMSG4     = 3,
+	SLUICE_HOOK_SENDMSG6     = 4,
+	SLUICE_HOOK_SOCK_CREATE  = 5,
+	SLUICE_HOOK_SKB_EGRESS   = 6,
+	SLUICE_HOOK__MAX,
+};
+
+/* Per-CPU counters (map sluice_stats, one __u64 per CPU per index). */
+enum sluice_stat {
+	SLUICE_STAT_ALLOWED     = 0,
+	SLUICE_STAT_REDIRECTED  = 1,
+	SLUICE_STAT_DENIED      = 2,
+	SLUICE_STAT_WOULD_DENY  = 3,
+	SLUICE_STAT_EVENTS_LOST = 4, /* ring-buffer reservation failures */
+	SLUICE_STAT_BACKSTOP    = 5, /* packets dropped by the egress backstop */
+	SLUICE_STAT__MAX,
+};
+
+/* Protocol numbers as in <netinet/in.h>; repeated so this header needs no libc. */
+#define SLUICE_IPPROTO_TCP 6
+#define SLUICE_IPPROTO_UDP 17
+#define SLUICE_AF_INET     2
+#define SLUICE_AF_INET6    10
+
+/*
+ * Allowlist of direct (cidr) destinations.  LPM trie keys carry the policy
+ * generation in front of the address so that a reload can write a whole new
+ * generation beside the running one and switch with one 32-bit store:
+ * prefixlen = 32 (generation) + the CIDR's prefix length.
+ */
+struct sluice_lpm4_key {
+	__u32 prefixlen;
+	__u32 gen;     /* host byte order; matched as the first 32 bits */
+	__u32 addr;    /* network byte order */
+};
+_Static_assert(sizeof(struct sluice_lpm4_key) == 12, "sluice_lpm4_key size");
+
+struct sluice_lpm6_key {
+	__u32 prefixlen;
+	__u32 gen;
+	__u32 addr[4]; /* network byte order */
+};
+_Static_assert(sizeof(struct sluice_lpm6_key) == 24, "sluice_lpm6_key size");
+
+#define SLUICE_MAX_PORT_RULES 16
+
+struct sluice_port_rule {
+	__u16 lo;      /* host byte order, inclusive */
+	__u16 hi;      /* host byte order, inclusive */
+	__u8  proto;   /* SLUICE_IPPROTO_TCP or SLUICE_IPPROTO_UDP */
+	__u8  pad;
+	__u16 rule;    /* index of the policy entry (for logs), 0-based */
+};
+_Static_assert(sizeof(struct sluice_port_rule) == 8, "sluice_port_rule size");
+
+/*
+ * Value of an LPM entry: the port rules of this prefix AND of every shorter
+ * prefix of the policy that contains it (user space flattens them), because
+ * an LPM lookup returns only the longest match.
+ */
+struct sluice_cidr_rules {
+	__u32 n;
+	__u32 pad;
+	struct sluice_port_rule rules[SLUICE_MAX_PORT_RULES];
+};
+_Static_assert(sizeof(struct sluice_cidr_rules) == 8 + 8 * SLUICE_MAX_PORT_RULES, "sluice_cidr_rules size");
+
+/*
+ * Ports that host/url entries name, as a bitmap: bit (port & 31) of word
+ * (gen & 1) * SLUICE_PORT_WORDS + port / 32 of map sluice_proxy_ports.
+ */
+#define SLUICE_PORT_WORDS 2048
+
+/* Map sluice_state, index 0: the generation every hook reads once per call. */
+struct sluice_state {
+	__u32 gen;
+	__u32 pad;
+};
+
+/* Map sluice_genconf, index gen & 1: what a generation decides besides the rules. */
+#define SLUICE_GEN_AUDIT (1u << 0)
+struct sluice_genconf {
+	__u32 flags;
+	__u32 pad;
+};
+
+/* Read-only configuration, set by the loader before load (.rodata). */
+struct sluice_bpf_config {
+	__u32 proxy4_addr;     /* network byte order; 0 = no proxy */
+	__u32 dns4_addr;       /* network byte order; 0 = no resolver */
+	__u32 proxy6_addr[4];  /* network byte order */
+	__u32 dns6_addr[4];    /* network byte order */
+	__u16 proxy4_port;     /* host byte order */
+	__u16 proxy6_port;
+	__u16 dns4_port;
+	__u16 dns6_port;
+	__u8  have_proxy;
+	__u8  have_dns;
+	__u8  have_set_retval; /* kernel has bpf_set_retval (5.18+) */
+	__u8  pad[5];
+};
+_Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size");
+
+/* Flags of struct sluice_orig. */
+#define SLUICE_ORIG_REDIRECTED (1u << 0) /* rewritten to the proxy */
+#define SLUICE_ORIG_EXPLICIT   (1u << 1) /* connected to the proxy address itself */
+#define SLUICE_ORIG_DNS        (1u << 2) /* rewritten to the resolver */
+#define SLUICE_ORIG_AUDIT      (1u << 3) /* would have been denied (audit mode) */
+
+/*
+ * What a client socket really asked for.  Kept in socket storage at
+ * connect/sendmsg time; for TCP copied into the flow map at TCP_CONNECT so
+ * the proxy can look it up by the client's (netns, address, port).
+ */
+struct sluice_orig {
+	__u64 cgroup_id;
+	__u64 sock_cookie;
+	__u64 ts_ns;        /* CLOCK_BOOTTIME */
+	__u32 daddr[4];     /* network byte order; IPv4 in daddr[0] */
+	__u16 dport;        /* host byte order */
+	__u8  family;       /* SLUICE_AF_INET or SLUICE_AF_INET6 (mapped v4 -> INET) */
+	__u8  flags;        /* SLUICE_ORIG_* */
+	__u32 pid;          /* tgid */
+	__u32 uid;
+	__u32 pad;
+	char  comm[16];
+};
+_Static_assert(sizeof(struct sluice_orig) == 72, "sluice_orig size");
+
+/*
+ * Flow map key: the client end of a redirected TCP connection as the proxy
+ * sees it in accept(): netns cookie (SO_NETNS_COOKIE, 5.14+), peer address
+ * and peer port.  IPv4 and v4-mapped peers use family AF_INET, saddr[0].
+ */
+struct sluice_flow_key {
+	__u64 netns_cookie;
+	__u32 saddr[4];     /* network byte order */
+	__u16 sport;        /* host byte order */
+	__u8  family;
+	__u8  pad[5];
+};
+_Static_assert(sizeof(struct sluice_flow_key) == 32, "sluice_flow_key size");
+
+/* One ring-buffer record per denial (or would-deny in audit mode). */
+struct sluice_event {
+	__u64 ts_ns;        /* CLOCK_BOOTTIME, nanoseconds */
+	__u64 seq;          /* per sandbox, from 0, no gaps except lost events */
+	__u64 cgroup_id;
+	__u64 sock_cookie;
+	__u32 pid;          /* tgid; 0 where not known (skb backstop) */
+	__u32 tid;
+	__u32 uid;
+	__u16 hook;         /* enum sluice_hook */
+	__u16 reason;       /* enum sluice_reason */
+	__u32 daddr[4];     /* network byte order; IPv4 in daddr[0] */
+	__u16 dport;        /* host byte order */
+	__u8  family;       /* SLUICE_AF_INET / SLUICE_AF_INET6 */
+	__u8  protocol;     /* IPPROTO_* (the socket's, for sock_create) */
+	__u8  verdict;      /* enum sluice_verdict: DENY or WOULD_DENY */
+	__u8  sock_type;    /* SOCK_* for sock_create */
+	__u16 pad;
+	char  comm[16];
+	__u64 reserved;
+};
+_Static_assert(sizeof(struct sluice_event) == 96, "sluice_event size");
+
+#endif /* SLUICE_H */

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * log.h - the small diagnostic log API of every sluice binary (after OpenBSD
+ * httpd's log.c).  Diagnostics go to stderr, prefixed with the program name;
+ * they are for people.  Machine-read records (events, access logs) are JSON
+ * lines written elsewhere, never through this API.
+ */
+#ifndef SLUICE_LOG_H
+#define SLUICE_LOG_H
+
+#include <stdarg.h>
+
+/* Set the program name used as prefix ("sluice", "sluice-proxy", ...) and
+ * the verbosity (0 = warnings and info, 1 = + debug). */
+void log_init(const char *progname, int verbose);
+
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* adds ": strerror(errno)" */
+void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Log and exit with status 2 (usage or environment error, see README). */
+void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)); /* adds strerror */
+void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

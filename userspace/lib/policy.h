@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * policy.h - the one policy parser, normaliser and matcher of sluice, used
+ * by the loader, the proxy and the resolver alike.  Format: docs/policy.md.
+ *
+ * A policy is a positive allowlist (YAML, version 1).  Loading either
+ * returns a complete, validated, normalised policy or an error naming
+ * file:line:column and the problem; there is never a half-loaded policy.
+ */
+#ifndef SLUICE_POLICY_H
+#define SLUICE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SLUICE_HOST_MAX 253          /* RFC 1035 2.3.4, presentation form without the trailing dot */
+#define SLUICE_DIGEST_HEX_LEN 64     /* SHA-256 in lower-case hex */
+
+enum sluice_entry_kind {
+	SLUICE_ENTRY_HOST = 1,  /* proxied TCP, host level (HTTP Host / TLS SNI / CONNECT) */
+	SLUICE_ENTRY_URL  = 2,  /* proxied TCP, full-URL rules (plain HTTP only for now) */
+	SLUICE_ENTRY_CIDR = 3,  /* direct, enforced in the kernel */
+};
+
+enum sluice_mode {
+	SLUICE_MODE_ENFORCE = 0,
+	SLUICE_MODE_AUDIT   = 1,
+};
+
+enum sluice_dns_on_deny {
+	SLUICE_DNS_NXDOMAIN = 0,
+	SLUICE_DNS_REFUSED  = 1,
+};
+
+struct sluice_port_range {
+	uint16_t lo;   /* inclusive, 1..65535 */
+	uint16_t hi;   /* inclusive, lo <= hi */
+};
+
+struct sluice_entry {
+	enum sluice_entry_kind kind;
+	unsigned index;           /* position in the allow list, 0-based */
+	unsigned line, column;    /* 1-based position of the entry in the file */
+	char *name;               /* stable rule name for logs, e.g. "allow[2] host:api.example.com" */
+	char *why;                /* required justification, as written */
+	struct sluice_port_range *ports;  /* host, url (derived from the URL) and cidr */
+	size_t n_ports;
+
+	/* SLUICE_ENTRY_HOST: normalised name (lower case, punycode, no trailing
+	 * dot).  For a wildcard "*.pkg.example.org", host is "pkg.example.org"
+	 * and wildcard is true: it matches one or more labels under it, never
+	 * the apex itself. */
+	char *host;
+	bool wildcard;
+
+	/* SLUICE_ENTRY_URL: scheme ("http" or "https"), normalised host,
+	 * port (explicit or the scheme's default), path prefix (normalised,
+	 * starts with '/'), and upper-case methods (default GET, HEAD). */
+	char *url_scheme;
+	char *url_host;
+	uint16_t url_port;
+	char *url_path;
+	char **methods;
+	size_t n_methods;
+
+	/* SLUICE_ENTRY_CIDR: family AF_INET or AF_INET6, address in network
+	 * byte order (IPv4 in addr[0..3]), prefix length, and protocol
+	 * IPPROTO_TCP or IPPROTO_UDP.  Host bits are zero (checked). */
+	int family;
+	uint8_t addr[16];
+	uint8_t prefix_len;
+	uint8_t protocol;
+};
+
+struct sluice_policy {
+	char *path;               /* file it came from, or "<built-in>" */
+	char *name;               /* `name:`; appears in every log line */
+	int version;              /* always 1 for now */
+	enum sluice_mode mode;    /* `mode:` (audit|enforce), default enforce */
+	enum sluice_dns_on_deny dns_on_deny;
+	uint16_t *dns_qtypes;     /* RR type numbers (RFC 1035 3.2.2), default A, AAAA */
+	size_t n_dns_qtypes;
+	struct sluice_entry *entries;
+	size_t n_entries;
+	char digest[SLUICE_DIGEST_HEX_LEN + 1]; /* SHA-256 of the canonical form, hex */
+};
+
+/* A load error: where and what.  line/column are 1-based, 0 when unknown. */
+struct sluice_policy_error {
+	char file[256];
+	unsigned line, column;
+	char message[256];
+};
+
+/*
+ * Parse and validate the policy in `path`.  On success returns 0 and sets
+ * *out to a policy the caller frees with sluice_policy_free().  On failure
+ * returns -1 (-errno semantics are not used) and fills *err; *out is NULL.
+ * Formats the error as "file:line:column: message" with
+ * sluice_policy_error_str().
+ */
+int sluice_policy_load_file(const char *path, struct sluice_policy **out,
+			    struct sluice_policy_error *err);
+
+/* Same as sluice_policy_load_file() from memory; `name` is used as the file
+ * name in errors.  `buf` need not be NUL-terminated. */
+int sluice_policy_load_buffer(const char *name, const char *buf, size_t len,
+			      struct sluice_policy **out,
+			      struct sluice_policy_error *err);
+
+/* The built-in default policy: allows nothing.  Caller frees it. */
+struct sluice_policy *sluice_policy_default(void);
+
+void sluice_policy_free(struct sluice_policy *p);
+
+/* "file:line:column: message" into buf (always NUL-terminated). */
+const char *sluice_policy_error_str(const struct sluice_policy_error *err,
+				    char *buf, size_t len);
+
+/*
+ * Normalise a host name as the policy, the proxy and the resolver all must:
+ * lower case, trailing dot removed, IDNA (UTS#46 / IDNA2008 via libidn2) to
+ * punycode.  Rejects NUL/control bytes, spaces, '@', '%', brackets, empty
+ * labels, labels over 63 and names over 253 bytes.  IP literals are NOT
+ * host names: returns -1 with "ip literal" for them (use
+ * sluice_ip_normalise()).  Writes at most `len` bytes including the NUL.
+ * Returns 0, or -1 with a static reason in *why (may be NULL).
+ */
+int sluice_host_normalise(const char *in, char *out, size_t len, const char **why);
+
+/*
+ * Parse an IP literal strictly: IPv4 only as a canonical dotted quad (no
+ * hex, octal, decimal-integer or short forms), IPv6 per RFC 4291 (brackets
+ * allowed), ::ffff:a.b.c.d reduced to IPv4.  On success returns 0, sets
+ * *family (AF_INET/AF_INET6) and addr (network byte order, 4 or 16 bytes);
+ * otherwise -1.  Also used to detect "this host name is an IP literal"
+ * including non-canonical spellings such as 0x7f.1 or 2130706433 (returns 1
+ * for those: an IP, but not canonical — always refuse them).
+ */
+int sluice_ip_normalise(const char *in, int *family, uint8_t addr[16]);
+
+/*
+ * Does `entry` (kind HOST, or URL for its host) allow the normalised name
+ * `host`?  Exact names compare equal; a wildcard matches only on a label
+ * boundary with at least one label in front: "*.x" matches "a.x", "a.b.x",
+ * never "x", "evilx" or "x.evil".
+ */
+bool sluice_host_match(const struct sluice_entry *entry, const char *host);
+
+/* First HOST entry allowing normalised `host` on TCP `port`, or NULL. */
+const struct sluice_entry *sluice_policy_match_host(const struct sluice_policy *p,
+						    const char *host, uint16_t port);
+
+/*
+ * First URL entry allowing the request, or NULL.  `scheme` "http"/"https",
+ * `host` normalised, `method` upper case, `path` already normalised by
+ * sluice_url_path_normalise().  The path matches a prefix on a segment
+ * boundary: prefix "/debian/" matches "/debian/x"; prefix "/debian"
+ * matches "/debian" and "/debian/x" but not "/debianx".
+ */
+const struct sluice_entry *sluice_policy_match_url(const struct sluice_policy *p,
+						   const char *scheme, const char *host,
+						   uint16_t port, const char *method,
+						   const char *path);
+
+/*
+ * Normalise a request path (RFC 3986 5.2.4 remove_dot_segments, query and
+ * fragment cut off at '?' / '#').  Refuses (returns -1 with *why) "%2F",
+ * "%5C", "%00", any control byte, backslash, and bad percent escapes.
+ * Writes at most `len` bytes including the NUL.  Returns 0 or -1.
+ */
+int sluice_url_path_normalise(const char *in, char *out, size_t len, const char **why);
+
+/* Is there any HOST or URL entry naming TCP `port`?  (kernel proxy ports) */
+bool sluice_policy_proxies_port(const struct sluice_policy *p, uint16_t port);
+
+/* Does the policy allow the DNS name `host` (normalised) to be resolved:
+ * any HOST entry or URL host that matches it. */
+bool sluice_policy_allows_name(const struct sluice_policy *p, const char *host);
+
+/* Is RR type `qtype` (RFC 1035 number) in the policy's dns.qtypes? */
+bool sluice_policy_allows_qtype(const struct sluice_policy *p, uint16_t qtype);
+
+/* Lint findings (sluice policy check) ------------------------------------ */
+
+enum sluice_lint_code {
+	SLUICE_LINT_RELAY = 1,        /* relay-capable / exfiltration-friendly host (policies/relays.txt) */
+	SLUICE_LINT_WILDCARD,         /* a wildcard host entry */
+	SLUICE_LINT_WIDE_CIDR,        /* wider than /24 (v4) or /48 (v6) */
+	SLUICE_LINT_SPECIAL_RANGE,    /* private, loopback, link-local, CGNAT, metadata ... */
+	SLUICE_LINT_DNS_PORT,         /* port 53 or 853 in a cidr entry */
+	SLUICE_LINT_PLAIN_HTTP_BODY,  /* url on http:// with methods that carry bodies */
+};
+
+struct sluice_lint {
+	enum sluice_lint_code code;
+	const char *code_name;    /* stable: "relay", "wildcard", ... */
+	unsigned entry;           /* index into entries */
+	unsigned line, column;
+	char message[256];
+};
+
+/*
+ * Lint `p` against the relay list file `relays_path` (NULL: the installed
+ * default, policies/relays.txt beside the binary or SLUICE_RELAYS).  Returns
+ * the number of findings (>= 0) and a malloc'd array in *out (caller frees),
+ * or -1 with errno set if the relay list cannot be read.
+ */
+int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
+		       struct sluice_lint **out);
+
+#endif /* SLUICE_POLICY_H */

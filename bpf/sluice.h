@@ -115,7 +115,7 @@ enum sluice_stat {
  */
 struct sluice_lpm4_key {
 	__u32 prefixlen;
-	__u32 gen;     /* host byte order; matched as the first 32 bits */
+	__u32 gen;     /* host byte order (both sides agree); all 32 bits are in the prefix */
 	__u32 addr;    /* network byte order */
 };
 _Static_assert(sizeof(struct sluice_lpm4_key) == 12, "sluice_lpm4_key size");

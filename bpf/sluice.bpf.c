@@ -1,0 +1,782 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * sluice.bpf.c - the egress filter attached to one sandbox's cgroup v2.
+ * Rule semantics, with worked examples, are in sluice.h.  Every program and
+ * map carries the "sluice_" prefix so `bpftool prog show` reads well.
+ *
+ * Kernel: cgroup sock_addr hooks 4.17+, sendmsg 4.18+, recvmsg 5.2+,
+ * getpeername 5.8+, sk_storage in sock_addr 5.10+ (cgroup ctx), netns
+ * cookie in sockops 5.15+, bpf_set_retval 5.18+ (probed, see have_set_retval).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "sluice.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define EPERM 1
+#define SOCK_STREAM_ 1
+#define SOCK_DGRAM_  2
+#define SOCK_RAW_    3
+#define IPPROTO_ICMP_   1
+#define IPPROTO_ICMPV6_ 58
+#define ETH_P_IP_   0x0800
+#define ETH_P_IPV6_ 0x86DD
+
+const volatile struct sluice_bpf_config sluice_cfg = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_lpm4_key);
+	__type(value, struct sluice_cidr_rules);
+} sluice_allow4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_lpm6_key);
+	__type(value, struct sluice_cidr_rules);
+} sluice_allow6 SEC(".maps");
+
+/* Two banks (generation & 1) of a 65536-bit bitmap: ports of host/url entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * SLUICE_PORT_WORDS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sluice_proxy_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_state);
+} sluice_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct sluice_genconf);
+} sluice_genconf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_STAT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} sluice_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20); /* resized by the loader */
+} sluice_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sluice_orig);
+} sluice_sk_orig SEC(".maps");
+
+/* Redirected TCP flows, looked up (and deleted) by the proxy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sluice_flow_key);
+	__type(value, struct sluice_orig);
+} sluice_flows SEC(".maps");
+
+/* Sequence number of the next event; gaps are exactly the lost events. */
+__u64 sluice_seq = 0;
+
+/* Wake the consumer only once this much is queued (batched wakeups); it
+ * also polls with a short timeout, so nothing waits longer than that. */
+#define SLUICE_WAKEUP_BYTES (64 * sizeof(struct sluice_event))
+
+struct verdict_ctx {
+	__u32 daddr[4];   /* network byte order */
+	__u16 dport;      /* host byte order */
+	__u8  family;
+	__u8  protocol;
+	__u8  sock_type;
+	__u16 hook;
+	__u16 reason;
+};
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&sluice_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u32 current_gen(void)
+{
+	__u32 zero = 0;
+	struct sluice_state *st = bpf_map_lookup_elem(&sluice_state, &zero);
+
+	/* volatile: read the generation exactly once per decision */
+	return st ? *(volatile __u32 *)&st->gen : 0;
+}
+
+static __always_inline bool gen_audit(__u32 gen)
+{
+	__u32 idx = gen & 1;
+	struct sluice_genconf *gc = bpf_map_lookup_elem(&sluice_genconf, &idx);
+
+	return gc && (gc->flags & SLUICE_GEN_AUDIT);
+}
+
+/*
+ * Read ctx->user_port through a volatile 32-bit load: the field is __u32 in
+ * the UAPI but only the low 16 bits are the port (network order), and older
+ * verifiers reject narrower loads of it (see cilium bpf/bpf_sock.c).
+ */
+static __always_inline __u16 ctx_port(const struct bpf_sock_addr *ctx)
+{
+	volatile __u32 port = ctx->user_port;
+
+	return bpf_ntohs((__u16)port);
+}
+
+static __always_inline void ctx_set_port(struct bpf_sock_addr *ctx, __u16 port_host)
+{
+	ctx->user_port = bpf_htons(port_host);
+}
+
+static __always_inline bool rules_match(const struct sluice_cidr_rules *r, __u8 proto, __u16 port)
+{
+	__u32 n = r->n;
+
+	for (int i = 0; i < SLUICE_MAX_PORT_RULES; i++) {
+		if (i >= n)
+			break;
+		if (r->rules[i].proto == proto && port >= r->rules[i].lo && port <= r->rules[i].hi)
+			return true;
+	}
+	return false;
+}
+
+static __always_inline bool cidr_allowed4(__u32 gen, __u32 addr, __u8 proto, __u16 port)
+{
+	struct sluice_lpm4_key key = { .prefixlen = 64, .gen = gen, .addr = addr };
+	struct sluice_cidr_rules *r = bpf_map_lookup_elem(&sluice_allow4, &key);
+
+	return r && rules_match(r, proto, port);
+}
+
+static __always_inline bool cidr_allowed6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port)
+{
+	struct sluice_lpm6_key key = { .prefixlen = 160, .gen = gen };
+	struct sluice_cidr_rules *r;
+
+	key.addr[0] = addr[0];
+	key.addr[1] = addr[1];
+	key.addr[2] = addr[2];
+	key.addr[3] = addr[3];
+	r = bpf_map_lookup_elem(&sluice_allow6, &key);
+	return r && rules_match(r, proto, port);
+}
+
+static __always_inline bool port_proxied(__u32 gen, __u16 port)
+{
+	__u32 idx = (gen & 1) * SLUICE_PORT_WORDS + (port >> 5);
+	__u32 *w = bpf_map_lookup_elem(&sluice_proxy_ports, &idx);
+
+	return w && (*w & (1u << (port & 31)));
+}
+
+static __always_inline bool is_v4mapped(const __u32 a[4])
+{
+	return a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0x0000ffff);
+}
+
+static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u64 cookie)
+{
+	struct sluice_event *e;
+	__u64 seq = __sync_fetch_and_add(&sluice_seq, 1);
+	__u64 flags;
+
+	e = bpf_ringbuf_reserve(&sluice_events, sizeof(*e), 0);
+	if (!e) {
+		/* the verdict never depends on room in the ring buffer */
+		stat_inc(SLUICE_STAT_EVENTS_LOST);
+		return;
+	}
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	e->ts_ns = bpf_ktime_get_boot_ns();
+	e->seq = seq;
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->sock_cookie = cookie;
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->uid = (__u32)bpf_get_current_uid_gid();
+	e->hook = v->hook;
+	e->reason = v->reason;
+	e->daddr[0] = v->daddr[0];
+	e->daddr[1] = v->daddr[1];
+	e->daddr[2] = v->daddr[2];
+	e->daddr[3] = v->daddr[3];
+	e->dport = v->dport;
+	e->family = v->family;
+	e->protocol = v->protocol;
+	e->verdict = verdict;
+	e->sock_type = v->sock_type;
+	e->pad = 0;
+	e->reserved = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+
+	flags = bpf_ringbuf_query(&sluice_events, BPF_RB_AVAIL_DATA) >= SLUICE_WAKEUP_BYTES ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
+/*
+ * Deny (or, in audit mode, let through and report "would deny").  Returns
+ * the value the program must return.  `always` marks reasons no policy can
+ * allow: they are refused in audit mode too.
+ */
+static __always_inline int deny(struct verdict_ctx *v, __u32 gen, __u64 cookie, bool always)
+{
+	if (!always && gen_audit(gen)) {
+		stat_inc(SLUICE_STAT_WOULD_DENY);
+		emit_event(v, SLUICE_VERDICT_WOULD_DENY, cookie);
+		return SYS_PROCEED;
+	}
+	stat_inc(SLUICE_STAT_DENIED);
+	emit_event(v, SLUICE_VERDICT_DENY, cookie);
+	if (sluice_cfg.have_set_retval)
+		bpf_set_retval(-EPERM);
+	return SYS_REJECT;
+}
+
+static __always_inline void remember(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u8 flags)
+{
+	struct sluice_orig *o;
+	__u64 pid_tgid;
+
+	if (!ctx->sk)
+		return;
+	o = bpf_sk_storage_get(&sluice_sk_orig, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!o)
+		return;
+	pid_tgid = bpf_get_current_pid_tgid();
+	o->cgroup_id = bpf_get_current_cgroup_id();
+	o->sock_cookie = bpf_get_socket_cookie(ctx);
+	o->ts_ns = bpf_ktime_get_boot_ns();
+	o->daddr[0] = v->daddr[0];
+	o->daddr[1] = v->daddr[1];
+	o->daddr[2] = v->daddr[2];
+	o->daddr[3] = v->daddr[3];
+	o->dport = v->dport;
+	o->family = v->family;
+	o->flags = flags;
+	o->pid = pid_tgid >> 32;
+	o->uid = (__u32)bpf_get_current_uid_gid();
+	bpf_get_current_comm(o->comm, sizeof(o->comm));
+}
+
+/*
+ * The IPv4 decision, shared by connect4, sendmsg4 and the v4-mapped case of
+ * connect6 and sendmsg6.  Returns a D_* decision; on D_DENY, v->reason says why.
+ */
+enum { D_ALLOW, D_REDIRECT_PROXY, D_REDIRECT_DNS, D_EXPLICIT, D_DENY };
+
+static __always_inline int decide4(__u32 gen, struct verdict_ctx *v)
+{
+	__u32 addr = v->daddr[0];
+
+	if (cidr_allowed4(gen, addr, v->protocol, v->dport))
+		return D_ALLOW;
+	if (sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && v->dport == sluice_cfg.dns4_port)
+		return D_ALLOW;
+	if (v->protocol == SLUICE_IPPROTO_TCP && sluice_cfg.have_proxy &&
+	    addr == sluice_cfg.proxy4_addr && v->dport == sluice_cfg.proxy4_port)
+		return D_EXPLICIT;
+	if (v->dport == 53 && (v->protocol == SLUICE_IPPROTO_UDP || v->protocol == SLUICE_IPPROTO_TCP)) {
+		if (sluice_cfg.have_dns)
+			return D_REDIRECT_DNS;
+		v->reason = SLUICE_REASON_NO_RESOLVER;
+		return D_DENY;
+	}
+	if (v->protocol == SLUICE_IPPROTO_TCP) {
+		if (port_proxied(gen, v->dport)) {
+			if (sluice_cfg.have_proxy)
+				return D_REDIRECT_PROXY;
+			v->reason = SLUICE_REASON_NO_PROXY;
+			return D_DENY;
+		}
+		v->reason = SLUICE_REASON_TCP_PORT;
+		return D_DENY;
+	}
+	v->reason = v->protocol == SLUICE_IPPROTO_UDP ? SLUICE_REASON_UDP : SLUICE_REASON_PROTO;
+	return D_DENY;
+}
+
+static __always_inline int decide6(__u32 gen, struct verdict_ctx *v)
+{
+	const __u32 *a = v->daddr;
+
+	if (cidr_allowed6(gen, a, v->protocol, v->dport))
+		return D_ALLOW;
+	if (sluice_cfg.have_dns && v->dport == sluice_cfg.dns6_port &&
+	    a[0] == sluice_cfg.dns6_addr[0] && a[1] == sluice_cfg.dns6_addr[1] &&
+	    a[2] == sluice_cfg.dns6_addr[2] && a[3] == sluice_cfg.dns6_addr[3])
+		return D_ALLOW;
+	if (v->protocol == SLUICE_IPPROTO_TCP && sluice_cfg.have_proxy && v->dport == sluice_cfg.proxy6_port &&
+	    a[0] == sluice_cfg.proxy6_addr[0] && a[1] == sluice_cfg.proxy6_addr[1] &&
+	    a[2] == sluice_cfg.proxy6_addr[2] && a[3] == sluice_cfg.proxy6_addr[3])
+		return D_EXPLICIT;
+	if (v->dport == 53 && (v->protocol == SLUICE_IPPROTO_UDP || v->protocol == SLUICE_IPPROTO_TCP)) {
+		if (sluice_cfg.have_dns)
+			return D_REDIRECT_DNS;
+		v->reason = SLUICE_REASON_NO_RESOLVER;
+		return D_DENY;
+	}
+	if (v->protocol == SLUICE_IPPROTO_TCP) {
+		if (port_proxied(gen, v->dport)) {
+			if (sluice_cfg.have_proxy)
+				return D_REDIRECT_PROXY;
+			v->reason = SLUICE_REASON_NO_PROXY;
+			return D_DENY;
+		}
+		v->reason = SLUICE_REASON_TCP_PORT;
+		return D_DENY;
+	}
+	v->reason = v->protocol == SLUICE_IPPROTO_UDP ? SLUICE_REASON_UDP : SLUICE_REASON_PROTO;
+	return D_DENY;
+}
+
+/* Apply a decision for an IPv4 (or v4-mapped, if `mapped`) destination. */
+static __always_inline int apply4(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen, bool mapped)
+{
+	int d = decide4(gen, v);
+	__u32 to = 0;
+	__u16 to_port = 0;
+	__u8 flags = 0;
+
+	switch (d) {
+	case D_ALLOW:
+		stat_inc(SLUICE_STAT_ALLOWED);
+		return SYS_PROCEED;
+	case D_EXPLICIT:
+		stat_inc(SLUICE_STAT_REDIRECTED);
+		remember(ctx, v, SLUICE_ORIG_EXPLICIT);
+		return SYS_PROCEED;
+	case D_REDIRECT_PROXY:
+		to = sluice_cfg.proxy4_addr;
+		to_port = sluice_cfg.proxy4_port;
+		flags = SLUICE_ORIG_REDIRECTED;
+		break;
+	case D_REDIRECT_DNS:
+		to = sluice_cfg.dns4_addr;
+		to_port = sluice_cfg.dns4_port;
+		flags = SLUICE_ORIG_DNS;
+		break;
+	default: {
+		bool always = false;
+		int ret = deny(v, gen, bpf_get_socket_cookie(ctx), always);
+
+		if (ret == SYS_PROCEED)
+			remember(ctx, v, SLUICE_ORIG_AUDIT);
+		return ret;
+	}
+	}
+	stat_inc(SLUICE_STAT_REDIRECTED);
+	remember(ctx, v, flags);
+	if (mapped) {
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = bpf_htonl(0x0000ffff);
+		ctx->user_ip6[3] = to;
+	} else {
+		ctx->user_ip4 = to;
+	}
+	ctx_set_port(ctx, to_port);
+	return SYS_PROCEED;
+}
+
+static __always_inline int apply6(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen)
+{
+	int d = decide6(gen, v);
+	const volatile __u32 *to;
+	__u16 to_port;
+	__u8 flags;
+
+	switch (d) {
+	case D_ALLOW:
+		stat_inc(SLUICE_STAT_ALLOWED);
+		return SYS_PROCEED;
+	case D_EXPLICIT:
+		stat_inc(SLUICE_STAT_REDIRECTED);
+		remember(ctx, v, SLUICE_ORIG_EXPLICIT);
+		return SYS_PROCEED;
+	case D_REDIRECT_PROXY:
+		to = sluice_cfg.proxy6_addr;
+		to_port = sluice_cfg.proxy6_port;
+		flags = SLUICE_ORIG_REDIRECTED;
+		break;
+	case D_REDIRECT_DNS:
+		to = sluice_cfg.dns6_addr;
+		to_port = sluice_cfg.dns6_port;
+		flags = SLUICE_ORIG_DNS;
+		break;
+	default: {
+		int ret = deny(v, gen, bpf_get_socket_cookie(ctx), false);
+
+		if (ret == SYS_PROCEED)
+			remember(ctx, v, SLUICE_ORIG_AUDIT);
+		return ret;
+	}
+	}
+	stat_inc(SLUICE_STAT_REDIRECTED);
+	remember(ctx, v, flags);
+	ctx->user_ip6[0] = to[0];
+	ctx->user_ip6[1] = to[1];
+	ctx->user_ip6[2] = to[2];
+	ctx->user_ip6[3] = to[3];
+	ctx_set_port(ctx, to_port);
+	return SYS_PROCEED;
+}
+
+static __always_inline int handle4(struct bpf_sock_addr *ctx, __u16 hook)
+{
+	struct verdict_ctx v = {};
+	__u32 gen = current_gen();
+
+	v.daddr[0] = ctx->user_ip4;
+	v.dport = ctx_port(ctx);
+	v.family = SLUICE_AF_INET;
+	v.protocol = ctx->protocol;
+	v.sock_type = ctx->type;
+	v.hook = hook;
+	return apply4(ctx, &v, gen, false);
+}
+
+static __always_inline int handle6(struct bpf_sock_addr *ctx, __u16 hook)
+{
+	struct verdict_ctx v = {};
+	__u32 gen = current_gen();
+
+	v.daddr[0] = ctx->user_ip6[0];
+	v.daddr[1] = ctx->user_ip6[1];
+	v.daddr[2] = ctx->user_ip6[2];
+	v.daddr[3] = ctx->user_ip6[3];
+	v.dport = ctx_port(ctx);
+	v.protocol = ctx->protocol;
+	v.sock_type = ctx->type;
+	v.hook = hook;
+	if (is_v4mapped(v.daddr)) {
+		/* ::ffff:a.b.c.d gets exactly the IPv4 verdict */
+		v.daddr[0] = v.daddr[3];
+		v.daddr[1] = v.daddr[2] = v.daddr[3] = 0;
+		v.family = SLUICE_AF_INET;
+		return apply4(ctx, &v, gen, true);
+	}
+	v.family = SLUICE_AF_INET6;
+	return apply6(ctx, &v, gen);
+}
+
+SEC("cgroup/connect4")
+int sluice_connect4(struct bpf_sock_addr *ctx)
+{
+	return handle4(ctx, SLUICE_HOOK_CONNECT4);
+}
+
+SEC("cgroup/connect6")
+int sluice_connect6(struct bpf_sock_addr *ctx)
+{
+	return handle6(ctx, SLUICE_HOOK_CONNECT6);
+}
+
+SEC("cgroup/sendmsg4")
+int sluice_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return handle4(ctx, SLUICE_HOOK_SENDMSG4);
+}
+
+SEC("cgroup/sendmsg6")
+int sluice_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return handle6(ctx, SLUICE_HOOK_SENDMSG6);
+}
+
+/*
+ * recvmsg/getpeername: a reply from the resolver (or a peer that is the
+ * proxy) is shown as coming from the address the client asked for, so stub
+ * resolvers accept it.  These hooks cannot deny; they always return 1.
+ */
+static __always_inline void restore4(struct bpf_sock_addr *ctx)
+{
+	struct sluice_orig *o;
+	__u32 addr = ctx->user_ip4;
+	__u16 port = ctx_port(ctx);
+	bool dns = sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && port == sluice_cfg.dns4_port;
+	bool proxy = sluice_cfg.have_proxy && addr == sluice_cfg.proxy4_addr && port == sluice_cfg.proxy4_port;
+
+	if (!(dns || proxy) || !ctx->sk)
+		return;
+	o = bpf_sk_storage_get(&sluice_sk_orig, ctx->sk, 0, 0);
+	if (!o || o->family != SLUICE_AF_INET || !(o->flags & (SLUICE_ORIG_DNS | SLUICE_ORIG_REDIRECTED)))
+		return;
+	ctx->user_ip4 = o->daddr[0];
+	ctx_set_port(ctx, o->dport);
+}
+
+static __always_inline void restore6(struct bpf_sock_addr *ctx)
+{
+	struct sluice_orig *o;
+	__u32 a[4];
+	__u16 port = ctx_port(ctx);
+	bool match;
+
+	a[0] = ctx->user_ip6[0];
+	a[1] = ctx->user_ip6[1];
+	a[2] = ctx->user_ip6[2];
+	a[3] = ctx->user_ip6[3];
+	if (is_v4mapped(a))
+		match = (sluice_cfg.have_dns && a[3] == sluice_cfg.dns4_addr && port == sluice_cfg.dns4_port) ||
+			(sluice_cfg.have_proxy && a[3] == sluice_cfg.proxy4_addr && port == sluice_cfg.proxy4_port);
+	else
+		match = (sluice_cfg.have_dns && port == sluice_cfg.dns6_port &&
+			 a[0] == sluice_cfg.dns6_addr[0] && a[1] == sluice_cfg.dns6_addr[1] &&
+			 a[2] == sluice_cfg.dns6_addr[2] && a[3] == sluice_cfg.dns6_addr[3]) ||
+			(sluice_cfg.have_proxy && port == sluice_cfg.proxy6_port &&
+			 a[0] == sluice_cfg.proxy6_addr[0] && a[1] == sluice_cfg.proxy6_addr[1] &&
+			 a[2] == sluice_cfg.proxy6_addr[2] && a[3] == sluice_cfg.proxy6_addr[3]);
+	if (!match || !ctx->sk)
+		return;
+	o = bpf_sk_storage_get(&sluice_sk_orig, ctx->sk, 0, 0);
+	if (!o || !(o->flags & (SLUICE_ORIG_DNS | SLUICE_ORIG_REDIRECTED)))
+		return;
+	if (o->family == SLUICE_AF_INET) {
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = bpf_htonl(0x0000ffff);
+		ctx->user_ip6[3] = o->daddr[0];
+	} else {
+		ctx->user_ip6[0] = o->daddr[0];
+		ctx->user_ip6[1] = o->daddr[1];
+		ctx->user_ip6[2] = o->daddr[2];
+		ctx->user_ip6[3] = o->daddr[3];
+	}
+	ctx_set_port(ctx, o->dport);
+}
+
+SEC("cgroup/recvmsg4")
+int sluice_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	restore4(ctx);
+	return 1;
+}
+
+SEC("cgroup/recvmsg6")
+int sluice_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	restore6(ctx);
+	return 1;
+}
+
+SEC("cgroup/getpeername4")
+int sluice_getpeername4(struct bpf_sock_addr *ctx)
+{
+	restore4(ctx);
+	return 1;
+}
+
+SEC("cgroup/getpeername6")
+int sluice_getpeername6(struct bpf_sock_addr *ctx)
+{
+	restore6(ctx);
+	return 1;
+}
+
+/*
+ * sock_create: only TCP and UDP sockets over IPv4/IPv6.  Raw sockets, ICMP
+ * "ping" sockets, SCTP, MPTCP, UDP-Lite and anything else are refused, in
+ * audit mode too (no policy can allow them).
+ */
+SEC("cgroup/sock_create")
+int sluice_sock_create(struct bpf_sock *ctx)
+{
+	struct verdict_ctx v = {};
+	__u32 type = ctx->type;
+	__u32 proto = ctx->protocol;
+
+	if ((type == SOCK_STREAM_ && proto == SLUICE_IPPROTO_TCP) ||
+	    (type == SOCK_DGRAM_ && proto == SLUICE_IPPROTO_UDP))
+		return SYS_PROCEED;
+	v.family = ctx->family;
+	v.protocol = proto;
+	v.sock_type = type;
+	v.hook = SLUICE_HOOK_SOCK_CREATE;
+	if (type == SOCK_RAW_)
+		v.reason = SLUICE_REASON_SOCK_RAW;
+	else if (proto == IPPROTO_ICMP_ || proto == IPPROTO_ICMPV6_)
+		v.reason = SLUICE_REASON_SOCK_ICMP;
+	else
+		v.reason = SLUICE_REASON_SOCK_PROTO;
+	return deny(&v, current_gen(), 0, true);
+}
+
+/*
+ * sockops: at TCP_CONNECT time the client's local port is known; copy the
+ * original destination of a redirected (or explicit-proxy) socket into the
+ * flow map under the key the proxy will see in accept().
+ */
+SEC("sockops")
+int sluice_sockops(struct bpf_sock_ops *skops)
+{
+	struct sluice_flow_key key = {};
+	struct sluice_orig *o;
+	struct bpf_sock *sk;
+
+	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
+		return 1;
+	sk = skops->sk;
+	if (!sk)
+		return 1;
+	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
+	if (!o || !(o->flags & (SLUICE_ORIG_REDIRECTED | SLUICE_ORIG_EXPLICIT)))
+		return 1;
+	key.netns_cookie = bpf_get_netns_cookie(skops);
+	key.sport = (__u16)skops->local_port; /* host byte order in sock_ops */
+	if (skops->family == SLUICE_AF_INET) {
+		key.family = SLUICE_AF_INET;
+		key.saddr[0] = skops->local_ip4;
+	} else {
+		__u32 a[4];
+
+		a[0] = skops->local_ip6[0];
+		a[1] = skops->local_ip6[1];
+		a[2] = skops->local_ip6[2];
+		a[3] = skops->local_ip6[3];
+		if (is_v4mapped(a)) {
+			key.family = SLUICE_AF_INET;
+			key.saddr[0] = a[3];
+		} else {
+			key.family = SLUICE_AF_INET6;
+			key.saddr[0] = a[0];
+			key.saddr[1] = a[1];
+			key.saddr[2] = a[2];
+			key.saddr[3] = a[3];
+		}
+	}
+	bpf_map_update_elem(&sluice_flows, &key, o, BPF_ANY);
+	return 1;
+}
+
+/*
+ * cgroup_skb/egress backstop: drop any packet of the sandbox whose
+ * destination none of the rules allows (proxy, resolver, cidr entries).
+ * The hooks above should make this unreachable; it is defence in depth
+ * against paths that skip them.  Data starts at the network header.
+ */
+static __always_inline bool egress_allowed4(__u32 gen, __u32 daddr, __u8 proto, __u16 dport)
+{
+	if (cidr_allowed4(gen, daddr, proto, dport))
+		return true;
+	if (sluice_cfg.have_dns && daddr == sluice_cfg.dns4_addr && dport == sluice_cfg.dns4_port)
+		return true;
+	if (sluice_cfg.have_proxy && proto == SLUICE_IPPROTO_TCP &&
+	    daddr == sluice_cfg.proxy4_addr && dport == sluice_cfg.proxy4_port)
+		return true;
+	return false;
+}
+
+SEC("cgroup_skb/egress")
+int sluice_egress(struct __sk_buff *skb)
+{
+	struct verdict_ctx v = {};
+	__u32 gen = current_gen();
+	__u16 ports[2] = {};
+	bool ok = false;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP_)) {
+		struct iphdr iph;
+
+		if (bpf_skb_load_bytes(skb, 0, &iph, sizeof(iph)))
+			goto drop;
+		v.family = SLUICE_AF_INET;
+		v.protocol = iph.protocol;
+		v.daddr[0] = iph.daddr;
+		if ((iph.protocol == SLUICE_IPPROTO_TCP || iph.protocol == SLUICE_IPPROTO_UDP) &&
+		    !(iph.frag_off & bpf_htons(0x1fff))) {
+			if (bpf_skb_load_bytes(skb, iph.ihl * 4, ports, sizeof(ports)))
+				goto drop;
+			v.dport = bpf_ntohs(ports[1]);
+		}
+		ok = egress_allowed4(gen, iph.daddr, iph.protocol, v.dport);
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6_)) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
+			goto drop;
+		v.family = SLUICE_AF_INET6;
+		v.protocol = ip6.nexthdr;
+		__builtin_memcpy(v.daddr, &ip6.daddr, 16);
+		if (ip6.nexthdr == SLUICE_IPPROTO_TCP || ip6.nexthdr == SLUICE_IPPROTO_UDP) {
+			if (bpf_skb_load_bytes(skb, sizeof(ip6), ports, sizeof(ports)))
+				goto drop;
+			v.dport = bpf_ntohs(ports[1]);
+		}
+		if (is_v4mapped(v.daddr)) {
+			ok = egress_allowed4(gen, v.daddr[3], v.protocol, v.dport);
+		} else {
+			ok = cidr_allowed6(gen, v.daddr, v.protocol, v.dport) ||
+			     (sluice_cfg.have_dns && v.dport == sluice_cfg.dns6_port &&
+			      v.daddr[0] == sluice_cfg.dns6_addr[0] && v.daddr[1] == sluice_cfg.dns6_addr[1] &&
+			      v.daddr[2] == sluice_cfg.dns6_addr[2] && v.daddr[3] == sluice_cfg.dns6_addr[3]) ||
+			     (sluice_cfg.have_proxy && v.protocol == SLUICE_IPPROTO_TCP &&
+			      v.dport == sluice_cfg.proxy6_port &&
+			      v.daddr[0] == sluice_cfg.proxy6_addr[0] && v.daddr[1] == sluice_cfg.proxy6_addr[1] &&
+			      v.daddr[2] == sluice_cfg.proxy6_addr[2] && v.daddr[3] == sluice_cfg.proxy6_addr[3]);
+		}
+	} else {
+		goto drop;
+	}
+	if (ok)
+		return 1;
+drop:
+	if (gen_audit(gen))
+		return 1;
+	stat_inc(SLUICE_STAT_BACKSTOP);
+	v.hook = SLUICE_HOOK_SKB_EGRESS;
+	v.reason = SLUICE_REASON_BACKSTOP;
+	{
+		struct sluice_event *e;
+		__u64 seq = __sync_fetch_and_add(&sluice_seq, 1);
+
+		stat_inc(SLUICE_STAT_DENIED);
+		e = bpf_ringbuf_reserve(&sluice_events, sizeof(*e), 0);
+		if (!e) {
+			stat_inc(SLUICE_STAT_EVENTS_LOST);
+			return 0;
+		}
+		/* softirq context possible: no current task fields here */
+		__builtin_memset(e, 0, sizeof(*e));
+		e->ts_ns = bpf_ktime_get_boot_ns();
+		e->seq = seq;
+		e->cgroup_id = bpf_skb_cgroup_id(skb);
+		e->sock_cookie = bpf_get_socket_cookie(skb);
+		e->hook = v.hook;
+		e->reason = v.reason;
+		e->daddr[0] = v.daddr[0];
+		e->daddr[1] = v.daddr[1];
+		e->daddr[2] = v.daddr[2];
+		e->daddr[3] = v.daddr[3];
+		e->dport = v.dport;
+		e->family = v.family;
+		e->protocol = v.protocol;
+		e->verdict = SLUICE_VERDICT_DENY;
+		bpf_ringbuf_submit(e, 0);
+	}
+	return 0;
+}

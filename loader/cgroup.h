@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* cgroup.h - finding the cgroup v2 hierarchy and managing sandbox cgroups. */
+#ifndef SLUICE_CGROUP_H
+#define SLUICE_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Find the cgroup v2 mount point by reading `mounts` (normally
+ * "/proc/mounts"): the first line of type "cgroup2".  Works on unified and
+ * hybrid layouts.  Returns 0 and writes the path to buf, or -ENOENT when
+ * there is no cgroup2 mount, or -errno when the file cannot be read.
+ */
+int cg2_find_mount(const char *mounts, char *buf, size_t len);
+
+/* Is a bpffs mounted at `dir`?  If not, mount one (needs CAP_SYS_ADMIN).
+ * Returns 0 or -errno. */
+int bpffs_ensure(const char *dir);
+
+/*
+ * Create directory `path` (a new cgroup).  Fails with -EEXIST if it exists:
+ * every sandbox starts from a fresh cgroup.  Returns an O_DIRECTORY fd
+ * (>= 0) to it, for CLONE_INTO_CGROUP and BPF attach, or -errno.
+ */
+int cg_create(const char *path);
+
+/* cgroup id (the inode number of its directory, as bpf_get_current_cgroup_id()
+ * reports it) of the cgroup at `path`, or 0 on error. */
+uint64_t cg_id(const char *path);
+
+/*
+ * Kill every process in the cgroup at `path` (cgroup.kill, 5.14+; falls back
+ * to SIGKILL of each pid in cgroup.procs), wait up to `timeout_ms` for it to
+ * empty, then remove it.  Returns 0, or -errno (the cgroup may remain).
+ */
+int cg_kill_and_remove(const char *path, int timeout_ms);
+
+#endif

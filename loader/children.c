@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "children.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int fd, one = 1;
+
+	fd = socket(family, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&ss, 0, sizeof(ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		s4->sin_port = htons(port);
+		sl = sizeof(*s4);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_loopback;
+		s6->sin6_port = htons(port);
+		sl = sizeof(*s6);
+	}
+	if (type == SOCK_STREAM)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 ||
+	    (type == SOCK_STREAM && listen(fd, 4096) < 0) ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	*bound = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					 : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return fd;
+}
+
+static void set_v6_fallback(__u32 a[4], __u32 v4)
+{
+	a[0] = 0;
+	a[1] = 0;
+	a[2] = htonl(0x0000ffff);
+	a[3] = v4;
+}
+
+/* Open the resolver's UDP+TCP pair on one port (retry on a port clash). */
+static int open_dns(int family, int *udp, int *tcp, uint16_t *port)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		uint16_t p = 0, q = 0;
+		int u = listen_on(family, SOCK_DGRAM, 0, &p);
+		int t;
+
+		if (u < 0)
+			return u;
+		t = listen_on(family, SOCK_STREAM, p, &q);
+		if (t >= 0) {
+			*udp = u;
+			*tcp = t;
+			*port = p;
+			return 0;
+		}
+		close(u);
+		if (t != -EADDRINUSE)
+			return t;
+	}
+	return -EADDRINUSE;
+}
+
+int sluice_listeners_open(struct sluice_listeners *l, const char *netns_path, int want_proxy,
+			  int want_dns, struct sluice_bpf_config *cfg, char *msg, size_t msglen)
+{
+	int self_ns = -1, target_ns = -1, err = 0;
+	uint16_t port;
+
+	l->proxy4 = l->proxy6 = l->dns_udp4 = l->dns_udp6 = l->dns_tcp4 = l->dns_tcp6 = -1;
+	if (netns_path) {
+		self_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		target_ns = open(netns_path, O_RDONLY | O_CLOEXEC);
+		if (self_ns < 0 || target_ns < 0) {
+			err = -errno;
+			snprintf(msg, msglen, "cannot open network namespace %s: %s", netns_path, strerror(errno));
+			goto out;
+		}
+		if (setns(target_ns, CLONE_NEWNET) < 0) {
+			err = -errno;
+			snprintf(msg, msglen, "cannot enter network namespace %s: %s", netns_path, strerror(errno));
+			goto out;
+		}
+	}
+	if (want_proxy) {
+		l->proxy4 = listen_on(AF_INET, SOCK_STREAM, 0, &port);
+		if (l->proxy4 < 0) {
+			err = l->proxy4;
+			snprintf(msg, msglen, "cannot listen for the proxy on 127.0.0.1 (is loopback up in the sandbox's netns?): %s",
+				 strerror(-err));
+			goto out;
+		}
+		cfg->have_proxy = 1;
+		cfg->proxy4_addr = htonl(INADDR_LOOPBACK);
+		cfg->proxy4_port = port;
+		l->proxy6 = listen_on(AF_INET6, SOCK_STREAM, 0, &port);
+		if (l->proxy6 >= 0) {
+			memcpy(cfg->proxy6_addr, &in6addr_loopback, 16);
+			cfg->proxy6_port = port;
+		} else {
+			set_v6_fallback(cfg->proxy6_addr, cfg->proxy4_addr);
+			cfg->proxy6_port = cfg->proxy4_port;
+		}
+	}
+	if (want_dns) {
+		err = open_dns(AF_INET, &l->dns_udp4, &l->dns_tcp4, &port);
+		if (err) {
+			snprintf(msg, msglen, "cannot listen for the resolver on 127.0.0.1: %s", strerror(-err));
+			goto out;
+		}
+		cfg->have_dns = 1;
+		cfg->dns4_addr = htonl(INADDR_LOOPBACK);
+		cfg->dns4_port = port;
+		if (open_dns(AF_INET6, &l->dns_udp6, &l->dns_tcp6, &port) == 0) {
+			memcpy(cfg->dns6_addr, &in6addr_loopback, 16);
+			cfg->dns6_port = port;
+		} else {
+			set_v6_fallback(cfg->dns6_addr, cfg->dns4_addr);
+			cfg->dns6_port = cfg->dns4_port;
+		}
+		err = 0;
+	}
+out:
+	if (self_ns >= 0) {
+		if (setns(self_ns, CLONE_NEWNET) < 0 && !err) {
+			err = -errno;
+			snprintf(msg, msglen, "cannot return to own network namespace: %s", strerror(errno));
+		}
+		close(self_ns);
+	}
+	if (target_ns >= 0)
+		close(target_ns);
+	if (err)
+		sluice_listeners_close(l);
+	return err;
+}
+
+void sluice_listeners_close(struct sluice_listeners *l)
+{
+	int *fds[] = { &l->proxy4, &l->proxy6, &l->dns_udp4, &l->dns_udp6, &l->dns_tcp4, &l->dns_tcp6 };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+const char *sluice_helper_path(const char *name, char *buf, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	snprintf(buf, len, "%s/%s", self, name);
+	return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
+			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
+{
+	int ready[2];
+	pid_t pid;
+	char *argv[64];
+	char fdbuf[8][16];
+	int argc = 0, nfd = 0;
+	int fds[6];
+	const char *base = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
+	int is_proxy = strstr(base, "proxy") != NULL;
+
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		snprintf(msg, msglen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	argv[argc++] = (char *)binary;
+#define ADDFD(flag, fd)                                                   \
+	do {                                                              \
+		if ((fd) >= 0) {                                          \
+			fds[nfd] = (fd);                                  \
+			snprintf(fdbuf[nfd], sizeof(fdbuf[nfd]), "%d", (fd)); \
+			argv[argc++] = (flag);                            \
+			argv[argc++] = fdbuf[nfd];                        \
+			nfd++;                                            \
+		}                                                         \
+	} while (0)
+	if (is_proxy) {
+		ADDFD("--listen-fd", l->proxy4);
+		ADDFD("--listen-fd", l->proxy6);
+		if (o->flow_map) {
+			argv[argc++] = "--flow-map";
+			argv[argc++] = (char *)o->flow_map;
+		}
+	} else {
+		ADDFD("--udp-fd", l->dns_udp4);
+		ADDFD("--udp-fd", l->dns_udp6);
+		ADDFD("--tcp-fd", l->dns_tcp4);
+		ADDFD("--tcp-fd", l->dns_tcp6);
+	}
+#undef ADDFD
+	if (o->policy_path) {
+		argv[argc++] = "--policy";
+		argv[argc++] = (char *)o->policy_path;
+	}
+	if (o->netns_path) {
+		argv[argc++] = "--netns";
+		argv[argc++] = (char *)o->netns_path;
+	}
+	if (o->sandbox) {
+		argv[argc++] = "--sandbox";
+		argv[argc++] = (char *)o->sandbox;
+	}
+	if (o->log_path) {
+		argv[argc++] = "--log";
+		argv[argc++] = (char *)o->log_path;
+	}
+	if (o->upstream_dns) {
+		argv[argc++] = "--upstream-dns";
+		argv[argc++] = (char *)o->upstream_dns;
+	}
+	if (o->mode) {
+		argv[argc++] = "--mode";
+		argv[argc++] = (char *)o->mode;
+	}
+	snprintf(fdbuf[7], sizeof(fdbuf[7]), "%d", ready[1]);
+	argv[argc++] = "--ready-fd";
+	argv[argc++] = fdbuf[7];
+	for (int i = 0; o->extra && o->extra[i] && argc < 62; i++)
+		argv[argc++] = o->extra[i];
+	argv[argc] = NULL;
+
+	pid = fork();
+	if (pid < 0) {
+		snprintf(msg, msglen, "fork: %s", strerror(errno));
+		close(ready[0]);
+		close(ready[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* the listeners and the ready pipe stay open across exec */
+		for (int i = 0; i < nfd; i++)
+			fcntl(fds[i], F_SETFD, 0);
+		fcntl(ready[1], F_SETFD, 0);
+		execv(binary, argv);
+		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
+		_exit(127);
+	}
+	close(ready[1]);
+
+	struct pollfd p = { .fd = ready[0], .events = POLLIN };
+	char buf[16] = "";
+	int r = poll(&p, 1, timeout_ms);
+
+	if (r > 0)
+		r = (int)read(ready[0], buf, sizeof(buf) - 1);
+	close(ready[0]);
+	if (r <= 0 || strncmp(buf, "ready", 5) != 0) {
+		int status;
+
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		snprintf(msg, msglen, "%s did not become ready%s", binary, r == 0 ? " (timed out or exited)" : "");
+		return -EIO;
+	}
+	return pid;
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "events.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <bpf/libbpf.h>
+#include <json-c/json.h>
+
+#include "sandbox.h"
+
+static const char *reason_names[SLUICE_REASON__MAX] = {
+	[SLUICE_REASON_NONE] = "none",
+	[SLUICE_REASON_TCP_PORT] = "tcp_port_not_allowed",
+	[SLUICE_REASON_UDP] = "udp_not_allowed",
+	[SLUICE_REASON_NO_RESOLVER] = "dns_no_resolver",
+	[SLUICE_REASON_NO_PROXY] = "no_proxy",
+	[SLUICE_REASON_SOCK_RAW] = "raw_socket",
+	[SLUICE_REASON_SOCK_ICMP] = "icmp_socket",
+	[SLUICE_REASON_SOCK_PROTO] = "socket_protocol",
+	[SLUICE_REASON_BACKSTOP] = "egress_backstop",
+	[SLUICE_REASON_PROTO] = "protocol_not_allowed",
+};
+
+static const char *hook_names[SLUICE_HOOK__MAX] = {
+	[SLUICE_HOOK_CONNECT4] = "connect4",
+	[SLUICE_HOOK_CONNECT6] = "connect6",
+	[SLUICE_HOOK_SENDMSG4] = "sendmsg4",
+	[SLUICE_HOOK_SENDMSG6] = "sendmsg6",
+	[SLUICE_HOOK_SOCK_CREATE] = "sock_create",
+	[SLUICE_HOOK_SKB_EGRESS] = "skb_egress",
+};
+
+const char *sluice_reason_name(unsigned reason)
+{
+	return reason < SLUICE_REASON__MAX && reason_names[reason] ? reason_names[reason] : "unknown";
+}
+
+const char *sluice_hook_name(unsigned hook)
+{
+	return hook < SLUICE_HOOK__MAX && hook_names[hook] ? hook_names[hook] : "unknown";
+}
+
+int64_t sluice_boot_to_real_ns(void)
+{
+	struct timespec r, b;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	return ((int64_t)r.tv_sec - b.tv_sec) * 1000000000LL + (r.tv_nsec - b.tv_nsec);
+}
+
+void sluice_format_time(int64_t real_ns, char *buf, size_t len)
+{
+	time_t sec = (time_t)(real_ns / 1000000000LL);
+	long usec = (long)((real_ns % 1000000000LL) / 1000);
+	struct tm tm;
+
+	gmtime_r(&sec, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
+}
+
+static const char *transport_name(unsigned proto, unsigned sock_type)
+{
+	switch (proto) {
+	case IPPROTO_TCP: return "tcp";
+	case IPPROTO_UDP: return "udp";
+	case IPPROTO_ICMP: return "icmp";
+	case IPPROTO_ICMPV6: return "ipv6-icmp";
+	case IPPROTO_SCTP: return "sctp";
+	case IPPROTO_UDPLITE: return "udplite";
+	case 262: return "mptcp";
+	case IPPROTO_RAW: return "raw";
+	default: return sock_type == 3 ? "raw" : "other";
+	}
+}
+
+/* Take a finished json object, print it compactly into buf, free it. */
+static int finish(json_object *o, char *buf, size_t len)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	size_t n = strlen(s);
+	int ret = -1;
+
+	if (n < len) {
+		memcpy(buf, s, n + 1);
+		ret = (int)n;
+	}
+	json_object_put(o);
+	return ret;
+}
+
+static void add_common(json_object *o, int64_t real_ns, const struct sluice_event_meta *m)
+{
+	char ts[40];
+
+	sluice_format_time(real_ns, ts, sizeof(ts));
+	json_object_object_add(o, "@timestamp", json_object_new_string(ts));
+	json_object_object_add(o, "sluice.sandbox", json_object_new_string(m->sandbox ? m->sandbox : ""));
+	json_object_object_add(o, "sluice.policy_name", json_object_new_string(m->policy_name ? m->policy_name : ""));
+	json_object_object_add(o, "rule.ruleset", json_object_new_string(m->policy_digest ? m->policy_digest : ""));
+	json_object_object_add(o, "sluice.policy_sha256", json_object_new_string(m->policy_digest ? m->policy_digest : ""));
+	json_object_object_add(o, "sluice.mode", json_object_new_string(m->mode ? m->mode : "enforce"));
+}
+
+int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,
+			size_t len)
+{
+	json_object *o = json_object_new_object();
+	char comm[sizeof(e->comm) + 1], ip[INET6_ADDRSTRLEN] = "", uid[16];
+	int canary;
+	bool would = e->verdict == SLUICE_VERDICT_WOULD_DENY;
+
+	memcpy(comm, e->comm, sizeof(e->comm));
+	comm[sizeof(e->comm)] = 0;
+	canary = m->canary_pid && e->pid == m->canary_pid && strcmp(comm, "sluice-canary") == 0;
+
+	add_common(o, (int64_t)e->ts_ns + m->boot_to_real_ns, m);
+	json_object_object_add(o, "event.kind", json_object_new_string("event"));
+	json_object_object_add(o, "event.category", json_object_new_string("network"));
+	json_object_object_add(o, "event.action",
+			       json_object_new_string(canary ? "canary-denied" : would ? "egress-would-deny" : "egress-denied"));
+	json_object_object_add(o, "event.outcome", json_object_new_string(would ? "unknown" : "failure"));
+	json_object_object_add(o, "event.reason", json_object_new_string(sluice_reason_name(e->reason)));
+	json_object_object_add(o, "sluice.reason_code", json_object_new_int(e->reason));
+	json_object_object_add(o, "sluice.verdict", json_object_new_string(would ? "would_deny" : "deny"));
+	if (e->pid) {
+		json_object_object_add(o, "process.pid", json_object_new_int64(e->pid));
+		json_object_object_add(o, "process.thread.id", json_object_new_int64(e->tid));
+		json_object_object_add(o, "process.name", json_object_new_string(comm));
+		snprintf(uid, sizeof(uid), "%u", e->uid);
+		json_object_object_add(o, "user.id", json_object_new_string(uid));
+	}
+	if (e->hook != SLUICE_HOOK_SOCK_CREATE) {
+		if (e->family == SLUICE_AF_INET)
+			inet_ntop(AF_INET, e->daddr, ip, sizeof(ip));
+		else if (e->family == SLUICE_AF_INET6)
+			inet_ntop(AF_INET6, e->daddr, ip, sizeof(ip));
+		if (ip[0])
+			json_object_object_add(o, "destination.ip", json_object_new_string(ip));
+		json_object_object_add(o, "destination.port", json_object_new_int(e->dport));
+	} else {
+		json_object_object_add(o, "sluice.socket_type", json_object_new_int(e->sock_type));
+		json_object_object_add(o, "sluice.socket_protocol", json_object_new_int(e->protocol));
+	}
+	json_object_object_add(o, "network.transport", json_object_new_string(transport_name(e->protocol, e->sock_type)));
+	json_object_object_add(o, "network.type",
+			       json_object_new_string(e->family == SLUICE_AF_INET6 ? "ipv6" : e->family == SLUICE_AF_INET ? "ipv4" : "other"));
+	json_object_object_add(o, "sluice.hook", json_object_new_string(sluice_hook_name(e->hook)));
+	json_object_object_add(o, "sluice.cgroup_id", json_object_new_uint64(e->cgroup_id));
+	json_object_object_add(o, "sluice.socket_cookie", json_object_new_uint64(e->sock_cookie));
+	json_object_object_add(o, "sluice.seq", json_object_new_uint64(e->seq));
+	if (canary)
+		json_object_object_add(o, "sluice.canary", json_object_new_boolean(1));
+	return finish(o, buf, len);
+}
+
+int sluice_events_lost_format(uint64_t count, uint64_t total, const struct sluice_event_meta *m,
+			      char *buf, size_t len)
+{
+	json_object *o = json_object_new_object();
+	struct timespec r;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	add_common(o, (int64_t)r.tv_sec * 1000000000LL + r.tv_nsec, m);
+	json_object_object_add(o, "event.kind", json_object_new_string("metric"));
+	json_object_object_add(o, "event.action", json_object_new_string("events_lost"));
+	json_object_object_add(o, "event.reason", json_object_new_string("ring_buffer_full"));
+	json_object_object_add(o, "sluice.events_lost", json_object_new_uint64(count));
+	json_object_object_add(o, "sluice.events_lost_total", json_object_new_uint64(total));
+	return finish(o, buf, len);
+}
+
+int sluice_lifecycle_format(const char *action, const char *message, const struct sluice_event_meta *m,
+			    char *buf, size_t len)
+{
+	json_object *o = json_object_new_object();
+	struct timespec r;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	add_common(o, (int64_t)r.tv_sec * 1000000000LL + r.tv_nsec, m);
+	json_object_object_add(o, "event.kind", json_object_new_string("state"));
+	json_object_object_add(o, "event.action", json_object_new_string(action));
+	if (message)
+		json_object_object_add(o, "message", json_object_new_string(message));
+	return finish(o, buf, len);
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct sluice_consumer *c = ctx;
+	char line[2048];
+	int n;
+
+	if (size < sizeof(struct sluice_event))
+		return 0;
+	n = sluice_event_format(data, c->meta, line, sizeof(line));
+	if (n < 0)
+		return 0;
+	fputs(line, c->out);
+	fputc('\n', c->out);
+	c->received++;
+	return 0;
+}
+
+int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
+			 const struct sluice_event_meta *meta, FILE *out)
+{
+	memset(c, 0, sizeof(*c));
+	c->sb = sb;
+	c->meta = meta;
+	c->out = out;
+	c->rb = ring_buffer__new(sandbox_events_fd(sb), on_event, c, NULL);
+	if (!c->rb)
+		return -errno;
+	return 0;
+}
+
+int sluice_consumer_fd(struct sluice_consumer *c)
+{
+	return ring_buffer__epoll_fd(c->rb);
+}
+
+int sluice_consumer_drain(struct sluice_consumer *c)
+{
+	uint64_t before = c->received, lost;
+	int err;
+
+	/* libbpf 1.1 can miss a wakeup: callers poll with a timeout and we
+	 * always consume, whether or not epoll said so. */
+	err = ring_buffer__consume(c->rb);
+	if (err < 0 && err != -EINTR)
+		return err;
+	lost = sandbox_stat(c->sb, SLUICE_STAT_EVENTS_LOST);
+	if (lost > c->lost_reported) {
+		char line[1024];
+
+		/* events lost before this point were never queued, so reporting
+		 * after draining keeps lines + losses exact */
+		if (sluice_events_lost_format(lost - c->lost_reported, lost, c->meta, line, sizeof(line)) > 0) {
+			fputs(line, c->out);
+			fputc('\n', c->out);
+		}
+		c->lost_reported = lost;
+	}
+	fflush(c->out);
+	return (int)(c->received - before);
+}
+
+void sluice_consumer_free(struct sluice_consumer *c)
+{
+	ring_buffer__free(c->rb);
+	c->rb = NULL;
+}

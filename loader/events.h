@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * events.h - kernel denial events as JSON lines (Elastic Common Schema
+ * names; schema in docs/events.md), and the ring-buffer consumer.
+ */
+#ifndef SLUICE_EVENTS_H
+#define SLUICE_EVENTS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <linux/types.h>
+
+#include "sluice.h"
+
+/* What every line of a sandbox carries besides the event itself. */
+struct sluice_event_meta {
+	const char *sandbox;        /* sluice.sandbox */
+	const char *policy_name;    /* rule.ruleset.name is not ECS; sluice.policy_name */
+	const char *policy_digest;  /* rule.ruleset and sluice.policy_sha256 (hex) */
+	const char *mode;           /* "enforce" or "audit" (sluice.mode) */
+	int64_t boot_to_real_ns;    /* CLOCK_REALTIME - CLOCK_BOOTTIME, ns */
+	uint32_t canary_pid;        /* events of this pid with comm "sluice-canary" are the canary's */
+};
+
+/* Stable names of reasons ("tcp_port_not_allowed"), hooks ("connect4"),
+ * verdicts ("deny", "would_deny"). "unknown" for numbers out of range. */
+const char *sluice_reason_name(unsigned reason);
+const char *sluice_hook_name(unsigned hook);
+
+/* CLOCK_REALTIME - CLOCK_BOOTTIME in ns, for converting event timestamps. */
+int64_t sluice_boot_to_real_ns(void);
+
+/* "2026-11-30T06:13:47.123456Z" for a CLOCK_REALTIME time in ns. */
+void sluice_format_time(int64_t real_ns, char *buf, size_t len);
+
+/*
+ * Format one kernel event as a JSON object on one line (no newline) into
+ * buf.  Returns the length written (< len), or -1 if it does not fit.
+ * Pure: no I/O.  Strings from the event (comm) are JSON-escaped.
+ */
+int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,
+			size_t len);
+
+/*
+ * Format an "events_lost" line: `count` events could not be reserved in the
+ * ring buffer since the previous such line (`total` since start).
+ */
+int sluice_events_lost_format(uint64_t count, uint64_t total, const struct sluice_event_meta *m,
+			      char *buf, size_t len);
+
+/* A "sandbox started"/"stopped" line (event.action sandbox-start/-stop). */
+int sluice_lifecycle_format(const char *action, const char *message, const struct sluice_event_meta *m,
+			    char *buf, size_t len);
+
+struct ring_buffer;
+struct sluice_sandbox;
+
+/* The consumer: reads the ring buffer, writes lines to `out`. */
+struct sluice_consumer {
+	struct ring_buffer *rb;
+	struct sluice_sandbox *sb;
+	const struct sluice_event_meta *meta;
+	FILE *out;
+	uint64_t lost_reported;     /* events_lost already written */
+	uint64_t received;          /* events written */
+};
+
+/* Set up consumption of sb's ring buffer.  Returns 0 or -errno. */
+int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
+			 const struct sluice_event_meta *meta, FILE *out);
+
+/* epoll fd that becomes readable when events are ready (batched wakeups:
+ * poll it with a finite timeout, then call sluice_consumer_drain). */
+int sluice_consumer_fd(struct sluice_consumer *c);
+
+/* Consume everything queued, then report new losses.  Returns the number
+ * of events written, or -errno. */
+int sluice_consumer_drain(struct sluice_consumer *c);
+
+void sluice_consumer_free(struct sluice_consumer *c);
+
+#endif

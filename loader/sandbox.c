@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sluice.skel.h"
+
+static const char *prog_names[SLUICE_PROG__MAX] = {
+	[SLUICE_PROG_CONNECT4] = "connect4",
+	[SLUICE_PROG_CONNECT6] = "connect6",
+	[SLUICE_PROG_SENDMSG4] = "sendmsg4",
+	[SLUICE_PROG_SENDMSG6] = "sendmsg6",
+	[SLUICE_PROG_RECVMSG4] = "recvmsg4",
+	[SLUICE_PROG_RECVMSG6] = "recvmsg6",
+	[SLUICE_PROG_GETPEERNAME4] = "getpeername4",
+	[SLUICE_PROG_GETPEERNAME6] = "getpeername6",
+	[SLUICE_PROG_SOCK_CREATE] = "sock_create",
+	[SLUICE_PROG_SOCKOPS] = "sockops",
+	[SLUICE_PROG_EGRESS] = "egress",
+};
+
+const char *sluice_prog_name(enum sluice_prog_id id)
+{
+	return id < SLUICE_PROG__MAX ? prog_names[id] : "?";
+}
+
+static struct bpf_program *prog_of(struct sluice_bpf *s, enum sluice_prog_id id)
+{
+	switch (id) {
+	case SLUICE_PROG_CONNECT4: return s->progs.sluice_connect4;
+	case SLUICE_PROG_CONNECT6: return s->progs.sluice_connect6;
+	case SLUICE_PROG_SENDMSG4: return s->progs.sluice_sendmsg4;
+	case SLUICE_PROG_SENDMSG6: return s->progs.sluice_sendmsg6;
+	case SLUICE_PROG_RECVMSG4: return s->progs.sluice_recvmsg4;
+	case SLUICE_PROG_RECVMSG6: return s->progs.sluice_recvmsg6;
+	case SLUICE_PROG_GETPEERNAME4: return s->progs.sluice_getpeername4;
+	case SLUICE_PROG_GETPEERNAME6: return s->progs.sluice_getpeername6;
+	case SLUICE_PROG_SOCK_CREATE: return s->progs.sluice_sock_create;
+	case SLUICE_PROG_SOCKOPS: return s->progs.sluice_sockops;
+	case SLUICE_PROG_EGRESS: return s->progs.sluice_egress;
+	default: return NULL;
+	}
+}
+
+static size_t count_cidr(const struct sluice_policy *p, int family)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; p && i < p->n_entries; i++)
+		if (p->entries[i].kind == SLUICE_ENTRY_CIDR && p->entries[i].family == family)
+			n++;
+	return n;
+}
+
+int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
+		 const struct sluice_policy *policy, char *msg, size_t msglen)
+{
+	struct sluice_bpf *s;
+	size_t n4 = count_cidr(policy, 2), n6 = count_cidr(policy, 10);
+	int err;
+
+	memset(sb, 0, sizeof(*sb));
+	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
+	sb->cfg = *cfg;
+
+	s = sluice_bpf__open();
+	if (!s) {
+		err = -errno;
+		snprintf(msg, msglen, "cannot open BPF object: %s", strerror(-err));
+		return err;
+	}
+	sb->skel = s;
+	*(struct sluice_bpf_config *)&s->rodata->sluice_cfg = *cfg;
+	/* two generations side by side during a reload, plus slack */
+	bpf_map__set_max_entries(s->maps.sluice_allow4, 2 * (n4 + 16));
+	bpf_map__set_max_entries(s->maps.sluice_allow6, 2 * (n6 + 16));
+
+	err = sluice_bpf__load(s);
+	if (err) {
+		snprintf(msg, msglen, "cannot load BPF programs: %s (does this kernel have BPF, BTF and cgroup sock_addr hooks? run as root)",
+			 strerror(-err));
+		sluice_bpf__destroy(s);
+		sb->skel = NULL;
+		return err;
+	}
+	return 0;
+}
+
+static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
+{
+	struct sluice_bpf *s = sb->skel;
+	int fd4 = bpf_map__fd(s->maps.sluice_allow4), fd6 = bpf_map__fd(s->maps.sluice_allow6);
+	int fdp = bpf_map__fd(s->maps.sluice_proxy_ports), fdg = bpf_map__fd(s->maps.sluice_genconf);
+	uint32_t bank = plan->gen & 1;
+	struct sluice_genconf gc = { .flags = plan->genflags };
+
+	for (size_t i = 0; i < plan->n_v4; i++)
+		if (bpf_map_update_elem(fd4, &plan->v4[i].key, &plan->v4[i].val, BPF_ANY))
+			return -errno;
+	for (size_t i = 0; i < plan->n_v6; i++)
+		if (bpf_map_update_elem(fd6, &plan->v6[i].key, &plan->v6[i].val, BPF_ANY))
+			return -errno;
+	for (uint32_t w = 0; w < SLUICE_PORT_WORDS; w++) {
+		uint32_t key = bank * SLUICE_PORT_WORDS + w;
+
+		if (bpf_map_update_elem(fdp, &key, &plan->ports[w], BPF_ANY))
+			return -errno;
+	}
+	if (bpf_map_update_elem(fdg, &bank, &gc, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* Delete every LPM entry of generation `gen`. */
+static void delete_gen(struct sluice_sandbox *sb, uint32_t gen)
+{
+	struct sluice_bpf *s = sb->skel;
+	int fd4 = bpf_map__fd(s->maps.sluice_allow4), fd6 = bpf_map__fd(s->maps.sluice_allow6);
+	struct sluice_lpm4_key k4, n4, *p4 = NULL;
+	struct sluice_lpm6_key k6, n6, *p6 = NULL;
+
+	/* collect first, then delete: deleting while iterating an LPM trie restarts the walk */
+	for (;;) {
+		int found = 0;
+
+		p4 = NULL;
+		while (bpf_map_get_next_key(fd4, p4, &n4) == 0) {
+			k4 = n4;
+			p4 = &k4;
+			if (k4.gen == gen) {
+				bpf_map_delete_elem(fd4, &k4);
+				found = 1;
+				break;
+			}
+		}
+		if (!found)
+			break;
+	}
+	for (;;) {
+		int found = 0;
+
+		p6 = NULL;
+		while (bpf_map_get_next_key(fd6, p6, &n6) == 0) {
+			k6 = n6;
+			p6 = &k6;
+			if (k6.gen == gen) {
+				bpf_map_delete_elem(fd6, &k6);
+				found = 1;
+				break;
+			}
+		}
+		if (!found)
+			break;
+	}
+}
+
+int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *policy, char *msg,
+			 size_t msglen)
+{
+	struct sluice_plan plan;
+	uint32_t next = sb->gen + 1, zero = 0;
+	struct sluice_state st = { .gen = next };
+	int err;
+
+	if (sluice_plan_build(policy, next, &plan, msg, msglen) < 0)
+		return -1;
+	err = write_plan(sb, &plan);
+	sluice_plan_free(&plan);
+	if (err) {
+		snprintf(msg, msglen, "cannot write policy maps: %s", strerror(-err));
+		delete_gen(sb, next);
+		return -1;
+	}
+	/* the switch: one 32-bit store read once per decision by every hook */
+	if (bpf_map_update_elem(bpf_map__fd(sb->skel->maps.sluice_state), &zero, &st, BPF_ANY)) {
+		snprintf(msg, msglen, "cannot switch policy generation: %s", strerror(errno));
+		delete_gen(sb, next);
+		return -1;
+	}
+	if (sb->gen)
+		delete_gen(sb, sb->gen);
+	sb->gen = next;
+	return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char tmp[256];
+
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	}
+	if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int sandbox_pin_maps(struct sluice_sandbox *sb)
+{
+	char path[512];
+	int err;
+
+	err = mkdir_p(sb->pin_dir);
+	if (err)
+		return err;
+	sb->pinned = true;
+	snprintf(path, sizeof(path), "%s/sluice_flows", sb->pin_dir);
+	err = bpf_map__pin(sb->skel->maps.sluice_flows, path);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s/sluice_events", sb->pin_dir);
+	err = bpf_map__pin(sb->skel->maps.sluice_events, path);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s/sluice_stats", sb->pin_dir);
+	return bpf_map__pin(sb->skel->maps.sluice_stats, path);
+}
+
+int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msglen)
+{
+	char path[512];
+
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		struct bpf_link *l = bpf_program__attach_cgroup(prog_of(sb->skel, i), cg_fd);
+		int err;
+
+		if (!l) {
+			err = -errno;
+			snprintf(msg, msglen, "cannot attach hook %s: %s", prog_names[i], strerror(-err));
+			goto fail;
+		}
+		sb->links[i] = l;
+		snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, prog_names[i]);
+		err = bpf_link__pin(l, path);
+		if (err) {
+			snprintf(msg, msglen, "cannot pin link of hook %s at %s: %s", prog_names[i], path,
+				 strerror(-err));
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		if (sb->links[i]) {
+			bpf_link__unpin(sb->links[i]);
+			bpf_link__destroy(sb->links[i]);
+			sb->links[i] = NULL;
+		}
+	}
+	return -1;
+}
+
+uint64_t sandbox_stat(struct sluice_sandbox *sb, int stat)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t sum = 0;
+	uint32_t key = stat;
+
+	if (ncpu <= 0 || !sb->skel)
+		return 0;
+
+	uint64_t vals[ncpu];
+
+	if (bpf_map_lookup_elem(bpf_map__fd(sb->skel->maps.sluice_stats), &key, vals))
+		return 0;
+	for (int i = 0; i < ncpu; i++)
+		sum += vals[i];
+	return sum;
+}
+
+int sandbox_events_fd(struct sluice_sandbox *sb)
+{
+	return bpf_map__fd(sb->skel->maps.sluice_events);
+}
+
+void sandbox_destroy(struct sluice_sandbox *sb)
+{
+	char path[512];
+
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		if (sb->links[i]) {
+			bpf_link__unpin(sb->links[i]);
+			bpf_link__destroy(sb->links[i]);
+			sb->links[i] = NULL;
+		}
+	}
+	if (sb->pinned) {
+		static const char *maps[] = { "sluice_flows", "sluice_events", "sluice_stats" };
+
+		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+			snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, maps[i]);
+			unlink(path);
+		}
+		rmdir(sb->pin_dir);
+		rmdir(SLUICE_PIN_ROOT); /* only if empty */
+		sb->pinned = false;
+	}
+	if (sb->skel) {
+		sluice_bpf__destroy(sb->skel);
+		sb->skel = NULL;
+	}
+}

@@ -210,4 +210,23 @@ struct sluice_lint {
 int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 		       struct sluice_lint **out);
 
+/* Additions (issue 3) ------------------------------------------------------ */
+
+/* "host", "url" or "cidr" ("?" for anything else). */
+const char *sluice_entry_kind_name(enum sluice_entry_kind kind);
+
+/* Mnemonic of a DNS RR type ("A", "AAAA", ...) or NULL when unknown. */
+const char *sluice_qtype_name(uint16_t qtype);
+
+/* Does `e` (HOST or CIDR, or URL for its one port) name TCP/UDP `port`? */
+bool sluice_entry_has_port(const struct sluice_entry *e, uint16_t port);
+
+/*
+ * The canonical serialisation the digest is the SHA-256 of (compact JSON,
+ * sorted keys, normalised values, entries in order; see docs/policy.md).
+ * Returns a malloc'd NUL-terminated string (length in *len if non-NULL)
+ * the caller frees, or NULL on allocation failure.
+ */
+char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len);
+
 #endif /* SLUICE_POLICY_H */

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * digest.c - the canonical serialisation of a policy and its SHA-256.
+ *
+ * The canonical form is compact JSON with keys sorted (byte order), values
+ * normalised (host names lower-case punycode, CIDRs in inet_ntop form,
+ * ports, methods and qtypes sorted) and entries in file order (order
+ * matters: it names the rules).  Comments, key order, quoting style and
+ * spelling variants of the same value therefore never change the digest;
+ * any change in meaning, or in a `why`, does.  docs/policy.md has the
+ * exact layout.
+ */
+#include "policy_internal.h"
+
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *t;
+
+		while (b->len + n + 1 > cap)
+			cap *= 2;
+		t = realloc(b->s, cap);
+		if (!t) {
+			b->oom = true;
+			return;
+		}
+		b->s = t;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+	sb_put(b, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3)))
+static void sb_fmt(struct sbuf *b, const char *fmt, ...)
+{
+	char tmp[64];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		sb_put(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* A JSON string: '"' and '\\' escaped, bytes < 0x20 as \u00XX, every
+ * other byte as it is (UTF-8 passes through unchanged). */
+static void sb_json(struct sbuf *b, const char *s)
+{
+	sb_put(b, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			char e[2] = { '\\', (char)*p };
+
+			sb_put(b, e, 2);
+		} else if (*p < 0x20) {
+			sb_fmt(b, "\\u%04x", *p);
+		} else {
+			sb_put(b, (const char *)p, 1);
+		}
+	}
+	sb_put(b, "\"", 1);
+}
+
+static void sb_ports(struct sbuf *b, const struct sluice_entry *e)
+{
+	sb_str(b, "\"ports\":[");
+	for (size_t i = 0; i < e->n_ports; i++)
+		sb_fmt(b, "%s[%u,%u]", i ? "," : "", e->ports[i].lo, e->ports[i].hi);
+	sb_str(b, "]");
+}
+
+char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
+{
+	struct sbuf b = { 0 };
+	char t[SLUICE_HOST_MAX + 64];
+
+	if (!p)
+		return NULL;
+	/* keys in byte order: allow, dns, mode, name, version */
+	sb_str(&b, "{\"allow\":[");
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+
+		sb_str(&b, i ? ",{" : "{");
+		switch (e->kind) {
+		case SLUICE_ENTRY_HOST:   /* host, ports, why */
+			snprintf(t, sizeof(t), "%s%s", e->wildcard ? "*." : "", e->host);
+			sb_str(&b, "\"host\":");
+			sb_json(&b, t);
+			sb_str(&b, ",");
+			sb_ports(&b, e);
+			break;
+		case SLUICE_ENTRY_URL:    /* methods, url, why */
+			sb_str(&b, "\"methods\":[");
+			for (size_t j = 0; j < e->n_methods; j++) {
+				if (j)
+					sb_str(&b, ",");
+				sb_json(&b, e->methods[j]);
+			}
+			sb_str(&b, "],\"url\":");
+			{
+				/* the port always written: http://h:80/p */
+				size_t n = strlen(e->url_scheme) + strlen(e->url_host) +
+					   strlen(e->url_path) + 16;
+				char *u = malloc(n);
+
+				if (!u) {
+					b.oom = true;
+					break;
+				}
+				snprintf(u, n, "%s://%s:%u%s", e->url_scheme, e->url_host, e->url_port,
+					 e->url_path);
+				sb_json(&b, u);
+				free(u);
+			}
+			break;
+		case SLUICE_ENTRY_CIDR:   /* cidr, ports, protocol, why */
+			sb_str(&b, "\"cidr\":");
+			sb_json(&b, sluice_cidr_str(e, t, sizeof(t)));
+			sb_str(&b, ",");
+			sb_ports(&b, e);
+			sb_str(&b, ",\"protocol\":");
+			sb_json(&b, e->protocol == IPPROTO_UDP ? "udp" : "tcp");
+			break;
+		}
+		sb_str(&b, ",\"why\":");
+		sb_json(&b, e->why ? e->why : "");
+		sb_str(&b, "}");
+	}
+	sb_str(&b, "],\"dns\":{\"on_deny\":");
+	sb_json(&b, p->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain");
+	sb_str(&b, ",\"qtypes\":[");
+	for (size_t i = 0; i < p->n_dns_qtypes; i++)
+		sb_fmt(&b, "%s%u", i ? "," : "", p->dns_qtypes[i]);
+	sb_str(&b, "]},\"mode\":");
+	sb_json(&b, p->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	sb_str(&b, ",\"name\":");
+	sb_json(&b, p->name ? p->name : "");
+	sb_fmt(&b, ",\"version\":%d}", p->version);
+	if (b.oom) {
+		free(b.s);
+		return NULL;
+	}
+	if (len)
+		*len = b.len;
+	return b.s;
+}
+
+int sluice_policy_compute_digest(struct sluice_policy *p)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	size_t len;
+	char *canon = sluice_policy_canonical(p, &len);
+	int ok;
+
+	if (!canon)
+		return -1;
+	ok = EVP_Digest(canon, len, md, &mdlen, EVP_sha256(), NULL);
+	free(canon);
+	if (!ok || mdlen != SLUICE_DIGEST_HEX_LEN / 2)
+		return -1;
+	for (unsigned i = 0; i < mdlen; i++) {
+		p->digest[2 * i] = hex[md[i] >> 4];
+		p->digest[2 * i + 1] = hex[md[i] & 15];
+	}
+	p->digest[SLUICE_DIGEST_HEX_LEN] = '\0';
+	return 0;
+}

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * lint.c - findings for `sluice policy check`: things a valid policy may
+ * say but a reviewer should look at twice.  See docs/policy.md "Lints".
+ */
+#include "policy_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct relay {
+	char host[SLUICE_HOST_MAX + 1];
+	bool wildcard;
+	char path[SLUICE_PATH_MAX + 1];   /* "" when the whole host */
+	char category[32];
+};
+
+struct lints {
+	struct sluice_lint *v;
+	size_t n, cap;
+	bool oom;
+};
+
+__attribute__((format(printf, 4, 5)))
+static void add(struct lints *l, enum sluice_lint_code code, const struct sluice_entry *e,
+		const char *fmt, ...)
+{
+	static const char *const names[] = {
+		[SLUICE_LINT_RELAY] = "relay",
+		[SLUICE_LINT_WILDCARD] = "wildcard",
+		[SLUICE_LINT_WIDE_CIDR] = "wide-cidr",
+		[SLUICE_LINT_SPECIAL_RANGE] = "special-range",
+		[SLUICE_LINT_DNS_PORT] = "dns-port",
+		[SLUICE_LINT_PLAIN_HTTP_BODY] = "plain-http-body",
+	};
+	struct sluice_lint *x;
+	va_list ap;
+
+	if (l->oom)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		struct sluice_lint *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v) {
+			l->oom = true;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	x = &l->v[l->n++];
+	memset(x, 0, sizeof(*x));
+	x->code = code;
+	x->code_name = names[code];
+	x->entry = e->index;
+	x->line = e->line;
+	x->column = e->column;
+	va_start(ap, fmt);
+	vsnprintf(x->message, sizeof(x->message), fmt, ap);
+	va_end(ap);
+}
+
+/* --- the relay list ----------------------------------------------------------- */
+
+static FILE *open_default_relays(void)
+{
+	static const char *const rel[] = { "relays.txt", "../policies/relays.txt",
+					   "../share/sluice/relays.txt",
+					   "../../../policies/relays.txt" /* build/tests/unit */ };
+	const char *env = getenv("SLUICE_RELAYS");
+	char exe[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n;
+	char *slash;
+
+	if (env && *env)
+		return fopen(env, "re");
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		errno = ENOENT;
+		return NULL;
+	}
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash) {
+		errno = ENOENT;
+		return NULL;
+	}
+	*slash = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", exe, rel[i]);
+		f = fopen(path, "re");
+		if (f)
+			return f;
+	}
+	errno = ENOENT;
+	return NULL;
+}
+
+/* One line: PATTERN CATEGORY [# comment].  PATTERN is a host name, a
+ * "*." wildcard, or a host name followed by a path prefix. */
+static int parse_relay_line(char *line, struct relay *r)
+{
+	char *pat, *cat, *rest, *slash, *host;
+	const char *why;
+
+	line[strcspn(line, "#\r\n")] = '\0';
+	pat = strtok_r(line, " \t", &rest);
+	if (!pat)
+		return 0;    /* blank or comment */
+	cat = strtok_r(NULL, " \t", &rest);
+	if (!cat || strtok_r(NULL, " \t", &rest) || strlen(cat) >= sizeof(r->category))
+		return -1;
+	memset(r, 0, sizeof(*r));
+	snprintf(r->category, sizeof(r->category), "%s", cat);
+	slash = strchr(pat, '/');
+	if (slash) {
+		if (sluice_url_path_normalise(slash, r->path, sizeof(r->path), &why) < 0)
+			return -1;
+		*slash = '\0';
+	}
+	host = pat;
+	if (strncmp(host, "*.", 2) == 0) {
+		r->wildcard = true;
+		host += 2;
+	}
+	if (sluice_host_normalise(host, r->host, sizeof(r->host), &why) < 0)
+		return -1;
+	return 1;
+}
+
+static int load_relays(const char *path, struct relay **out, size_t *n_out)
+{
+	FILE *f = path ? fopen(path, "re") : open_default_relays();
+	struct relay *v = NULL, r;
+	size_t n = 0, cap = 0;
+	char line[1024];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		int rc = parse_relay_line(line, &r);
+
+		if (rc < 0) {
+			free(v);
+			fclose(f);
+			errno = EINVAL;
+			return -1;
+		}
+		if (rc == 0)
+			continue;
+		if (n == cap) {
+			struct relay *t;
+
+			cap = cap ? cap * 2 : 64;
+			t = realloc(v, cap * sizeof(*t));
+			if (!t) {
+				free(v);
+				fclose(f);
+				errno = ENOMEM;
+				return -1;
+			}
+			v = t;
+		}
+		v[n++] = r;
+	}
+	if (ferror(f)) {
+		free(v);
+		fclose(f);
+		errno = EIO;
+		return -1;
+	}
+	fclose(f);
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
+/* Is `name` equal to or under `apex` (label boundary)? */
+static bool at_or_under(const char *name, const char *apex)
+{
+	size_t n = strlen(name), a = strlen(apex);
+
+	if (n == a)
+		return strcmp(name, apex) == 0;
+	return n > a && name[n - a - 1] == '.' && strcmp(name + n - a, apex) == 0;
+}
+
+static bool strictly_under(const char *name, const char *apex)
+{
+	return strlen(name) > strlen(apex) && at_or_under(name, apex);
+}
+
+/* Can some name be allowed by both (host, wildcard) patterns? */
+static bool names_overlap(const char *h1, bool w1, const char *h2, bool w2)
+{
+	if (!w1 && !w2)
+		return strcmp(h1, h2) == 0;
+	if (w1 && !w2)
+		return strictly_under(h2, h1);
+	if (!w1 && w2)
+		return strictly_under(h1, h2);
+	return at_or_under(h1, h2) || at_or_under(h2, h1);
+}
+
+/* Do path prefixes a and b share any path? */
+static bool paths_overlap(const char *a, const char *b)
+{
+	return sluice_path_prefix_match(a, b) || sluice_path_prefix_match(b, a);
+}
+
+static void lint_relays(struct lints *l, const struct sluice_entry *e,
+			const struct relay *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *h = e->kind == SLUICE_ENTRY_HOST ? e->host : e->url_host;
+		bool w = e->kind == SLUICE_ENTRY_HOST && e->wildcard;
+
+		if (!names_overlap(h, w, r[i].host, r[i].wildcard))
+			continue;
+		if (e->kind == SLUICE_ENTRY_URL && r[i].path[0] && !paths_overlap(e->url_path, r[i].path))
+			continue;
+		add(l, SLUICE_LINT_RELAY, e, "%s: reaches %s%s%s, a relay-capable service (%s): it can carry arbitrary data in or out",
+		    e->name, r[i].wildcard ? "*." : "", r[i].host, r[i].path, r[i].category);
+		return;   /* one relay finding per entry is enough */
+	}
+}
+
+/* --- address ranges -------------------------------------------------------------- */
+
+struct range {
+	int family;
+	const char *addr;
+	unsigned plen;
+	const char *what;
+};
+
+static const struct range special[] = {
+	{ AF_INET, "169.254.169.254", 32, "the cloud metadata service" },
+	{ AF_INET, "0.0.0.0", 8, "\"this network\" (0.0.0.0/8)" },
+	{ AF_INET, "10.0.0.0", 8, "a private range (10.0.0.0/8)" },
+	{ AF_INET, "100.64.0.0", 10, "carrier-grade NAT (100.64.0.0/10)" },
+	{ AF_INET, "127.0.0.0", 8, "loopback (127.0.0.0/8)" },
+	{ AF_INET, "169.254.0.0", 16, "link-local (169.254.0.0/16)" },
+	{ AF_INET, "172.16.0.0", 12, "a private range (172.16.0.0/12)" },
+	{ AF_INET, "192.168.0.0", 16, "a private range (192.168.0.0/16)" },
+	{ AF_INET, "224.0.0.0", 4, "multicast (224.0.0.0/4)" },
+	{ AF_INET, "240.0.0.0", 4, "reserved/broadcast (240.0.0.0/4)" },
+	{ AF_INET6, "fd00:ec2::254", 128, "the cloud metadata service (fd00:ec2::254)" },
+	{ AF_INET6, "::", 128, "the unspecified address (::)" },
+	{ AF_INET6, "::1", 128, "loopback (::1)" },
+	{ AF_INET6, "fc00::", 7, "a unique-local range (fc00::/7)" },
+	{ AF_INET6, "fe80::", 10, "link-local (fe80::/10)" },
+	{ AF_INET6, "ff00::", 8, "multicast (ff00::/8)" },
+	{ AF_INET6, "64:ff9b::", 96, "NAT64 (64:ff9b::/96), which reaches IPv4 ranges" },
+};
+
+static bool prefix_overlap(const uint8_t *a, unsigned alen, const uint8_t *b, unsigned blen)
+{
+	unsigned n = alen < blen ? alen : blen;
+
+	for (unsigned bit = 0; bit < n; bit++) {
+		uint8_t m = (uint8_t)(0x80 >> (bit % 8));
+
+		if ((a[bit / 8] & m) != (b[bit / 8] & m))
+			return false;
+	}
+	return true;
+}
+
+static void lint_cidr(struct lints *l, const struct sluice_entry *e)
+{
+	bool metadata_seen = false;
+
+	if ((e->family == AF_INET && e->prefix_len < 24) ||
+	    (e->family == AF_INET6 && e->prefix_len < 48))
+		add(l, SLUICE_LINT_WIDE_CIDR, e, "%s: wider than a /%u (%s addresses allowed directly, not proxied)",
+		    e->name, e->family == AF_INET ? 24 : 48,
+		    e->family == AF_INET ?
+			    (e->prefix_len == 0 ? "all IPv4" : "more than 256") : "more than a /48 of");
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++) {
+		uint8_t a[16] = { 0 };
+
+		if (special[i].family != e->family)
+			continue;
+		if (inet_pton(special[i].family, special[i].addr, a) != 1)
+			continue;
+		if (!prefix_overlap(e->addr, e->prefix_len, a, special[i].plen))
+			continue;
+		/* the metadata address is inside link-local: say it once */
+		if (metadata_seen && strstr(special[i].what, "link-local (169"))
+			continue;
+		if (strstr(special[i].what, "metadata"))
+			metadata_seen = true;
+		add(l, SLUICE_LINT_SPECIAL_RANGE, e, "%s: includes %s", e->name, special[i].what);
+	}
+	if (sluice_entry_has_port(e, 53) || sluice_entry_has_port(e, 853))
+		add(l, SLUICE_LINT_DNS_PORT, e, "%s: port %s directly: a resolver other than sluice's own is a tunnel",
+		    e->name, sluice_entry_has_port(e, 53) ? "53 (DNS)" : "853 (DNS over TLS)");
+}
+
+static void lint_host_names(struct lints *l, const struct sluice_entry *e)
+{
+	static const char *const names[] = { "localhost", "metadata.google.internal",
+					     "metadata.goog", "instance-data.ec2.internal" };
+	const char *h = e->kind == SLUICE_ENTRY_HOST ? e->host : e->url_host;
+	bool w = e->kind == SLUICE_ENTRY_HOST && e->wildcard;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names_overlap(h, w, names[i], false) || at_or_under(h, names[i])) {
+			add(l, SLUICE_LINT_SPECIAL_RANGE, e, "%s: %s is a loopback or cloud metadata name",
+			    e->name, names[i]);
+			return;
+		}
+}
+
+int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
+		       struct sluice_lint **out)
+{
+	struct lints l = { 0 };
+	struct relay *relays = NULL;
+	size_t n_relays = 0;
+
+	*out = NULL;
+	if (!p) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (load_relays(relays_path, &relays, &n_relays) < 0)
+		return -1;
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+
+		switch (e->kind) {
+		case SLUICE_ENTRY_HOST:
+			lint_relays(&l, e, relays, n_relays);
+			if (e->wildcard)
+				add(&l, SLUICE_LINT_WILDCARD, e, "%s: wildcard: every name under %s is allowed, including ones created later",
+				    e->name, e->host);
+			lint_host_names(&l, e);
+			break;
+		case SLUICE_ENTRY_URL: {
+			char body[64] = "";
+
+			lint_relays(&l, e, relays, n_relays);
+			lint_host_names(&l, e);
+			if (strcmp(e->url_scheme, "http") != 0)
+				break;
+			for (size_t j = 0; j < e->n_methods; j++) {
+				const char *m = e->methods[j];
+
+				if (strcmp(m, "POST") && strcmp(m, "PUT") && strcmp(m, "PATCH") &&
+				    strcmp(m, "DELETE"))
+					continue;
+				if (body[0])
+					strncat(body, ",", sizeof(body) - strlen(body) - 1);
+				strncat(body, m, sizeof(body) - strlen(body) - 1);
+			}
+			if (body[0])
+				add(&l, SLUICE_LINT_PLAIN_HTTP_BODY, e, "%s: %s over plain http: request bodies go out unencrypted and can carry data",
+				    e->name, body);
+			break;
+		}
+		case SLUICE_ENTRY_CIDR:
+			lint_cidr(&l, e);
+			break;
+		}
+	}
+	free(relays);
+	if (l.oom) {
+		free(l.v);
+		errno = ENOMEM;
+		return -1;
+	}
+	*out = l.v;
+	return (int)l.n;
+}

@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * cmd_policy.c - `sluice policy check` and `sluice policy diff`: the
+ * reviewer's tools for policy files (docs/policy.md).
+ *
+ * check: load each file, print its digest, a table of what it lets out and
+ *        the lint warnings.  Exit 0 clean, 1 warnings, 2 errors.
+ * diff:  what NEW opens and closes compared with OLD.  Exit 0 no change,
+ *        1 changes, 2 errors.
+ * --json prints the same as one JSON document on stdout (json-c).
+ */
+#include "cmd_policy.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+#define EXIT_CLEAN    0
+#define EXIT_FINDINGS 1
+#define EXIT_ERROR    2
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sluice policy check [--json] [--relays FILE] FILE...\n"
+		"       sluice policy diff [--json] OLD NEW\n"
+		"\n"
+		"check  validate policy files, print each digest (sha256), a table of what\n"
+		"       the policy lets out, and lint warnings.\n"
+		"       exit 0 clean, 1 warnings only, 2 errors (file:line:column: message)\n"
+		"diff   show what NEW opens and closes compared with OLD, for reviewers.\n"
+		"       exit 0 no change, 1 changes, 2 errors\n"
+		"\n"
+		"options:\n"
+		"  --json         print one JSON document instead of text\n"
+		"  --relays FILE  relay list for the relay lint (default: $SLUICE_RELAYS, or\n"
+		"                 policies/relays.txt beside the binary)\n"
+		"\n"
+		"examples:\n"
+		"  sluice policy check policies/*.yaml\n"
+		"  sluice policy check --json policies/python-pip.yaml | jq .files[0].sha256\n"
+		"  git show HEAD~1:policy.yaml > /tmp/old.yaml && sluice policy diff /tmp/old.yaml policy.yaml\n");
+}
+
+/* --- helpers ---------------------------------------------------------------- */
+
+static const char *qtype_str(uint16_t t, char *buf, size_t len)
+{
+	const char *n = sluice_qtype_name(t);
+
+	if (n)
+		return n;
+	snprintf(buf, len, "TYPE%u", t);
+	return buf;
+}
+
+static const char *proto_str(const struct sluice_entry *e)
+{
+	return e->protocol == IPPROTO_UDP ? "udp" : "tcp";
+}
+
+static void ports_str(const struct sluice_entry *e, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < e->n_ports && o + 1 < len; i++) {
+		int n;
+
+		if (e->ports[i].lo == e->ports[i].hi)
+			n = snprintf(buf + o, len - o, "%s%u", i ? "," : "", e->ports[i].lo);
+		else
+			n = snprintf(buf + o, len - o, "%s%u-%u", i ? "," : "", e->ports[i].lo,
+				     e->ports[i].hi);
+		if (n < 0 || (size_t)n >= len - o)
+			break;
+		o += (size_t)n;
+	}
+}
+
+static void methods_str(const struct sluice_entry *e, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < e->n_methods; i++) {
+		if (i)
+			strncat(buf, ",", len - strlen(buf) - 1);
+		strncat(buf, e->methods[i], len - strlen(buf) - 1);
+	}
+}
+
+/* What the entry allows, without the "allow[N] kind:" prefix. */
+static const char *target_str(const struct sluice_entry *e)
+{
+	const char *colon = strchr(e->name, ':');
+
+	return colon ? colon + 1 : e->name;
+}
+
+static void print_json(json_object *o)
+{
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static json_object *jstr(const char *s)
+{
+	return json_object_new_string(s ? s : "");
+}
+
+static json_object *ports_json(const struct sluice_entry *e)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < e->n_ports; i++) {
+		json_object *r = json_object_new_object();
+
+		json_object_object_add(r, "lo", json_object_new_int(e->ports[i].lo));
+		json_object_object_add(r, "hi", json_object_new_int(e->ports[i].hi));
+		json_object_array_add(a, r);
+	}
+	return a;
+}
+
+static json_object *entry_json(const struct sluice_entry *e)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "index", json_object_new_int((int)e->index));
+	json_object_object_add(o, "rule", jstr(e->name));
+	json_object_object_add(o, "kind", jstr(sluice_entry_kind_name(e->kind)));
+	json_object_object_add(o, "line", json_object_new_int((int)e->line));
+	json_object_object_add(o, "column", json_object_new_int((int)e->column));
+	json_object_object_add(o, "target", jstr(target_str(e)));
+	switch (e->kind) {
+	case SLUICE_ENTRY_HOST:
+		json_object_object_add(o, "host", jstr(e->host));
+		json_object_object_add(o, "wildcard", json_object_new_boolean(e->wildcard));
+		break;
+	case SLUICE_ENTRY_URL: {
+		json_object *m = json_object_new_array();
+
+		json_object_object_add(o, "scheme", jstr(e->url_scheme));
+		json_object_object_add(o, "host", jstr(e->url_host));
+		json_object_object_add(o, "port", json_object_new_int(e->url_port));
+		json_object_object_add(o, "path", jstr(e->url_path));
+		for (size_t i = 0; i < e->n_methods; i++)
+			json_object_array_add(m, jstr(e->methods[i]));
+		json_object_object_add(o, "methods", m);
+		break;
+	}
+	case SLUICE_ENTRY_CIDR:
+		json_object_object_add(o, "family", json_object_new_int(e->family == AF_INET6 ? 6 : 4));
+		json_object_object_add(o, "prefix_len", json_object_new_int(e->prefix_len));
+		break;
+	}
+	json_object_object_add(o, "ports", ports_json(e));
+	json_object_object_add(o, "protocol", jstr(proto_str(e)));
+	json_object_object_add(o, "via", jstr(e->kind == SLUICE_ENTRY_CIDR ? "direct" : "proxy"));
+	json_object_object_add(o, "why", jstr(e->why));
+	return o;
+}
+
+static json_object *error_json(const struct sluice_policy_error *err)
+{
+	json_object *o = json_object_new_object();
+	char buf[700];
+
+	json_object_object_add(o, "file", jstr(err->file));
+	json_object_object_add(o, "line", json_object_new_int((int)err->line));
+	json_object_object_add(o, "column", json_object_new_int((int)err->column));
+	json_object_object_add(o, "message", jstr(err->message));
+	json_object_object_add(o, "text", jstr(sluice_policy_error_str(err, buf, sizeof(buf))));
+	return o;
+}
+
+static void print_error(const struct sluice_policy_error *err)
+{
+	char buf[700];
+
+	fprintf(stderr, "%s\n", sluice_policy_error_str(err, buf, sizeof(buf)));
+}
+
+/* --- check ------------------------------------------------------------------- */
+
+static void print_table(const struct sluice_policy *p)
+{
+	char q[16];
+
+	printf("policy  %s\n", p->path);
+	printf("name    %s\n", p->name);
+	printf("mode    %s\n", p->mode == SLUICE_MODE_AUDIT ?
+	       "audit (denials are logged, NOT enforced: everything gets out)" : "enforce");
+	printf("sha256  %s\n", p->digest);
+	printf("dns     on_deny %s, qtypes", p->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain");
+	for (size_t i = 0; i < p->n_dns_qtypes; i++)
+		printf(" %s", qtype_str(p->dns_qtypes[i], q, sizeof(q)));
+	printf("%s\n", p->n_dns_qtypes ? "" : " (none)");
+	if (p->n_entries == 0) {
+		printf("allows  nothing (default deny)\n");
+		return;
+	}
+	printf("\n  %-4s %-5s %-40s %-14s %-6s %-9s %s\n", "#", "kind", "allows", "ports", "proto",
+	       "via", "why");
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+		char ports[128], target[SLUICE_HOST_MAX + 2200], why[80];
+		const char *nl;
+
+		ports_str(e, ports, sizeof(ports));
+		if (e->kind == SLUICE_ENTRY_URL) {
+			char m[64];
+
+			methods_str(e, m, sizeof(m));
+			snprintf(target, sizeof(target), "%s %s", m, target_str(e));
+		} else {
+			snprintf(target, sizeof(target), "%s", target_str(e));
+		}
+		/* the first line of a folded `why` */
+		nl = strchr(e->why, '\n');
+		snprintf(why, sizeof(why), "%.*s%s", nl ? (int)(nl - e->why) : (int)strlen(e->why),
+			 e->why, nl && nl[1] ? " ..." : "");
+		printf("  %-4zu %-5s %-40s %-14s %-6s %-9s %s\n", i, sluice_entry_kind_name(e->kind),
+		       target, ports, proto_str(e), e->kind == SLUICE_ENTRY_CIDR ? "direct" : "proxy", why);
+	}
+}
+
+static int check(bool json, const char *relays, char **files, int n_files)
+{
+	json_object *root = json ? json_object_new_object() : NULL;
+	json_object *arr = json ? json_object_new_array() : NULL;
+	int worst = EXIT_CLEAN;
+
+	for (int i = 0; i < n_files; i++) {
+		struct sluice_policy *p = NULL;
+		struct sluice_policy_error err;
+		struct sluice_lint *lints = NULL;
+		json_object *fo = json ? json_object_new_object() : NULL;
+		int n;
+
+		if (fo)
+			json_object_object_add(fo, "file", jstr(files[i]));
+		if (!json && i > 0)
+			printf("\n");
+		if (sluice_policy_load_file(files[i], &p, &err) < 0) {
+			worst = EXIT_ERROR;
+			if (fo) {
+				json_object_object_add(fo, "ok", json_object_new_boolean(false));
+				json_object_object_add(fo, "error", error_json(&err));
+				json_object_array_add(arr, fo);
+			} else {
+				print_error(&err);
+				printf("policy  %s\nresult  error (not loaded)\n", files[i]);
+			}
+			continue;
+		}
+		n = sluice_policy_lint(p, relays, &lints);
+		if (n < 0) {
+			char msg[512];
+
+			snprintf(msg, sizeof(msg), "%s: cannot read the relay list %s: %s", files[i],
+				 relays ? relays : "(default: $SLUICE_RELAYS or policies/relays.txt beside the binary)",
+				 strerror(errno));
+			worst = EXIT_ERROR;
+			if (fo) {
+				json_object *eo = json_object_new_object();
+
+				json_object_object_add(eo, "file", jstr(files[i]));
+				json_object_object_add(eo, "message", jstr(msg));
+				json_object_object_add(fo, "ok", json_object_new_boolean(false));
+				json_object_object_add(fo, "error", eo);
+				json_object_array_add(arr, fo);
+			} else {
+				fprintf(stderr, "%s\n", msg);
+			}
+			sluice_policy_free(p);
+			continue;
+		}
+		if (n > 0 && worst < EXIT_FINDINGS)
+			worst = EXIT_FINDINGS;
+		if (fo) {
+			json_object *ents = json_object_new_array(), *ws = json_object_new_array();
+			json_object *dns = json_object_new_object(), *qt = json_object_new_array();
+			char q[16];
+
+			json_object_object_add(fo, "ok", json_object_new_boolean(true));
+			json_object_object_add(fo, "name", jstr(p->name));
+			json_object_object_add(fo, "version", json_object_new_int(p->version));
+			json_object_object_add(fo, "mode", jstr(p->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce"));
+			json_object_object_add(fo, "sha256", jstr(p->digest));
+			json_object_object_add(dns, "on_deny",
+					       jstr(p->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain"));
+			for (size_t k = 0; k < p->n_dns_qtypes; k++)
+				json_object_array_add(qt, jstr(qtype_str(p->dns_qtypes[k], q, sizeof(q))));
+			json_object_object_add(dns, "qtypes", qt);
+			json_object_object_add(fo, "dns", dns);
+			for (size_t k = 0; k < p->n_entries; k++)
+				json_object_array_add(ents, entry_json(&p->entries[k]));
+			json_object_object_add(fo, "entries", ents);
+			for (int k = 0; k < n; k++) {
+				json_object *w = json_object_new_object();
+
+				json_object_object_add(w, "code", jstr(lints[k].code_name));
+				json_object_object_add(w, "entry", json_object_new_int((int)lints[k].entry));
+				json_object_object_add(w, "rule", jstr(p->entries[lints[k].entry].name));
+				json_object_object_add(w, "line", json_object_new_int((int)lints[k].line));
+				json_object_object_add(w, "column", json_object_new_int((int)lints[k].column));
+				json_object_object_add(w, "message", jstr(lints[k].message));
+				json_object_array_add(ws, w);
+			}
+			json_object_object_add(fo, "warnings", ws);
+			json_object_array_add(arr, fo);
+		} else {
+			print_table(p);
+			if (n > 0)
+				printf("\n");
+			for (int k = 0; k < n; k++)
+				printf("%s:%u:%u: warning: [%s] %s\n", files[i], lints[k].line,
+				       lints[k].column, lints[k].code_name, lints[k].message);
+			printf("%sresult  %s", n ? "" : "\n", n ? "" : "ok, no warnings\n");
+			if (n)
+				printf("%d warning%s\n", n, n == 1 ? "" : "s");
+		}
+		free(lints);
+		sluice_policy_free(p);
+	}
+	if (root) {
+		json_object_object_add(root, "files", arr);
+		json_object_object_add(root, "exit", json_object_new_int(worst));
+		print_json(root);
+		json_object_put(root);
+	}
+	return worst;
+}
+
+/* --- diff --------------------------------------------------------------------- */
+
+/* A port set as a bitmap, for set differences of ranges. */
+struct portset {
+	uint8_t bits[65536 / 8];
+};
+
+static void ps_add(struct portset *s, const struct sluice_entry *e)
+{
+	for (size_t i = 0; i < e->n_ports; i++)
+		for (unsigned p = e->ports[i].lo; p <= e->ports[i].hi; p++)
+			s->bits[p / 8] |= (uint8_t)(1u << (p % 8));
+}
+
+static bool ps_has(const struct portset *s, unsigned p)
+{
+	return s->bits[p / 8] & (1u << (p % 8));
+}
+
+/* Ports in a but not b, as "80,8000-8080" (empty when none). */
+static void ps_minus_str(const struct portset *a, const struct portset *b, char *buf, size_t len,
+			 json_object *arr)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (unsigned p = 1; p <= 65535; p++) {
+		unsigned lo;
+		int n;
+
+		if (!ps_has(a, p) || (b && ps_has(b, p)))
+			continue;
+		lo = p;
+		while (p < 65535 && ps_has(a, p + 1) && !(b && ps_has(b, p + 1)))
+			p++;
+		if (arr) {
+			json_object *r = json_object_new_object();
+
+			json_object_object_add(r, "lo", json_object_new_int((int)lo));
+			json_object_object_add(r, "hi", json_object_new_int((int)p));
+			json_object_array_add(arr, r);
+		}
+		if (o + 1 >= len)
+			continue;
+		if (lo == p)
+			n = snprintf(buf + o, len - o, "%s%u", o ? "," : "", lo);
+		else
+			n = snprintf(buf + o, len - o, "%s%u-%u", o ? "," : "", lo, p);
+		if (n > 0)
+			o += (size_t)n < len - o ? (size_t)n : len - o - 1;
+	}
+}
+
+/* Entries with the same target: same kind, name/url/cidr and protocol. */
+static void target_key(const struct sluice_entry *e, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %s%s%s", sluice_entry_kind_name(e->kind), target_str(e),
+		 e->kind == SLUICE_ENTRY_CIDR ? " " : "", e->kind == SLUICE_ENTRY_CIDR ? proto_str(e) : "");
+}
+
+static const struct sluice_entry *find_target(const struct sluice_policy *p, const char *key)
+{
+	char k[SLUICE_HOST_MAX + 2200];
+
+	for (size_t i = 0; i < p->n_entries; i++) {
+		target_key(&p->entries[i], k, sizeof(k));
+		if (strcmp(k, key) == 0)
+			return &p->entries[i];
+	}
+	return NULL;
+}
+
+struct diff_out {
+	bool json;
+	int changes;
+	json_object *opens, *closes, *other;
+};
+
+static void emit(struct diff_out *d, json_object *list, char sign, const char *fmt_text,
+		 json_object *obj)
+{
+	d->changes++;
+	if (d->json)
+		json_object_array_add(list, obj);
+	else {
+		printf("  %c %s\n", sign, fmt_text);
+		json_object_put(obj);
+	}
+}
+
+/* Opened (dir > 0) or closed (dir < 0) by `e` relative to `other` (may be NULL). */
+static void diff_entry(struct diff_out *d, const struct sluice_entry *e,
+		       const struct sluice_entry *other, int dir)
+{
+	char text[SLUICE_HOST_MAX + 2400], key[SLUICE_HOST_MAX + 2200];
+	json_object *list = dir > 0 ? d->opens : d->closes;
+	json_object *o;
+
+	target_key(e, key, sizeof(key));
+	if (e->kind == SLUICE_ENTRY_URL) {
+		json_object *ms = json_object_new_array();
+		char m[64] = "";
+
+		for (size_t i = 0; i < e->n_methods; i++) {
+			bool in_other = false;
+
+			for (size_t j = 0; other && j < other->n_methods; j++)
+				if (strcmp(e->methods[i], other->methods[j]) == 0)
+					in_other = true;
+			if (in_other)
+				continue;
+			json_object_array_add(ms, jstr(e->methods[i]));
+			if (m[0])
+				strncat(m, ",", sizeof(m) - strlen(m) - 1);
+			strncat(m, e->methods[i], sizeof(m) - strlen(m) - 1);
+		}
+		if (!m[0]) {
+			json_object_put(ms);
+			return;
+		}
+		o = json_object_new_object();
+		json_object_object_add(o, "kind", jstr("url"));
+		json_object_object_add(o, "target", jstr(target_str(e)));
+		json_object_object_add(o, "methods", ms);
+		json_object_object_add(o, "rule", jstr(e->name));
+		json_object_object_add(o, "line", json_object_new_int((int)e->line));
+		snprintf(text, sizeof(text), "%s methods %s  (%s, line %u)", key, m, e->name, e->line);
+	} else {
+		struct portset *a = calloc(1, sizeof(*a)), *b = other ? calloc(1, sizeof(*b)) : NULL;
+		json_object *pa = json_object_new_array();
+		char ports[256];
+
+		if (!a || (other && !b)) {
+			free(a);
+			free(b);
+			json_object_put(pa);
+			return;
+		}
+		ps_add(a, e);
+		if (b)
+			ps_add(b, other);
+		ps_minus_str(a, b, ports, sizeof(ports), pa);
+		free(a);
+		free(b);
+		if (!ports[0]) {
+			json_object_put(pa);
+			return;
+		}
+		o = json_object_new_object();
+		json_object_object_add(o, "kind", jstr(sluice_entry_kind_name(e->kind)));
+		json_object_object_add(o, "target", jstr(target_str(e)));
+		json_object_object_add(o, "protocol", jstr(proto_str(e)));
+		json_object_object_add(o, "ports", pa);
+		json_object_object_add(o, "rule", jstr(e->name));
+		json_object_object_add(o, "line", json_object_new_int((int)e->line));
+		snprintf(text, sizeof(text), "%s %s ports %s  (%s, line %u)", key,
+			 e->kind == SLUICE_ENTRY_CIDR ? "direct" : "proxied", ports, e->name, e->line);
+	}
+	emit(d, list, dir > 0 ? '+' : '-', text, o);
+}
+
+static void other_change(struct diff_out *d, const char *what, const char *old, const char *new,
+			 const char *text)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "what", jstr(what));
+	json_object_object_add(o, "old", jstr(old));
+	json_object_object_add(o, "new", jstr(new));
+	emit(d, d->other, '~', text, o);
+}
+
+static void diff_qtypes(struct diff_out *d, const struct sluice_policy *a,
+			const struct sluice_policy *b, int dir)
+{
+	for (size_t i = 0; i < a->n_dns_qtypes; i++) {
+		char q[16], text[64];
+		json_object *o;
+
+		if (sluice_policy_allows_qtype(b, a->dns_qtypes[i]))
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "kind", jstr("dns.qtype"));
+		json_object_object_add(o, "target", jstr(qtype_str(a->dns_qtypes[i], q, sizeof(q))));
+		snprintf(text, sizeof(text), "dns qtype %s", qtype_str(a->dns_qtypes[i], q, sizeof(q)));
+		emit(d, dir > 0 ? d->opens : d->closes, dir > 0 ? '+' : '-', text, o);
+	}
+}
+
+static int diff(bool json, const char *oldf, const char *newf)
+{
+	struct sluice_policy *a = NULL, *b = NULL;
+	struct sluice_policy_error err;
+	struct diff_out d = { .json = json };
+	json_object *root = NULL;
+	char key[SLUICE_HOST_MAX + 2200], text[SLUICE_HOST_MAX + 3200];
+	int rc;
+
+	if (sluice_policy_load_file(oldf, &a, &err) < 0 ||
+	    sluice_policy_load_file(newf, &b, &err) < 0) {
+		if (json) {
+			root = json_object_new_object();
+			json_object_object_add(root, "error", error_json(&err));
+			json_object_object_add(root, "exit", json_object_new_int(EXIT_ERROR));
+			print_json(root);
+			json_object_put(root);
+		} else {
+			print_error(&err);
+		}
+		sluice_policy_free(a);
+		return EXIT_ERROR;
+	}
+	d.opens = json_object_new_array();
+	d.closes = json_object_new_array();
+	d.other = json_object_new_array();
+	if (!json) {
+		printf("old  %s  sha256 %s\n", a->path, a->digest);
+		printf("new  %s  sha256 %s\n", b->path, b->digest);
+	}
+
+	/* opens: everything NEW allows that OLD did not */
+	if (!json)
+		printf("opens:\n");
+	if (a->mode == SLUICE_MODE_ENFORCE && b->mode == SLUICE_MODE_AUDIT) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "kind", jstr("mode"));
+		json_object_object_add(o, "target", jstr("audit"));
+		emit(&d, d.opens, '+', "mode enforce -> audit: NOTHING is enforced any more, denials are only logged", o);
+	}
+	for (size_t i = 0; i < b->n_entries; i++) {
+		target_key(&b->entries[i], key, sizeof(key));
+		diff_entry(&d, &b->entries[i], find_target(a, key), +1);
+	}
+	diff_qtypes(&d, b, a, +1);
+	if (!json && d.changes == 0)
+		printf("  (nothing)\n");
+
+	/* closes: everything OLD allowed that NEW does not */
+	rc = d.changes;
+	if (!json)
+		printf("closes:\n");
+	if (a->mode == SLUICE_MODE_AUDIT && b->mode == SLUICE_MODE_ENFORCE) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "kind", jstr("mode"));
+		json_object_object_add(o, "target", jstr("enforce"));
+		emit(&d, d.closes, '-', "mode audit -> enforce: the policy is now enforced", o);
+	}
+	for (size_t i = 0; i < a->n_entries; i++) {
+		target_key(&a->entries[i], key, sizeof(key));
+		diff_entry(&d, &a->entries[i], find_target(b, key), -1);
+	}
+	diff_qtypes(&d, a, b, -1);
+	if (!json && d.changes == rc)
+		printf("  (nothing)\n");
+
+	/* other changes: what does not open or close anything, but changes
+	 * the digest (and so must be reviewed too) */
+	rc = d.changes;
+	if (!json)
+		printf("other changes:\n");
+	if (strcmp(a->name, b->name) != 0) {
+		snprintf(text, sizeof(text), "name %s -> %s (log lines change)", a->name, b->name);
+		other_change(&d, "name", a->name, b->name, text);
+	}
+	if (a->dns_on_deny != b->dns_on_deny) {
+		const char *o = a->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain";
+		const char *n = b->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain";
+
+		snprintf(text, sizeof(text), "dns.on_deny %s -> %s", o, n);
+		other_change(&d, "dns.on_deny", o, n, text);
+	}
+	for (size_t i = 0; i < b->n_entries; i++) {
+		const struct sluice_entry *e = &b->entries[i], *o;
+
+		target_key(e, key, sizeof(key));
+		o = find_target(a, key);
+		if (!o)
+			continue;
+		if (strcmp(o->why, e->why) != 0) {
+			snprintf(text, sizeof(text), "why of %s: \"%.300s\" -> \"%.300s\"", key, o->why, e->why);
+			other_change(&d, "why", o->why, e->why, text);
+		}
+		if (o->index != e->index) {
+			snprintf(text, sizeof(text), "%s is now %s (rule names in logs change)", o->name, e->name);
+			other_change(&d, "rule", o->name, e->name, text);
+		}
+	}
+	if (!json && d.changes == rc)
+		printf("  (nothing)\n");
+
+	if (d.changes == 0 && strcmp(a->digest, b->digest) != 0) {
+		/* cannot happen: every digested field is compared above */
+		other_change(&d, "digest", a->digest, b->digest, "digest differs");
+	}
+	rc = strcmp(a->digest, b->digest) == 0 && d.changes == 0 ? EXIT_CLEAN : EXIT_FINDINGS;
+	if (json) {
+		json_object *o;
+
+		root = json_object_new_object();
+		o = json_object_new_object();
+		json_object_object_add(o, "file", jstr(a->path));
+		json_object_object_add(o, "sha256", jstr(a->digest));
+		json_object_object_add(root, "old", o);
+		o = json_object_new_object();
+		json_object_object_add(o, "file", jstr(b->path));
+		json_object_object_add(o, "sha256", jstr(b->digest));
+		json_object_object_add(root, "new", o);
+		json_object_object_add(root, "opens", d.opens);
+		json_object_object_add(root, "closes", d.closes);
+		json_object_object_add(root, "other", d.other);
+		json_object_object_add(root, "exit", json_object_new_int(rc));
+		print_json(root);
+		json_object_put(root);
+	} else {
+		printf("result  %s\n", rc == EXIT_CLEAN ? "no change" : "changed");
+		json_object_put(d.opens);
+		json_object_put(d.closes);
+		json_object_put(d.other);
+	}
+	sluice_policy_free(a);
+	sluice_policy_free(b);
+	return rc;
+}
+
+/* --- dispatch ------------------------------------------------------------------- */
+
+int cmd_policy(int argc, char **argv)
+{
+	const char *relays = NULL;
+	bool json = false, opts = true;
+	char **files;
+	int n = 0, rc;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_ERROR;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return EXIT_CLEAN;
+	}
+	if (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "diff") != 0) {
+		fprintf(stderr, "sluice policy: unknown subcommand '%s'\n", argv[1]);
+		usage(stderr);
+		return EXIT_ERROR;
+	}
+	files = calloc((size_t)argc, sizeof(*files));
+	if (!files) {
+		fprintf(stderr, "sluice policy: out of memory\n");
+		return EXIT_ERROR;
+	}
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (opts && strcmp(a, "--") == 0) {
+			opts = false;
+		} else if (opts && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+			usage(stdout);
+			free(files);
+			return EXIT_CLEAN;
+		} else if (opts && strcmp(a, "--json") == 0) {
+			json = true;
+		} else if (opts && strcmp(a, "--relays") == 0 && strcmp(argv[1], "check") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "sluice policy: --relays needs a FILE\n");
+				free(files);
+				return EXIT_ERROR;
+			}
+			relays = argv[++i];
+		} else if (opts && strncmp(a, "--relays=", 9) == 0 && strcmp(argv[1], "check") == 0) {
+			relays = a + 9;
+		} else if (opts && a[0] == '-' && a[1] != '\0') {
+			fprintf(stderr, "sluice policy %s: unknown option '%s'\n", argv[1], a);
+			usage(stderr);
+			free(files);
+			return EXIT_ERROR;
+		} else {
+			files[n++] = argv[i];
+		}
+	}
+	if (strcmp(argv[1], "check") == 0) {
+		if (n == 0) {
+			fprintf(stderr, "sluice policy check: no FILE given\n");
+			usage(stderr);
+			rc = EXIT_ERROR;
+		} else {
+			rc = check(json, relays, files, n);
+		}
+	} else if (n != 2) {
+		fprintf(stderr, "sluice policy diff: need exactly OLD and NEW\n");
+		usage(stderr);
+		rc = EXIT_ERROR;
+	} else {
+		rc = diff(json, files[0], files[1]);
+	}
+	free(files);
+	return rc;
+}

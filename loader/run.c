@@ -178,6 +178,7 @@ struct run_state {
 	struct sluice_listeners listeners;
 	pid_t proxy_pid, resolver_pid;
 	char cg_path[4096];
+	char cg_parent[4096];
 	int cg_fd;
 	FILE *events;
 	struct sluice_consumer consumer;
@@ -192,6 +193,8 @@ static void run_cleanup(struct run_state *st)
 		if (err)
 			log_warnx("cannot remove cgroup %s: %s", st->cg_path, strerror(-err));
 	}
+	if (st->cg_parent[0])
+		rmdir(st->cg_parent); /* only succeeds once no other sandbox uses it */
 	if (st->consumer_ok) {
 		sluice_consumer_drain(&st->consumer);
 		sluice_consumer_free(&st->consumer);
@@ -469,10 +472,10 @@ int cmd_run(int argc, char **argv)
 	}
 
 	/* 6. the cgroup, attached before anything runs in it */
-	snprintf(st.cg_path, sizeof(st.cg_path), "%s/sluice", cg2);
-	if (mkdir(st.cg_path, 0755) < 0 && errno != EEXIST) {
-		log_warn("run: cannot create %s", st.cg_path);
-		st.cg_path[0] = 0;
+	snprintf(st.cg_parent, sizeof(st.cg_parent), "%s/sluice", cg2);
+	if (mkdir(st.cg_parent, 0755) < 0 && errno != EEXIST) {
+		log_warn("run: cannot create %s", st.cg_parent);
+		st.cg_parent[0] = 0;
 		goto out;
 	}
 	snprintf(st.cg_path, sizeof(st.cg_path), "%s/sluice/%s", cg2, name);
@@ -527,6 +530,12 @@ int cmd_run(int argc, char **argv)
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			child_fail(errpipe[1], 2, "cannot make a private mount namespace: %s", strerror(errno));
 		umount2(SLUICE_BPFFS, MNT_DETACH);
+		/* and without the host's view of the cgroup2 hierarchy: without
+		 * nsdelegate, root could write its pid into any cgroup.procs it
+		 * can see.  A fresh cgroup2 mount here shows only the sandbox's
+		 * own cgroup (the root of its cgroup namespace). */
+		if (umount2(cg2, MNT_DETACH) < 0 || mount("cgroup2", cg2, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			child_fail(errpipe[1], 2, "cannot hide the host's cgroup2 mount %s: %s", cg2, strerror(errno));
 		canary(errpipe[1], (uint16_t)port);
 		if (!keep_caps && drop_caps() < 0)
 			child_fail(errpipe[1], 2, "cannot drop capabilities: %s", strerror(errno));

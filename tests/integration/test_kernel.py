@@ -1,0 +1,269 @@
+"""Kernel enforcement: the table of attempts a sandboxed program can make,
+each with the verdict the kernel must give and the event it must log.
+
+Every case runs the probe (tests/tools/probe.c) under `sluice run` in the
+sandbox netns of the test world, against the world's echo servers, and
+checks three things: the probe's result (ok / EPERM ...), what the server
+received (nothing, for a denial), and the events (exactly one per denial,
+with the right fields).
+"""
+import os
+import signal
+import subprocess
+import time
+
+import world as W
+
+POLICY = """\
+version: 1
+name: kernel-table
+allow:
+  - cidr: 192.0.2.10/32
+    ports: [5432]
+    protocol: tcp
+    why: database (v4)
+  - cidr: 2001:db8::10/128
+    ports: [5432]
+    protocol: tcp
+    why: database (v6)
+  - cidr: 198.51.100.0/24
+    ports: [9999]
+    protocol: udp
+    why: a UDP service
+  - host: api.example.com
+    ports: [443]
+    why: a proxied API
+"""
+
+# (name, probe args, extra sluice args, expected result, expected denial
+#  (reason, hook, destination.ip, destination.port, transport) or None,
+#  port the server must (ok) or must not (denied) see, proto)
+CASES = [
+    ("tcp v4 allowed cidr+port", ["tcp", "192.0.2.10", 5432], [], "ok", None, 5432, "tcp"),
+    ("tcp v4 same host other port", ["tcp", "192.0.2.10", 8080], [], "EPERM",
+     ("tcp_port_not_allowed", "connect4", "192.0.2.10", 8080, "tcp"), 8080, "tcp"),
+    ("tcp v4 other host", ["tcp", "198.51.100.10", 5432], [], "EPERM",
+     ("tcp_port_not_allowed", "connect4", "198.51.100.10", 5432, "tcp"), 5432, "tcp"),
+    ("tcp v6 allowed cidr+port", ["tcp", "2001:db8::10", 5432], [], "ok", None, 5432, "tcp"),
+    ("tcp v6 same host other port", ["tcp", "2001:db8::10", 8080], [], "EPERM",
+     ("tcp_port_not_allowed", "connect6", "2001:db8::10", 8080, "tcp"), 8080, "tcp"),
+    ("tcp v4-mapped allowed", ["tcp", "::ffff:192.0.2.10", 5432], [], "ok", None, 5432, "tcp"),
+    ("tcp v4-mapped denied gets the v4 verdict", ["tcp", "::ffff:192.0.2.10", 8080], [], "EPERM",
+     ("tcp_port_not_allowed", "connect6", "192.0.2.10", 8080, "tcp"), 8080, "tcp"),
+    ("udp sendto allowed cidr", ["udp", "198.51.100.10", 9999], [], "ok", None, 9999, "udp"),
+    ("udp sendto without connect denied", ["udp", "192.0.2.10", 9999], [], "EPERM",
+     ("udp_not_allowed", "sendmsg4", "192.0.2.10", 9999, "udp"), 9999, "udp"),
+    ("udp v6 sendto denied", ["udp", "2001:db8::10", 9999], [], "EPERM",
+     ("udp_not_allowed", "sendmsg6", "2001:db8::10", 9999, "udp"), 9999, "udp"),
+    ("udp connect denied", ["udp-connected", "192.0.2.10", 9999], [], "EPERM",
+     ("udp_not_allowed", "connect4", "192.0.2.10", 9999, "udp"), 9999, "udp"),
+    ("connected udp then sendto elsewhere", ["udp-connect-sendto", "198.51.100.10", 9999, "192.0.2.10", 9999], [],
+     "EPERM", ("udp_not_allowed", "sendmsg4", "192.0.2.10", 9999, "udp"), None, None),
+    ("sendmmsg denied", ["sendmmsg", "192.0.2.10", 9999, 3], [], "EPERM",
+     ("udp_not_allowed", "sendmsg4", "192.0.2.10", 9999, "udp"), 9999, "udp"),
+    ("sendmmsg allowed", ["sendmmsg", "198.51.100.10", 9999, 3], [], "ok", None, 9999, "udp"),
+    ("quic-like udp 443 denied", ["udp", "192.0.2.10", 443], [], "EPERM",
+     ("udp_not_allowed", "sendmsg4", "192.0.2.10", 443, "udp"), None, None),
+    ("tcp fast open denied", ["tcp-fastopen", "192.0.2.10", 8080], [], "EPERM",
+     ("tcp_port_not_allowed", "connect4", "192.0.2.10", 8080, "tcp"), 8080, "tcp"),
+    ("tcp fast open allowed", ["tcp-fastopen", "192.0.2.10", 5432], [], "ok", None, 5432, "tcp"),
+    ("io_uring connect denied", ["io-uring-connect", "192.0.2.10", 8080], [], "EPERM",
+     ("tcp_port_not_allowed", "connect4", "192.0.2.10", 8080, "tcp"), 8080, "tcp"),
+    ("io_uring connect allowed", ["io-uring-connect", "192.0.2.10", 5432], [], "ok", None, 5432, "tcp"),
+    ("ping socket refused", ["ping", "192.0.2.10"], [], "EPERM",
+     ("icmp_socket", "sock_create", None, None, "icmp"), None, None),
+    ("raw socket refused by the kernel hook (caps kept)", ["raw", "192.0.2.10"], ["--keep-caps"], "EPERM",
+     ("raw_socket", "sock_create", None, None, "icmp"), None, None),
+    ("thread denied", ["thread-tcp", "192.0.2.10", 8080], [], "EPERM",
+     ("tcp_port_not_allowed", "connect4", "192.0.2.10", 8080, "tcp"), 8080, "tcp"),
+    ("child process denied", ["child-tcp", "192.0.2.10", 8080], [], "EPERM",
+     ("tcp_port_not_allowed", "connect4", "192.0.2.10", 8080, "tcp"), 8080, "tcp"),
+    ("child process allowed", ["child-tcp", "192.0.2.10", 5432], [], "ok", None, 5432, "tcp"),
+    ("dns without a resolver fails closed", ["dns", "192.0.2.53", "api.example.com"], ["--no-resolver"], "EPERM",
+     ("dns_no_resolver", "sendmsg4", "192.0.2.53", 53, "udp"), None, None),
+    ("proxied port without a proxy fails closed", ["tcp", "192.0.2.10", 443], ["--no-proxy"], "EPERM",
+     ("no_proxy", "connect4", "192.0.2.10", 443, "tcp"), 443, "tcp"),
+]
+
+
+def _check_case(w, name, args, extra, want, denial, port, proto, policy=POLICY):
+    if args[0] == "ping":
+        # let the kernel allow ping sockets for root, so that only the hook refuses
+        w.ns(w.sbx, "sysctl", "-qw", "net.ipv4.ping_group_range=0 2147483647")
+    mark = w.mark()
+    r = w.probe(*args, policy=policy, extra=extra)
+    got = r.probe()
+    if got["result"] == "ENOSYS" and args[0] == "io-uring-connect":
+        raise W.Skip("io_uring not available on this kernel")
+    assert got["result"] == want, "%s: want %s, got %s (%r)" % (name, want, got, r)
+    time.sleep(0.05)
+    arrived = w.arrived_since(mark, port=port, proto=proto) if port else []
+    if want == "ok":
+        if port:
+            assert arrived, "%s: allowed, but the server saw nothing" % name
+        assert not r.denials(), "%s: allowed, but events: %r" % (name, r.denials())
+    else:
+        assert not arrived, "%s: denied, but the server received %r" % (name, arrived)
+    if denial:
+        ev = r.denials()
+        assert len(ev) == 1, "%s: want exactly one denial event, got %r" % (name, ev)
+        e = ev[0]
+        reason, hook, ip, dport, transport = denial
+        assert e["event.reason"] == reason, (name, e)
+        assert e["sluice.hook"] == hook, (name, e)
+        assert e["event.outcome"] == "failure" and e["sluice.verdict"] == "deny", (name, e)
+        assert e["network.transport"] == transport, (name, e)
+        if ip:
+            assert e["destination.ip"] == ip and e["destination.port"] == dport, (name, e)
+            assert e["network.type"] == ("ipv6" if ":" in ip else "ipv4"), (name, e)
+        assert e["process.pid"] > 0 and e["process.name"], (name, e)
+        assert e["user.id"] == "0", (name, e)
+        assert e["sluice.cgroup_id"] > 0 and e["sluice.sandbox"], (name, e)
+        assert len(e["sluice.policy_sha256"]) == 64 and e["rule.ruleset"] == e["sluice.policy_sha256"], e
+        for k in ("@timestamp", "event.action", "sluice.seq", "sluice.mode"):
+            assert k in e, (name, k, e)
+
+
+def _make(case):
+    def t(w):
+        _check_case(w, *case)
+    t.__name__ = "test_" + case[0].replace(" ", "_")
+    return t
+
+
+for _c in CASES:
+    globals()["test_table_" + _c[0].replace(" ", "_").replace("-", "_").replace("+", "_")] = _make(_c)
+
+
+def test_empty_policy_denies_everything(w):
+    r = w.probe("tcp", "192.0.2.10", 5432)  # built-in default
+    assert r.probe()["result"] == "EPERM", r
+    assert [e["event.reason"] for e in r.denials()] == ["tcp_port_not_allowed"], r
+    assert all(e["sluice.policy_name"] == "default-deny" for e in r.events), r.events
+
+
+def test_canary_and_lifecycle_lines(w):
+    r = w.sluice_run(["true"], policy=POLICY)
+    assert r.rc == 0, r
+    actions = [e["event.action"] for e in r.events]
+    assert actions.count("canary-denied") == 3, actions
+    assert "sandbox-start" in actions and actions[-1] == "sandbox-stop", actions
+    assert r.denials() == [], r.events
+
+
+def test_exit_status_is_the_commands(w):
+    r = w.sluice_run(["sh", "-c", "exit 7"])
+    assert r.rc == 7, r
+    r = w.sluice_run(["sh", "-c", "kill -9 $$"])
+    assert r.rc == 128 + 9, r
+
+
+def test_sequence_numbers_have_no_gaps(w):
+    r = w.sluice_run(["sh", "-c", "for i in 1 2 3 4 5; do %s tcp 192.0.2.10 8080; done" % W.PROBE])
+    seqs = [e["sluice.seq"] for e in r.events if "sluice.seq" in e]
+    assert seqs == list(range(len(seqs))) and len(seqs) == 8, seqs  # 3 canary + 5
+
+
+def test_caps_dropped_by_default(w):
+    # without --keep-caps the raw socket fails on the missing capability
+    r = w.probe("raw", "192.0.2.10")
+    assert r.probe()["result"] == "EPERM", r
+    r = w.sluice_run(["sh", "-c", "grep CapEff /proc/self/status"])
+    eff = int(r.stdout.split()[1], 16)
+    for cap in (12, 13, 21, 39):  # NET_ADMIN, NET_RAW, SYS_ADMIN, BPF
+        assert not eff & (1 << cap), (cap, r.stdout)
+
+
+def test_cgroup_escape_is_out_of_reach(w):
+    # the sandbox has its own cgroup namespace: moving itself to the root
+    # cgroup of the hierarchy fails even for root
+    cg2 = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
+    mark = w.mark()
+    r = w.sluice_run(["sh", "-c", "echo $$ > %s/cgroup.procs; echo rc=$?; %s tcp 192.0.2.10 8080" % (cg2, W.PROBE)])
+    assert r.probe()["result"] == "EPERM", r
+    assert not w.arrived_since(mark, port=8080)
+
+
+def test_bpffs_hidden_from_the_sandbox(w):
+    r = w.sluice_run(["sh", "-c", "ls /sys/fs/bpf/sluice 2>&1; echo done"])
+    assert "link_connect4" not in r.stdout, r
+
+
+def test_sigkill_of_loader_keeps_enforcement(w):
+    """kill -9 of sluice: the sandboxed program keeps running, still filtered."""
+    events = os.path.join(w.tmp, "kill9.jsonl")
+    out = os.path.join(w.tmp, "kill9.out")
+    name = "kill9-%d" % os.getpid()
+    script = "sleep 1.5; %s tcp 192.0.2.10 8080 > %s; %s tcp 192.0.2.10 5432 >> %s" % (
+        W.PROBE, out, W.PROBE, out)
+    p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--netns", w.sbx_path, "--policy",
+                          w.write("k9.yaml", POLICY), "--events", events, "--", "sh", "-c", script],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cg = None
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and not os.path.exists("/sys/fs/bpf/sluice/%s/link_connect4" % name):
+            time.sleep(0.05)
+        time.sleep(0.2)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        mark = w.mark()
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if os.path.exists(out) and open(out).read().count("\n") >= 2:
+                break
+            time.sleep(0.1)
+        lines = open(out).read().splitlines()
+        assert '"result":"EPERM"' in lines[0], lines
+        assert '"result":"ok"' in lines[1], lines
+        assert not w.arrived_since(mark, port=8080)
+    finally:
+        for l in W.leftovers():
+            if name in l:
+                cg = l
+        import run as R
+        R.cleanup_leftovers([l for l in W.leftovers() if name in l])
+
+
+def test_flood_events_add_up(w):
+    """A million denied sendto()s: JSON lines + counted losses = denials, exactly."""
+    n = 1000000
+    r = w.sluice_run([W.PROBE, "flood-udp", "192.0.2.10", "9999", str(n)], timeout=300)
+    got = r.probe()
+    assert got["result"] == "ok" and int(got["detail"]) == n, r
+    ev = [e for e in r.events if e.get("event.action") == "egress-denied"]
+    lost = sum(e["sluice.events_lost"] for e in r.events if e.get("event.action") == "events_lost")
+    assert len(ev) + lost == n, (len(ev), lost)
+    # every gap in sluice.seq is a lost event
+    seqs = sorted(e["sluice.seq"] for e in r.events if "sluice.seq" in e)
+    gaps = (seqs[-1] - seqs[0] + 1) - len(seqs)
+    assert gaps <= lost, (gaps, lost)
+    stop = [e for e in r.events if e.get("event.action") == "sandbox-stop"][0]
+    assert "events lost %d" % lost in stop["message"], stop
+
+
+def test_missing_policy_file(w):
+    r = w.sluice_run(["true"], policy="/nonexistent/policy.yaml")
+    assert r.rc == 2, r
+    assert "/nonexistent/policy.yaml" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_malformed_policy(w):
+    r = w.sluice_run(["true"], policy="version: 1\nname: bad\nallow:\n  - cidr: 192.0.2.1/24\n    ports: [80]\n    why: x\n")
+    assert r.rc == 2, r
+    line = r.stderr.strip()
+    assert len(line.splitlines()) == 1 and ":4:" in line, line
+
+
+def test_missing_cgroup2_mount(w):
+    cg2 = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
+    p = subprocess.run(["unshare", "-m", "sh", "-c", "umount -l %s && %s run -- true" % (cg2, W.SLUICE)],
+                       capture_output=True, text=True)
+    assert p.returncode == 2, p
+    assert "cgroup2" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_not_root(w):
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", W.SLUICE, "run", "--", "true"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "root" in p.stderr, p

@@ -186,7 +186,7 @@ fuzz: $(FUZZ_BINS)
 
 # --- demo, lint, bench ---------------------------------------------------
 demo: all
-	bash tests/world/demo.sh
+	$(PYTHON) tests/world/demo.py
 
 LINT_SRCS := $(LIB_SRCS) $(wildcard loader/*.c) $(wildcard userspace/proxy/*.c) $(wildcard userspace/resolver/*.c)
 lint: $(SKELS)

@@ -167,7 +167,7 @@ bool rsv_answer_addr_ok(const struct rsv_ctx *ctx, int family, const uint8_t *ad
 		return true;
 	for (i = 0; i < ctx->n_allow_private; i++)
 		if (rsv_cidr_contains(&ctx->allow_private[i], family, addr))
-			return true;
+			goto allowed;
 	if (ctx->policy) {
 		for (i = 0; i < ctx->policy->n_entries; i++) {
 			const struct sluice_entry *e = &ctx->policy->entries[i];
@@ -179,8 +179,12 @@ bool rsv_answer_addr_ok(const struct rsv_ctx *ctx, int family, const uint8_t *ad
 			memcpy(c.addr, e->addr, sizeof(c.addr));
 			c.plen = e->prefix_len;
 			if (rsv_cidr_contains(&c, family, addr))
-				return true;
+				goto allowed;
 		}
 	}
 	return false;
+allowed:
+	if (why)
+		*why = NULL;
+	return true;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * qlog.c - the resolver's query log: one JSON line per query, Elastic
- * Common Schema names as nested objects (docs/events.md, "Resolver query
- * log").  Built with json-c so every string is escaped correctly, whatever
+ * Common Schema names as flat dotted keys like the kernel events
+ * (loader/events.c; docs/events.md, "Resolver query log").  Built with json-c so every string is escaped correctly, whatever
  * bytes a client put in its question.
  */
 #include "resolver.h"
@@ -14,17 +14,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static json_object *obj(json_object *parent, const char *key)
-{
-	json_object *o;
-
-	if (json_object_object_get_ex(parent, key, &o))
-		return o;
-	o = json_object_new_object();
-	json_object_object_add(parent, key, o);
-	return o;
-}
 
 static void put_str(json_object *o, const char *key, const char *v)
 {
@@ -47,30 +36,23 @@ static void timestamp(char *buf, size_t len, const struct timespec *now)
 	snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
 }
 
-static void common(json_object *root, const struct rsv_logctx *lc, const struct timespec *now,
+static void common(json_object *o, const struct rsv_logctx *lc, const struct timespec *now,
 		   const char *action)
 {
 	char ts[64];
-	json_object *ev, *sl, *rule;
 	const struct sluice_policy *p = lc->policy;
 
 	timestamp(ts, sizeof(ts), now);
-	put_str(root, "@timestamp", ts);
-	ev = obj(root, "event");
-	put_str(ev, "kind", "event");
-	put_str(ev, "module", "sluice");
-	put_str(ev, "dataset", "sluice.resolver");
-	put_str(ev, "action", action);
-	sl = obj(root, "sluice");
-	put_str(sl, "component", "resolver");
-	put_str(sl, "sandbox", lc->sandbox ? lc->sandbox : "");
-	put_str(sl, "mode", lc->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
-	if (p) {
-		put_str(sl, "policy_sha256", p->digest);
-		put_str(sl, "policy_name", p->name ? p->name : "");
-		rule = obj(root, "rule");
-		put_str(rule, "ruleset", p->digest);
-	}
+	put_str(o, "@timestamp", ts);
+	put_str(o, "sluice.sandbox", lc->sandbox ? lc->sandbox : "");
+	put_str(o, "sluice.policy_name", p && p->name ? p->name : "");
+	put_str(o, "rule.ruleset", p ? p->digest : "");
+	put_str(o, "sluice.policy_sha256", p ? p->digest : "");
+	put_str(o, "sluice.mode", lc->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	put_str(o, "sluice.component", "resolver");
+	put_str(o, "event.kind", "event");
+	put_str(o, "event.dataset", "sluice.resolver");
+	put_str(o, "event.action", action);
 }
 
 static char *finish(json_object *root)
@@ -116,29 +98,27 @@ static json_object *answer_obj(const struct rsv_answer *a, bool with_range)
 char *rsv_log_line(const struct rsv_logctx *lc, const struct rsv_decision *d,
 		   const struct rsv_logmeta *m)
 {
-	json_object *root = json_object_new_object(), *ev, *dns, *sl, *arr, *filt;
-	json_object *types;
+	json_object *o = json_object_new_object(), *arr, *filt, *types;
 	size_t i;
 
-	if (!root)
+	if (!o)
 		return NULL;
-	common(root, lc, m->now, "dns-query");
-	ev = obj(root, "event");
-	json_object_object_add(ev, "category", json_object_new_array());
-	json_object_array_add(json_object_object_get(ev, "category"), json_object_new_string("network"));
+	common(o, lc, m->now, "dns-query");
+	put_str(o, "event.category", "network");
 	types = json_object_new_array();
 	json_object_array_add(types, json_object_new_string("protocol"));
 	json_object_array_add(types, json_object_new_string(
 		d->verdict == RSV_V_ALLOW || d->verdict == RSV_V_WOULD_DENY ? "allowed" : "denied"));
-	json_object_object_add(ev, "type", types);
-	put_str(ev, "outcome", outcome(d));
-	put_str(ev, "reason", d->reason ? d->reason : "unknown");
-	json_object_object_add(ev, "duration", json_object_new_int64(m->duration_ns));
+	json_object_object_add(o, "event.type", types);
+	put_str(o, "event.outcome", outcome(d));
+	put_str(o, "event.reason", d->reason ? d->reason : "unknown");
+	json_object_object_add(o, "event.duration", json_object_new_int64(m->duration_ns));
+	put_str(o, "sluice.verdict", rsv_verdict_name(d->verdict));
+	if (d->rule && d->rule->name)
+		put_str(o, "rule.name", d->rule->name);
 
-	dns = obj(root, "dns");
-	json_object_object_add(dns, "id", json_object_new_int(d->id));
+	json_object_object_add(o, "dns.id", json_object_new_int(d->id));
 	if (d->have_question) {
-		json_object *q = obj(dns, "question");
 		char *t = ldns_rr_type2str((ldns_rr_type)d->qtype);
 		char *c = ldns_rr_class2str((ldns_rr_class)d->qclass);
 		char raw[sizeof(d->raw_name)];
@@ -148,14 +128,14 @@ char *rsv_log_line(const struct rsv_logctx *lc, const struct rsv_decision *d,
 		l = strlen(raw);
 		if (l > 1 && raw[l - 1] == '.')
 			raw[l - 1] = '\0';
-		put_str(q, "name", d->name[0] ? d->name : raw);
-		put_str(q, "type", t ? t : "");
-		put_str(q, "class", c ? c : "");
+		put_str(o, "dns.question.name", d->name[0] ? d->name : raw);
+		put_str(o, "dns.question.type", t ? t : "");
+		put_str(o, "dns.question.class", c ? c : "");
 		free(t);
 		free(c);
 	}
 	if (d->rcode >= 0)
-		put_str(dns, "response_code", rsv_rcode_name(d->rcode));
+		put_str(o, "dns.response_code", rsv_rcode_name(d->rcode));
 	arr = json_object_new_array();
 	filt = json_object_new_array();
 	for (i = 0; i < d->n_answers; i++) {
@@ -167,60 +147,49 @@ char *rsv_log_line(const struct rsv_logctx *lc, const struct rsv_decision *d,
 		if (a->dropped_why)
 			json_object_array_add(filt, answer_obj(a, true));
 	}
-	json_object_object_add(dns, "answers", arr);
+	json_object_object_add(o, "dns.answers", arr);
 	if (d->truncated) {
 		json_object *fl = json_object_new_array();
 
 		json_object_array_add(fl, json_object_new_string("TC"));
-		json_object_object_add(dns, "header_flags", fl);
+		json_object_object_add(o, "dns.header_flags", fl);
+	}
+	if (json_object_array_length(filt))
+		json_object_object_add(o, "sluice.dns_filtered_answers", filt);
+	else
+		json_object_put(filt);
+	if (d->tunnel_suspect || (d->reason && strcmp(d->reason, "dns_tunnel_rate") == 0)) {
+		json_object_object_add(o, "sluice.dns_tunnel_suspect", json_object_new_boolean(1));
+		put_str(o, "sluice.dns_tunnel_reason", d->tunnel_why);
 	}
 
 	if (m->src_ip) {
-		json_object *src = obj(root, "source");
-
-		put_str(src, "ip", m->src_ip);
+		put_str(o, "source.ip", m->src_ip);
 		if (m->src_port >= 0)
-			json_object_object_add(src, "port", json_object_new_int(m->src_port));
+			json_object_object_add(o, "source.port", json_object_new_int(m->src_port));
 	}
-	{
-		json_object *net = obj(root, "network");
-
-		put_str(net, "transport", d->tcp ? "tcp" : "udp");
-		put_str(net, "protocol", "dns");
-	}
-	if (d->rule && d->rule->name)
-		put_str(obj(root, "rule"), "name", d->rule->name);
-
-	sl = obj(root, "sluice");
-	put_str(sl, "verdict", rsv_verdict_name(d->verdict));
-	if (d->tunnel_suspect || (d->reason && strcmp(d->reason, "dns_tunnel_rate") == 0)) {
-		json_object_object_add(sl, "dns_tunnel_suspect", json_object_new_boolean(1));
-		put_str(sl, "dns_tunnel_reason", d->tunnel_why);
-	}
-	if (json_object_array_length(filt))
-		json_object_object_add(sl, "dns_filtered_answers", filt);
-	else
-		json_object_put(filt);
+	put_str(o, "network.transport", d->tcp ? "tcp" : "udp");
+	put_str(o, "network.protocol", "dns");
 	if (m->upstream) {
-		put_str(sl, "upstream", m->upstream);
-		put_str(sl, "upstream_transport", m->upstream_transport);
-		json_object_object_add(sl, "upstream_tries", json_object_new_int((int)m->upstream_tries));
+		put_str(o, "sluice.upstream", m->upstream);
+		put_str(o, "sluice.upstream_transport", m->upstream_transport);
+		json_object_object_add(o, "sluice.upstream_tries", json_object_new_int((int)m->upstream_tries));
 	}
-	return finish(root);
+	return finish(o);
 }
 
 char *rsv_log_start_line(const struct rsv_logctx *lc, const char *upstream, const char *listen)
 {
-	json_object *root = json_object_new_object(), *sl;
+	json_object *o = json_object_new_object();
 
-	if (!root)
+	if (!o)
 		return NULL;
-	common(root, lc, NULL, "resolver-start");
-	put_str(obj(root, "event"), "outcome", "success");
-	sl = obj(root, "sluice");
-	put_str(sl, "upstream", upstream);
-	put_str(sl, "listen", listen);
-	return finish(root);
+	common(o, lc, NULL, "resolver-start");
+	put_str(o, "event.kind", "state");
+	put_str(o, "event.outcome", "success");
+	put_str(o, "sluice.upstream", upstream);
+	put_str(o, "sluice.listen", listen);
+	return finish(o);
 }
 
 int rsv_log_write(int fd, const char *line)

@@ -270,7 +270,8 @@ struct rsv_logmeta {
 };
 
 /*
- * The ECS JSON line (nested objects, ending in '\n') for decision `d`.
+ * The ECS JSON line for decision `d`: flat dotted keys as in the kernel
+ * events, ending in '\n'.
  * Returns a malloc'd string, or NULL on ENOMEM.
  */
 char *rsv_log_line(const struct rsv_logctx *lc, const struct rsv_decision *d,

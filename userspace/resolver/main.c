@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * sluice-resolver - the sandbox's DNS resolver: answers only the names the
+ * policy allows, forwarding them to the upstream resolver; every other name
+ * gets dns.on_deny and no packet leaves for it.  Started by `sluice run`
+ * (docs/architecture.md, "Child process interface"); --listen for tests.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "policy.h"
+#include "resolver.h"
+#include "server.h"
+
+#define MAX_FDS 16
+#define MAX_ALLOW 64
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: sluice-resolver (--udp-fd N | --tcp-fd N | --listen ADDR:PORT)...\n"
+"                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE]\n"
+"                       [--upstream-dns ADDR[:PORT]] [--ready-fd N] [--mode audit|enforce]\n"
+"                       [--allow-private-answers CIDR]... [--upstream-timeout-ms N] [-v]\n"
+"\n"
+"Answers DNS queries for the names a sluice policy allows, forwarding them to\n"
+"the upstream resolver; any other name gets the policy's dns.on_deny (NXDOMAIN\n"
+"or REFUSED) and nothing is sent upstream for it.  One JSON line per query.\n"
+"\n"
+"  --udp-fd N, --tcp-fd N   serve on inherited sockets (bound UDP, listening TCP)\n"
+"  --listen ADDR:PORT       open UDP and TCP sockets there (standalone use, tests)\n"
+"  --policy FILE            policy (default: the built-in one, which allows nothing)\n"
+"  --netns PATH             join this network namespace first: upstream queries\n"
+"                           leave from the sandbox's network\n"
+"  --sandbox NAME           sandbox name for the log\n"
+"  --log FILE               JSON lines, appended (default: standard output)\n"
+"  --upstream-dns ADDR[:PORT]  upstream resolver (default: the first nameserver\n"
+"                           of /etc/resolv.conf, port 53)\n"
+"  --ready-fd N             write \"ready\\n\" to fd N once serving, then close it\n"
+"  --mode audit|enforce     override the policy's mode; audit forwards what\n"
+"                           enforce would deny and logs it as would_deny\n"
+"  --allow-private-answers CIDR  pass A/AAAA answers in this non-public range\n"
+"                           (repeatable; for test worlds on documentation ranges)\n"
+"  --upstream-timeout-ms N  per UDP attempt (default 2000; one retry)\n"
+"\n"
+"Examples:\n"
+"  sluice-resolver --listen 127.0.0.1:5353 --policy policies/example.yaml \\\n"
+"      --upstream-dns 127.0.0.1:5300 --allow-private-answers 192.0.2.0/24\n"
+"  dig @127.0.0.1 -p 5353 api.example.com A\n"
+"\n"
+"Exit status: 0 after SIGTERM/SIGINT, 2 on a usage or environment error.\n");
+}
+
+static int parse_int(const char *s, long lo, long hi, const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < lo || v > hi)
+		fatalx("%s: not a number in %ld..%ld: %s", what, lo, hi, s);
+	return (int)v;
+}
+
+static void check_socket(int fd, int want_type, const char *opt)
+{
+	int type;
+	socklen_t len = sizeof(type);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		fatal("%s %d", opt, fd);
+	if (type != want_type)
+		fatalx("%s %d: not a %s socket", opt, fd, want_type == SOCK_DGRAM ? "UDP" : "TCP");
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	event_base_loopexit(arg, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
+	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT };
+	static const struct option opts[] = {
+		{ "udp-fd", required_argument, NULL, O_UDP },
+		{ "tcp-fd", required_argument, NULL, O_TCP },
+		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "policy", required_argument, NULL, O_POLICY },
+		{ "netns", required_argument, NULL, O_NETNS },
+		{ "sandbox", required_argument, NULL, O_SANDBOX },
+		{ "log", required_argument, NULL, O_LOG },
+		{ "upstream-dns", required_argument, NULL, O_UPSTREAM },
+		{ "ready-fd", required_argument, NULL, O_READY },
+		{ "mode", required_argument, NULL, O_MODE },
+		{ "allow-private-answers", required_argument, NULL, O_ALLOW },
+		{ "upstream-timeout-ms", required_argument, NULL, O_TIMEOUT },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp = 0, n_tcp = 0, n_listen = 0;
+	const char *listen_addrs[MAX_FDS];
+	const char *policy_path = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
+	const char *upstream = NULL, *mode = NULL;
+	struct rsv_cidr allow[MAX_ALLOW];
+	size_t n_allow = 0;
+	int ready_fd = -1, verbose = 0, c, i;
+	struct sluice_policy *policy = NULL;
+	struct sluice_policy_error perr;
+	struct rsv_server_cfg cfg;
+	struct rsv_server *srv;
+	struct event_base *base;
+	struct event *sigs[2];
+	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600], *line;
+	unsigned ulen;
+	long timeout_ms = 2000;
+
+	log_init("sluice-resolver", 0);
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case O_UDP:
+		case O_TCP:
+			if ((c == O_UDP ? n_udp : n_tcp) >= MAX_FDS)
+				fatalx("too many --%s-fd", c == O_UDP ? "udp" : "tcp");
+			if (c == O_UDP)
+				udp_fds[n_udp++] = parse_int(optarg, 0, INT_MAX, "--udp-fd");
+			else
+				tcp_fds[n_tcp++] = parse_int(optarg, 0, INT_MAX, "--tcp-fd");
+			break;
+		case O_LISTEN:
+			if (n_listen >= MAX_FDS)
+				fatalx("too many --listen");
+			listen_addrs[n_listen++] = optarg;
+			break;
+		case O_POLICY: policy_path = optarg; break;
+		case O_NETNS: netns = optarg; break;
+		case O_SANDBOX: sandbox = optarg; break;
+		case O_LOG: log_path = optarg; break;
+		case O_UPSTREAM: upstream = optarg; break;
+		case O_READY: ready_fd = parse_int(optarg, 0, INT_MAX, "--ready-fd"); break;
+		case O_MODE:
+			if (strcmp(optarg, "audit") != 0 && strcmp(optarg, "enforce") != 0)
+				fatalx("--mode: audit or enforce, not %s", optarg);
+			mode = optarg;
+			break;
+		case O_ALLOW:
+			if (n_allow >= MAX_ALLOW)
+				fatalx("too many --allow-private-answers");
+			if (rsv_cidr_parse(optarg, &allow[n_allow]) < 0)
+				fatalx("--allow-private-answers: not a CIDR (host bits must be zero): %s",
+				       optarg);
+			n_allow++;
+			break;
+		case O_TIMEOUT:
+			timeout_ms = parse_int(optarg, 10, 60000, "--upstream-timeout-ms");
+			break;
+		case 'v': verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	log_init("sluice-resolver", verbose);
+	if (n_udp + n_tcp + n_listen == 0)
+		fatalx("nothing to serve on: give --udp-fd/--tcp-fd or --listen (see --help)");
+
+	/* First of all: enter the sandbox's network, so that every socket
+	 * made from now on (upstream queries) leaves from there. */
+	if (netns) {
+		int fd = open(netns, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			fatal("--netns %s", netns);
+		if (setns(fd, CLONE_NEWNET) < 0)
+			fatal("setns %s", netns);
+		close(fd);
+	}
+
+	if (policy_path) {
+		if (sluice_policy_load_file(policy_path, &policy, &perr) < 0)
+			fatalx("%s", sluice_policy_error_str(&perr, errbuf, sizeof(errbuf)));
+	} else {
+		policy = sluice_policy_default();
+		if (!policy)
+			fatalx("out of memory");
+	}
+
+	rsv_server_cfg_default(&cfg);
+	cfg.ctx.policy = policy;
+	cfg.ctx.mode = mode ? (strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE)
+			    : policy->mode;
+	cfg.ctx.allow_private = allow;
+	cfg.ctx.n_allow_private = n_allow;
+	cfg.ctx.tunnel = rsv_tunnel_new(policy->n_entries, NULL);
+	if (!cfg.ctx.tunnel)
+		fatalx("out of memory");
+	cfg.lc.sandbox = sandbox;
+	cfg.lc.policy = policy;
+	cfg.lc.mode = cfg.ctx.mode;
+	cfg.timeout_ms = (unsigned)timeout_ms;
+
+	if (!upstream) {
+		if (rsv_resolv_conf_first("/etc/resolv.conf", nsbuf, sizeof(nsbuf)) < 0)
+			fatal("no --upstream-dns and no nameserver in /etc/resolv.conf");
+		upstream = nsbuf;
+		if (rsv_parse_hostport(upstream, 53, &cfg.upstream, &ulen) < 0)
+			fatalx("/etc/resolv.conf: nameserver %s is not a numeric address", upstream);
+		if (rsv_sockaddr_is_loopback((struct sockaddr *)&cfg.upstream))
+			log_warnx("upstream %s (first nameserver of /etc/resolv.conf) is a loopback "
+				  "address: %s; pass --upstream-dns with a reachable resolver",
+				  upstream, netns ? "inside the sandbox's network namespace it is the "
+				  "sandbox's own loopback, where no resolver runs"
+				  : "a local stub such as systemd-resolved must be running");
+	} else if (rsv_parse_hostport(upstream, 53, &cfg.upstream, &ulen) < 0) {
+		fatalx("--upstream-dns: not a numeric ADDR[:PORT]: %s", upstream);
+	}
+	cfg.upstream_len = ulen;
+	rsv_sockaddr_str((struct sockaddr *)&cfg.upstream, upbuf, sizeof(upbuf));
+
+	if (log_path) {
+		cfg.log_fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+		if (cfg.log_fd < 0)
+			fatal("--log %s", log_path);
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	base = event_base_new();
+	if (!base)
+		fatalx("event_base_new failed");
+	srv = rsv_server_new(base, &cfg);
+	if (!srv)
+		fatalx("out of memory");
+	for (i = 0; i < n_udp; i++) {
+		check_socket(udp_fds[i], SOCK_DGRAM, "--udp-fd");
+		if (rsv_server_add_udp(srv, udp_fds[i]) < 0)
+			fatal("--udp-fd %d", udp_fds[i]);
+	}
+	for (i = 0; i < n_tcp; i++) {
+		check_socket(tcp_fds[i], SOCK_STREAM, "--tcp-fd");
+		if (rsv_server_add_tcp(srv, tcp_fds[i]) < 0)
+			fatal("--tcp-fd %d", tcp_fds[i]);
+	}
+	for (i = 0; i < n_listen; i++) {
+		struct sockaddr_storage ss;
+		unsigned len;
+		int u, t;
+
+		if (rsv_parse_hostport(listen_addrs[i], 53, &ss, &len) < 0)
+			fatalx("--listen: not a numeric ADDR:PORT: %s", listen_addrs[i]);
+		u = rsv_listen((struct sockaddr *)&ss, len, SOCK_DGRAM);
+		if (u < 0)
+			fatal("--listen %s (udp)", listen_addrs[i]);
+		t = rsv_listen((struct sockaddr *)&ss, len, SOCK_STREAM);
+		if (t < 0)
+			fatal("--listen %s (tcp)", listen_addrs[i]);
+		if (rsv_server_add_udp(srv, u) < 0 || rsv_server_add_tcp(srv, t) < 0)
+			fatal("--listen %s", listen_addrs[i]);
+		snprintf(listen_desc + strlen(listen_desc), sizeof(listen_desc) - strlen(listen_desc),
+			 "%s%s", i ? " " : "", listen_addrs[i]);
+	}
+	if (!listen_desc[0])
+		snprintf(listen_desc, sizeof(listen_desc), "inherited fds");
+	if (rsv_server_is_own_address(srv, (struct sockaddr *)&cfg.upstream))
+		fatalx("--upstream-dns %s is this resolver's own address", upbuf);
+
+	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
+	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
+	if (!sigs[0] || !sigs[1] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0)
+		fatalx("cannot handle signals");
+
+	line = rsv_log_start_line(&cfg.lc, upbuf, listen_desc);
+	if (!line || rsv_log_write(cfg.log_fd, line) < 0)
+		fatal("cannot write the log");
+	free(line);
+	log_info("serving (%s mode, policy %s %.12s, upstream %s)",
+		 cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
+		 policy->name ? policy->name : "?", policy->digest, upbuf);
+	if (cfg.ctx.mode == SLUICE_MODE_AUDIT)
+		log_warnx("AUDIT MODE: names the policy denies are resolved anyway (logged as would_deny)");
+
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "ready\n", 6) != 6)
+			log_warn("--ready-fd %d", ready_fd);
+		close(ready_fd);
+	}
+
+	if (event_base_dispatch(base) < 0)
+		fatalx("event loop failed");
+
+	rsv_server_free(srv);
+	event_free(sigs[0]);
+	event_free(sigs[1]);
+	event_base_free(base);
+	rsv_tunnel_free(cfg.ctx.tunnel);
+	sluice_policy_free(policy);
+	if (cfg.log_fd != STDOUT_FILENO)
+		close(cfg.log_fd);
+	return 0;
+}

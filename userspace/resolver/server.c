@@ -1,0 +1,780 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * server.c - sluice-resolver's sockets on libevent 2.1.
+ *
+ * One transaction (struct txn) per client query: decide (resolver.h), then
+ * either answer at once or ask the upstream.  Upstream over UDP uses a new
+ * connected socket per attempt, so the kernel picks a random source port,
+ * and a random ID from getrandom(2); a reply must come from the upstream
+ * address (connected socket), carry our ID and repeat our question
+ * (RFC 5452 9.1), else it is ignored.  One retry after the timeout, then
+ * SERVFAIL.  A truncated UDP reply is asked again over TCP; if that fails
+ * the client gets TC and retries over TCP itself.  Queries that came over
+ * TCP go upstream over TCP (RFC 7766).
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include "log.h"
+
+#define UDP_BATCH      64       /* datagrams read per wake-up */
+#define TCP_MAX_PENDING 16      /* queries in flight per TCP client (RFC 7766 6.2.1.1) */
+#define MAX_TRIES      2        /* one retry */
+#define MAX_BOGUS      16       /* non-matching replies tolerated per attempt */
+
+struct conn;
+
+struct txn {
+	struct rsv_server *srv;
+	struct rsv_decision d;
+	struct timespec start;
+	/* client */
+	struct sockaddr_storage client;
+	socklen_t client_len;
+	int udp_fd;                  /* UDP: the listener it came on */
+	struct conn *conn;           /* TCP: NULL once the client is gone */
+	TAILQ_ENTRY(txn) entry;
+	bool counted;                /* holds an in-flight slot */
+	/* upstream */
+	unsigned tries;              /* attempts on the current transport */
+	unsigned sent;               /* queries sent upstream in all (log) */
+	bool via_tcp;
+	bool tc_fallback;            /* TCP because the UDP reply was truncated */
+	uint16_t up_id;
+	int up_fd;
+	struct event *up_ev;
+	struct event *timer;
+	struct bufferevent *up_bev;
+	unsigned bogus;
+	uint8_t *upq;
+	size_t upq_len;
+};
+
+struct conn {
+	struct rsv_server *srv;
+	struct bufferevent *bev;
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	TAILQ_HEAD(, txn) txns;
+	unsigned pending;
+	bool closing;
+	LIST_ENTRY(conn) entry;
+};
+
+struct udpl {
+	int fd;
+	struct event *ev;
+	struct rsv_server *srv;
+};
+
+struct rsv_server {
+	struct event_base *base;
+	struct rsv_server_cfg *cfg;
+	struct udpl *udp;
+	size_t n_udp;
+	struct evconnlistener **tcp;
+	size_t n_tcp;
+	LIST_HEAD(, conn) conns;
+	unsigned n_conns;
+	unsigned inflight;
+	char upstream_str[64];
+};
+
+void rsv_server_cfg_default(struct rsv_server_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->ctx.mode = SLUICE_MODE_ENFORCE;
+	c->lc.mode = SLUICE_MODE_ENFORCE;
+	c->log_fd = STDOUT_FILENO;
+	c->timeout_ms = 2000;
+	c->tcp_timeout_ms = 5000;
+	c->max_inflight = 1024;
+	c->max_tcp_clients = 256;
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct timeval ms_tv(unsigned ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	return tv;
+}
+
+static uint16_t random_id(void)
+{
+	uint16_t id;
+
+	/* getrandom(2) of <= 256 bytes does not fail once the pool is up */
+	while (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+		if (errno != EINTR)
+			fatal("getrandom");
+	return id;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	return 0;
+}
+
+static void addr_ip_port(const struct sockaddr_storage *ss, char *ip, size_t iplen, int *port)
+{
+	*port = -1;
+	ip[0] = '\0';
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, (socklen_t)iplen);
+		*port = ntohs(in->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, (socklen_t)iplen);
+		*port = ntohs(in6->sin6_port);
+	}
+}
+
+/* --- transactions ------------------------------------------------------- */
+
+static void conn_free(struct conn *c);
+static void conn_resume(struct conn *c);
+
+static void up_close(struct txn *t)
+{
+	if (t->up_ev) {
+		event_free(t->up_ev);
+		t->up_ev = NULL;
+	}
+	if (t->up_fd >= 0) {
+		close(t->up_fd);
+		t->up_fd = -1;
+	}
+	if (t->timer)
+		evtimer_del(t->timer);
+	if (t->up_bev) {
+		bufferevent_free(t->up_bev);
+		t->up_bev = NULL;
+	}
+}
+
+/* Log the query, release everything.  The response (if any) was sent. */
+static void txn_finish(struct txn *t)
+{
+	struct rsv_server *s = t->srv;
+	struct timespec end;
+	struct rsv_logmeta m;
+	char ip[INET6_ADDRSTRLEN];
+	char *line;
+	int port;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	addr_ip_port(&t->client, ip, sizeof(ip), &port);
+	memset(&m, 0, sizeof(m));
+	m.src_ip = ip[0] ? ip : NULL;
+	m.src_port = port;
+	m.duration_ns = (int64_t)(end.tv_sec - t->start.tv_sec) * 1000000000LL +
+			(end.tv_nsec - t->start.tv_nsec);
+	if (t->sent) {
+		m.upstream = s->upstream_str;
+		m.upstream_transport = t->via_tcp ? "tcp" : "udp";
+		m.upstream_tries = t->sent;
+	}
+	line = rsv_log_line(&s->cfg->lc, &t->d, &m);
+	if (!line || rsv_log_write(s->cfg->log_fd, line) < 0)
+		log_warn("cannot write the query log");
+	free(line);
+
+	up_close(t);
+	if (t->timer)
+		event_free(t->timer);
+	if (t->counted)
+		s->inflight--;
+	if (t->conn) {
+		struct conn *c = t->conn;
+
+		TAILQ_REMOVE(&c->txns, t, entry);
+		c->pending--;
+		if (!c->closing)
+			conn_resume(c);
+		else if (c->pending == 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+			conn_free(c);
+		/* else conn_write_cb() closes once the answers are out */
+	}
+	rsv_decision_free(&t->d);
+	free(t->upq);
+	free(t);
+}
+
+static void send_client(struct txn *t)
+{
+	if (!t->d.resp)
+		return;
+	if (!t->d.tcp) {
+		if (sendto(t->udp_fd, t->d.resp, t->d.resp_len, 0, (struct sockaddr *)&t->client,
+			   t->client_len) < 0)
+			log_debug("sendto client: %s", strerror(errno));
+	} else if (t->conn) {
+		uint8_t hdr[2] = { (uint8_t)(t->d.resp_len >> 8), (uint8_t)t->d.resp_len };
+		struct evbuffer *out = bufferevent_get_output(t->conn->bev);
+
+		if (evbuffer_add(out, hdr, 2) < 0 || evbuffer_add(out, t->d.resp, t->d.resp_len) < 0)
+			log_warnx("cannot queue a TCP response");
+	}
+}
+
+static void txn_fail(struct txn *t, int rcode, bool tc, const char *reason)
+{
+	up_close(t);
+	if (rsv_fail(&t->d, rcode, tc, reason) == 0)
+		send_client(t);
+	else
+		t->d.rcode = -1;
+	txn_finish(t);
+}
+
+static void up_udp_start(struct txn *t);
+static void up_tcp_start(struct txn *t);
+
+static void attempt_failed(struct txn *t, const char *reason)
+{
+	up_close(t);
+	if (t->tries < MAX_TRIES) {
+		if (t->via_tcp)
+			up_tcp_start(t);
+		else
+			up_udp_start(t);
+		return;
+	}
+	if (t->tc_fallback)
+		txn_fail(t, RSV_NOERROR, true, "upstream_truncated");
+	else
+		txn_fail(t, RSV_SERVFAIL, false, reason);
+}
+
+/* A reply arrived (either transport).  Returns true if the txn is done. */
+static bool got_reply(struct txn *t, const uint8_t *buf, size_t len)
+{
+	struct rsv_server *s = t->srv;
+
+	switch (rsv_process_reply(&s->cfg->ctx, &t->d, t->up_id, buf, len, t->via_tcp)) {
+	case RSV_REPLY_DONE:
+		up_close(t);
+		send_client(t);
+		txn_finish(t);
+		return true;
+	case RSV_REPLY_TRUNCATED:
+		/* RFC 1035 4.2.1 / RFC 7766 5: ask again over TCP */
+		up_close(t);
+		t->via_tcp = true;
+		t->tc_fallback = true;
+		t->tries = 0;  /* TCP gets its own tries */
+		up_tcp_start(t);
+		return true;
+	case RSV_REPLY_IGNORE:
+	default:
+		if (++t->bogus > MAX_BOGUS) {
+			attempt_failed(t, "upstream_bogus");
+			return true;
+		}
+		return false;
+	}
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	attempt_failed(arg, "upstream_timeout");
+}
+
+static void up_udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct txn *t = arg;
+	uint8_t buf[65536];
+
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			/* ICMP unreachable on a connected socket: ECONNREFUSED */
+			attempt_failed(t, "upstream_error");
+			return;
+		}
+		if (got_reply(t, buf, (size_t)n))
+			return;
+	}
+}
+
+static bool build_upq(struct txn *t)
+{
+	free(t->upq);
+	t->upq = NULL;
+	t->up_id = random_id();
+	t->bogus = 0;
+	return rsv_upstream_query(&t->d, t->up_id, &t->upq, &t->upq_len) == 0;
+}
+
+static void up_udp_start(struct txn *t)
+{
+	struct rsv_server *s = t->srv;
+	struct timeval tv = ms_tv(s->cfg->timeout_ms);
+	int fd;
+
+	t->tries++;
+	t->sent++;
+	t->via_tcp = false;
+	if (!build_upq(t)) {
+		txn_fail(t, RSV_SERVFAIL, false, "internal_error");
+		return;
+	}
+	fd = socket(s->cfg->upstream.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_warn("upstream socket");
+		attempt_failed(t, "upstream_error");
+		return;
+	}
+	t->up_fd = fd;
+	/* connect(2) binds a random ephemeral port and filters the source */
+	if (connect(fd, (struct sockaddr *)&s->cfg->upstream, s->cfg->upstream_len) < 0 ||
+	    send(fd, t->upq, t->upq_len, 0) < 0) {
+		log_debug("upstream %s: %s", s->upstream_str, strerror(errno));
+		attempt_failed(t, "upstream_error");
+		return;
+	}
+	t->up_ev = event_new(s->base, fd, EV_READ | EV_PERSIST, up_udp_read_cb, t);
+	if (!t->up_ev || event_add(t->up_ev, NULL) < 0 || evtimer_add(t->timer, &tv) < 0) {
+		txn_fail(t, RSV_SERVFAIL, false, "internal_error");
+		return;
+	}
+}
+
+static void up_tcp_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct txn *t = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	for (;;) {
+		uint8_t hdr[2];
+		size_t mlen;
+		uint8_t *msg;
+
+		if (evbuffer_copyout(in, hdr, 2) != 2)
+			return;
+		mlen = (size_t)hdr[0] << 8 | hdr[1];
+		if (evbuffer_get_length(in) < 2 + mlen)
+			return;
+		msg = evbuffer_pullup(in, (ev_ssize_t)(2 + mlen));
+		if (!msg) {
+			attempt_failed(t, "internal_error");
+			return;
+		}
+		if (got_reply(t, msg + 2, mlen))
+			return;   /* t may be gone */
+		evbuffer_drain(in, 2 + mlen);
+	}
+}
+
+static void up_tcp_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct txn *t = arg;
+
+	if (what & BEV_EVENT_CONNECTED)
+		return;
+	attempt_failed(t, what & BEV_EVENT_TIMEOUT ? "upstream_timeout" : "upstream_error");
+}
+
+static void up_tcp_start(struct txn *t)
+{
+	struct rsv_server *s = t->srv;
+	struct timeval tv = ms_tv(s->cfg->tcp_timeout_ms);
+	uint8_t hdr[2];
+
+	t->tries++;
+	t->sent++;
+	t->via_tcp = true;
+	if (!build_upq(t)) {
+		txn_fail(t, RSV_SERVFAIL, false, "internal_error");
+		return;
+	}
+	t->up_bev = bufferevent_socket_new(s->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (!t->up_bev) {
+		txn_fail(t, RSV_SERVFAIL, false, "internal_error");
+		return;
+	}
+	bufferevent_set_timeouts(t->up_bev, &tv, &tv);
+	hdr[0] = (uint8_t)(t->upq_len >> 8);
+	hdr[1] = (uint8_t)t->upq_len;
+	if (evbuffer_add(bufferevent_get_output(t->up_bev), hdr, 2) < 0 ||
+	    evbuffer_add(bufferevent_get_output(t->up_bev), t->upq, t->upq_len) < 0) {
+		txn_fail(t, RSV_SERVFAIL, false, "internal_error");
+		return;
+	}
+	/* Callbacks are set only after connect: on an immediate failure
+	 * bufferevent_socket_connect() runs the event callback itself before
+	 * returning -1, and this txn must fail exactly once. */
+	if (bufferevent_socket_connect(t->up_bev, (struct sockaddr *)&s->cfg->upstream,
+				       (int)s->cfg->upstream_len) < 0) {
+		attempt_failed(t, "upstream_error");
+		return;
+	}
+	bufferevent_setcb(t->up_bev, up_tcp_read_cb, NULL, up_tcp_event_cb, t);
+	if (bufferevent_enable(t->up_bev, EV_READ | EV_WRITE) < 0) {
+		txn_fail(t, RSV_SERVFAIL, false, "internal_error");
+		return;
+	}
+	/* a whole-exchange deadline besides the bufferevent's idle timeouts */
+	evtimer_add(t->timer, &tv);
+}
+
+/* One query from a client (UDP: udp_fd; TCP: conn). */
+static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
+			 const struct sockaddr_storage *from, socklen_t fromlen, int udp_fd,
+			 struct conn *c)
+{
+	struct txn *t = calloc(1, sizeof(*t));
+
+	if (!t) {
+		log_warnx("out of memory: query dropped");
+		return;
+	}
+	t->srv = s;
+	t->up_fd = -1;
+	t->udp_fd = udp_fd;
+	clock_gettime(CLOCK_MONOTONIC, &t->start);
+	memcpy(&t->client, from, fromlen);
+	t->client_len = fromlen;
+	if (c) {
+		t->conn = c;
+		TAILQ_INSERT_TAIL(&c->txns, t, entry);
+		c->pending++;
+	}
+	t->timer = evtimer_new(s->base, timer_cb, t);
+	if (!t->timer) {
+		log_warnx("out of memory: query dropped");
+		rsv_decide(&s->cfg->ctx, msg, len, c != NULL, mono_now(), &t->d);
+		t->d.action = RSV_ACT_DROP;
+		t->d.reason = "internal_error";
+		txn_finish(t);
+		return;
+	}
+	switch (rsv_decide(&s->cfg->ctx, msg, len, c != NULL, mono_now(), &t->d)) {
+	case RSV_ACT_DROP:
+		txn_finish(t);
+		return;
+	case RSV_ACT_RESPOND:
+		send_client(t);
+		txn_finish(t);
+		return;
+	case RSV_ACT_FORWARD:
+		if (s->inflight >= s->cfg->max_inflight) {
+			txn_fail(t, RSV_SERVFAIL, false, "overloaded");
+			return;
+		}
+		s->inflight++;
+		t->counted = true;
+		if (c)
+			up_tcp_start(t);
+		else
+			up_udp_start(t);
+		return;
+	}
+}
+
+/* --- UDP listeners ------------------------------------------------------ */
+
+static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct udpl *l = arg;
+	static uint8_t buf[65536];
+	int i;
+
+	for (i = 0; i < UDP_BATCH; i++) {
+		struct sockaddr_storage from;
+		socklen_t fromlen = sizeof(from);
+		ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fromlen);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn("recvfrom");
+			return;
+		}
+		handle_query(l->srv, buf, (size_t)n, &from, fromlen, fd, NULL);
+	}
+}
+
+int rsv_server_add_udp(struct rsv_server *s, int fd)
+{
+	struct udpl *n;
+
+	if (set_nonblock(fd) < 0)
+		return -1;
+	n = realloc(s->udp, (s->n_udp + 1) * sizeof(*s->udp));
+	if (!n)
+		return -1;
+	s->udp = n;
+	n = &s->udp[s->n_udp];
+	n->fd = fd;
+	n->srv = s;
+	n->ev = event_new(s->base, fd, EV_READ | EV_PERSIST, udp_read_cb, n);
+	if (!n->ev || event_add(n->ev, NULL) < 0) {
+		if (n->ev)
+			event_free(n->ev);
+		errno = ENOMEM;
+		return -1;
+	}
+	s->n_udp++;
+	return 0;
+}
+
+/* --- TCP clients -------------------------------------------------------- */
+
+static void conn_free(struct conn *c)
+{
+	struct txn *t;
+
+	/* in-flight queries finish without a client to answer */
+	TAILQ_FOREACH(t, &c->txns, entry)
+		t->conn = NULL;
+	LIST_REMOVE(c, entry);
+	c->srv->n_conns--;
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (!c->closing && c->pending < TCP_MAX_PENDING) {
+		uint8_t hdr[2];
+		size_t mlen;
+		uint8_t *msg;
+
+		if (evbuffer_copyout(in, hdr, 2) != 2)
+			return;
+		mlen = (size_t)hdr[0] << 8 | hdr[1];
+		if (evbuffer_get_length(in) < 2 + mlen)
+			return;
+		msg = evbuffer_pullup(in, (ev_ssize_t)(2 + mlen));
+		if (!msg) {
+			conn_free(c);
+			return;
+		}
+		/* handle_query() may finish at once and free c if closing:
+		 * it is not closing here, so c survives */
+		handle_query(c->srv, msg + 2, mlen, &c->peer, c->peer_len, -1, c);
+		evbuffer_drain(in, 2 + mlen);
+	}
+	if (c->pending >= TCP_MAX_PENDING)
+		bufferevent_disable(bev, EV_READ);  /* until some are answered */
+}
+
+static void conn_resume(struct conn *c)
+{
+	if (!c->closing && c->pending < TCP_MAX_PENDING &&
+	    !(bufferevent_get_enabled(c->bev) & EV_READ)) {
+		bufferevent_enable(c->bev, EV_READ);
+		conn_read_cb(c->bev, c);
+	}
+}
+
+static void conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->closing && c->pending == 0)
+		conn_free(c);
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	bool unsent = evbuffer_get_length(bufferevent_get_output(bev)) > 0;
+
+	if (!(what & BEV_EVENT_ERROR) && (c->pending > 0 || unsent) &&
+	    (what & (BEV_EVENT_EOF | BEV_EVENT_TIMEOUT)) && !(what & BEV_EVENT_WRITING)) {
+		/* half-close or idle reader: answer what was asked, then close */
+		c->closing = true;
+		bufferevent_disable(bev, EV_READ);
+		return;
+	}
+	conn_free(c);
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+		      int salen, void *arg)
+{
+	struct rsv_server *s = arg;
+	struct timeval tv = ms_tv(s->cfg->tcp_timeout_ms);
+	struct conn *c;
+
+	if (s->n_conns >= s->cfg->max_tcp_clients || (size_t)salen > sizeof(c->peer)) {
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->srv = s;
+	TAILQ_INIT(&c->txns);
+	memcpy(&c->peer, sa, (size_t)salen);
+	c->peer_len = (socklen_t)salen;
+	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		close(fd);
+		free(c);
+		return;
+	}
+	LIST_INSERT_HEAD(&s->conns, c, entry);
+	s->n_conns++;
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	bufferevent_set_timeouts(c->bev, &tv, &tv);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+int rsv_server_add_tcp(struct rsv_server *s, int fd)
+{
+	struct evconnlistener **n, *l;
+
+	if (set_nonblock(fd) < 0)
+		return -1;
+	n = realloc(s->tcp, (s->n_tcp + 1) * sizeof(*s->tcp));
+	if (!n)
+		return -1;
+	s->tcp = n;
+	/* backlog 0: the socket is already listening (the loader's, or rsv_listen()) */
+	l = evconnlistener_new(s->base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE, 0, fd);
+	if (!l)
+		return -1;
+	s->tcp[s->n_tcp++] = l;
+	return 0;
+}
+
+int rsv_listen(const struct sockaddr *sa, socklen_t len, int type)
+{
+	int fd = socket(sa->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	if (sa->sa_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (type == SOCK_STREAM)
+		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, sa, len) < 0 || (type == SOCK_STREAM && listen(fd, 128) < 0)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* --- life cycle --------------------------------------------------------- */
+
+struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg *cfg)
+{
+	struct rsv_server *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->base = base;
+	s->cfg = cfg;
+	LIST_INIT(&s->conns);
+	rsv_sockaddr_str((struct sockaddr *)&cfg->upstream, s->upstream_str, sizeof(s->upstream_str));
+	return s;
+}
+
+static bool same_addr(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin_port == y->sin_port &&
+		       (x->sin_addr.s_addr == y->sin_addr.s_addr || x->sin_addr.s_addr == INADDR_ANY);
+	}
+	if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin6_port == y->sin6_port &&
+		       (memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0 ||
+			IN6_IS_ADDR_UNSPECIFIED(&x->sin6_addr));
+	}
+	return false;
+}
+
+static bool fd_is(int fd, const struct sockaddr *sa)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return false;
+	return same_addr((struct sockaddr *)&ss, sa);
+}
+
+bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr *sa)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_udp; i++)
+		if (fd_is(s->udp[i].fd, sa))
+			return true;
+	for (i = 0; i < s->n_tcp; i++)
+		if (fd_is(evconnlistener_get_fd(s->tcp[i]), sa))
+			return true;
+	return false;
+}
+
+void rsv_server_free(struct rsv_server *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->n_udp; i++) {
+		event_free(s->udp[i].ev);
+		close(s->udp[i].fd);
+	}
+	for (i = 0; i < s->n_tcp; i++)
+		evconnlistener_free(s->tcp[i]);
+	while (!LIST_EMPTY(&s->conns))
+		conn_free(LIST_FIRST(&s->conns));
+	free(s->udp);
+	free(s->tcp);
+	free(s);
+}

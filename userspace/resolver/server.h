@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * server.h - the event loop side of sluice-resolver (libevent 2.1): UDP and
+ * TCP listeners, upstream queries over UDP (fresh socket, random source port
+ * and ID per attempt, one retry) and TCP, and the query log.  Every decision
+ * is rsv_decide()/rsv_process_reply() (resolver.h).
+ */
+#ifndef SLUICE_RESOLVER_SERVER_H
+#define SLUICE_RESOLVER_SERVER_H
+
+#include <sys/socket.h>
+
+#include <event2/event.h>
+
+#include "resolver.h"
+
+struct rsv_server_cfg {
+	struct rsv_ctx ctx;               /* policy, mode, answer exceptions, tunnel state */
+	struct rsv_logctx lc;             /* sandbox, policy, mode for every log line */
+	int log_fd;                       /* JSON lines go here */
+	struct sockaddr_storage upstream; /* where allowed queries go */
+	socklen_t upstream_len;
+	unsigned timeout_ms;              /* per UDP attempt (default 2000) */
+	unsigned tcp_timeout_ms;          /* per TCP attempt, and client idle (default 5000) */
+	unsigned max_inflight;            /* upstream queries at once (default 1024) */
+	unsigned max_tcp_clients;         /* default 256 */
+};
+
+struct rsv_server;
+
+/* Fill `c` with defaults (no policy, no fds, log to stdout). */
+void rsv_server_cfg_default(struct rsv_server_cfg *c);
+
+/* A server on `base` using `cfg` (kept by reference: it must outlive the
+ * server).  NULL on ENOMEM. */
+struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg *cfg);
+
+/*
+ * Serve DNS on `fd`, a bound UDP socket or a listening TCP socket
+ * (inherited or opened with rsv_listen()).  The fd is made non-blocking and
+ * is owned by the server from now on.  Returns 0, or -1 with errno set.
+ */
+int rsv_server_add_udp(struct rsv_server *s, int fd);
+int rsv_server_add_tcp(struct rsv_server *s, int fd);
+
+/* Open a UDP (`type` SOCK_DGRAM) or listening TCP (SOCK_STREAM) socket on
+ * `sa`.  Returns the fd, or -1 with errno set. */
+int rsv_listen(const struct sockaddr *sa, socklen_t len, int type);
+
+/* Is `sa` the local address of one of the server's sockets?  (An upstream
+ * that is the resolver itself would forward each query to itself forever.) */
+bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr *sa);
+
+/* Stop serving: close every socket, answer nothing more.  Frees s. */
+void rsv_server_free(struct rsv_server *s);
+
+#endif /* SLUICE_RESOLVER_SERVER_H */

@@ -73,6 +73,8 @@ static bool ends_in_number(const char *s)
 	while (last > s && last[-1] != '.')
 		last--;
 	ln = (size_t)(s + n - last);
+	if (ln == 0)
+		return false;
 	if (ln >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X')) {
 		for (size_t i = 2; i < ln; i++)
 			if (!is_hex((unsigned char)last[i]))
@@ -94,7 +96,9 @@ static bool looks_like_ipv6(const char *s, size_t n)
 
 		if (c == ':')
 			colon = true;
-		else if (!is_hex(c) && c != '.' && c != '%')
+		else if (c == '%')
+			break;   /* a zone id ("fe80::1%eth0") follows */
+		else if (!is_hex(c) && c != '.')
 			return false;
 	}
 	return colon;

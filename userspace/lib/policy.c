@@ -333,8 +333,11 @@ static int want_string(struct ctx *c, const struct ynode *key, const struct ynod
 {
 	if (v->type != YN_SCALAR || is_null(v))
 		return fail(c, v, "'%s' must be a string, not %s", key->value, node_kind(v));
-	if (memchr(v->value, '\0', v->len))
+	if (memchr(v->value, '\0', v->len)) {
+		if (strcmp(key->value, "host") == 0)
+			return fail(c, v, "invalid host name: NUL byte in host name");
 		return fail(c, v, "'%s' contains a NUL byte", key->value);
+	}
 	return 0;
 }
 
@@ -1138,8 +1141,9 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 			for (size_t j = 0; j < i; j++)
 				if (same_target(&p->entries[j], e))
 					return fail(c, v->kids[i],
-						    "duplicate entry: %s already allowed by allow[%zu] at line %u (merge them)",
-						    e->name + strcspn(e->name, " ") + 1, j, p->entries[j].line);
+						    "duplicate entry: %s %s already allowed by allow[%zu] at line %u (merge them)",
+						    sluice_entry_kind_name(e->kind), strchr(e->name, ':') + 1, j,
+						    p->entries[j].line);
 		}
 	}
 	return 0;

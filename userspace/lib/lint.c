@@ -279,14 +279,16 @@ static bool prefix_overlap(const uint8_t *a, unsigned alen, const uint8_t *b, un
 
 static void lint_cidr(struct lints *l, const struct sluice_entry *e)
 {
-	bool metadata_seen = false;
-
 	if ((e->family == AF_INET && e->prefix_len < 24) ||
 	    (e->family == AF_INET6 && e->prefix_len < 48))
 		add(l, SLUICE_LINT_WIDE_CIDR, e, "%s: wider than a /%u (%s addresses allowed directly, not proxied)",
 		    e->name, e->family == AF_INET ? 24 : 48,
 		    e->family == AF_INET ?
 			    (e->prefix_len == 0 ? "all IPv4" : "more than 256") : "more than a /48 of");
+	/* Every special range the entry overlaps, most specific first, up
+	 * to the first one that contains it entirely: 169.254.169.254/32
+	 * says "metadata" once, 169.254.0.0/16 says metadata and
+	 * link-local, 0.0.0.0/0 lists them all. */
 	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++) {
 		uint8_t a[16] = { 0 };
 
@@ -296,12 +298,9 @@ static void lint_cidr(struct lints *l, const struct sluice_entry *e)
 			continue;
 		if (!prefix_overlap(e->addr, e->prefix_len, a, special[i].plen))
 			continue;
-		/* the metadata address is inside link-local: say it once */
-		if (metadata_seen && strstr(special[i].what, "link-local (169"))
-			continue;
-		if (strstr(special[i].what, "metadata"))
-			metadata_seen = true;
 		add(l, SLUICE_LINT_SPECIAL_RANGE, e, "%s: includes %s", e->name, special[i].what);
+		if (e->prefix_len >= special[i].plen)
+			break;
 	}
 	if (sluice_entry_has_port(e, 53) || sluice_entry_has_port(e, 853))
 		add(l, SLUICE_LINT_DNS_PORT, e, "%s: port %s directly: a resolver other than sluice's own is a tunnel",

@@ -33,7 +33,7 @@ static void timestamp(char *buf, size_t len, const struct timespec *now)
 		clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+	snprintf(buf, len, "%s.%06ldZ", base, ts.tv_nsec / 1000);
 }
 
 static void common(json_object *o, const struct rsv_logctx *lc, const struct timespec *now,

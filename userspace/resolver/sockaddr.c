@@ -68,6 +68,13 @@ int rsv_parse_hostport(const char *s, uint16_t default_port, struct sockaddr_sto
 		return -1;
 	if (port == 0)
 		return -1;
+	if (!strchr(host, ':')) {
+		/* getaddrinfo() takes inet_aton() forms ("0x7f.1"): only dotted quads */
+		struct in_addr a4;
+
+		if (inet_pton(AF_INET, host, &a4) != 1)
+			return -1;
+	}
 	snprintf(serv, sizeof(serv), "%u", port);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;

@@ -1,0 +1,884 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * conn.c - one client connection: recover its sandbox from the flow map,
+ * classify (explicit HTTP proxy request, transparent TLS or HTTP), decide,
+ * resolve and vet, dial, then hand over to http.c or relay.c.  Every path
+ * ends in conn_finish(), which writes the access-log line once.
+ */
+#include "proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "accesslog.h"
+#include "flow.h"
+#include "log.h"
+#include "relay.h"
+#include "sni.h"
+
+#define READ_INITIAL 1024        /* first allocation, made when the first byte arrives */
+#define TLS_PEEK_MAX 32768       /* raw bytes of a ClientHello we are willing to buffer */
+#define TLS_CONTENT_HANDSHAKE 0x16
+
+static void on_client_read(evutil_socket_t fd, short what, void *arg);
+static void on_hello_read(evutil_socket_t fd, short what, void *arg);
+static void on_linger_read(evutil_socket_t fd, short what, void *arg);
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+static void start_dial(struct conn *c);
+static void start_tunnel(struct conn *c);
+static void on_upstream_first(evutil_socket_t fd, short what, void *arg);
+
+/* --- logging and teardown ------------------------------------------------ */
+
+static uint64_t elapsed_ns(const struct conn *c)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec - c->t_mono.tv_sec) * 1000000000ull +
+	       (uint64_t)(now.tv_nsec - c->t_mono.tv_nsec);
+}
+
+static const char *action_name(enum conn_kind k)
+{
+	switch (k) {
+	case K_HTTP: return "proxy-http";
+	case K_CONNECT: return "proxy-connect";
+	case K_TLS: return "proxy-tls";
+	default: return "proxy-connection";
+	}
+}
+
+static void conn_log(struct conn *c)
+{
+	struct proxy *px = c->px;
+	struct proxy_log_rec r;
+
+	if (c->logged)
+		return;
+	c->logged = true;
+	memset(&r, 0, sizeof(r));
+	r.start = c->t_real;
+	r.duration_ns = elapsed_ns(c);
+	r.action = action_name(c->kind);
+	if (c->failed)
+		r.outcome = "failure";
+	else if (c->verdict && strcmp(c->verdict, "would_deny") == 0)
+		r.outcome = "unknown";   /* audit: let through (as the kernel events say) */
+	else
+		r.outcome = "success";
+	r.reason = c->reason ? c->reason : c->deny_reason ? c->deny_reason : "allowed";
+	r.verdict = c->verdict;
+	if (c->have_orig)
+		r.form = c->form == PROXY_FORM_EXPLICIT ? "explicit" : "transparent";
+	r.url_full = c->url_full;
+	r.domain = c->host[0] ? c->host : NULL;
+	r.sni = c->has_sni ? c->sni : NULL;
+	r.method = c->method;
+	r.status = c->status;
+	r.tunnel = c->kind == K_CONNECT || c->kind == K_TLS;
+	r.req_bytes = c->req_bytes;
+	r.resp_bytes = c->resp_bytes;
+	r.src = &c->peer.sa;
+	r.dst = c->have_dst ? &c->dst.sa : NULL;
+	r.orig = c->have_orig ? &c->orig : NULL;
+	r.sandbox = px->cfg.sandbox;
+	r.rule = c->rule;
+	r.policy_digest = px->policy->digest;
+	r.policy_name = px->policy->name;
+	r.mode = px->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
+	r.orig_dst_mismatch = c->orig_dst_mismatch;
+	for (size_t i = 0; i < c->n_dropped && i < PROXY_LOG_MAX_DROPPED; i++)
+		r.dropped[r.n_dropped++] = c->dropped[i];
+	if (proxy_log_write(px->log_fd, &r) < 0)
+		log_warn("access log");
+}
+
+void conn_finish(struct conn *c)
+{
+	conn_log(c);
+	proxy_resolve_abandon(c->res);
+	http_free(c);
+	relay_free(c->relay);
+	if (c->rev)
+		event_free(c->rev);
+	if (c->uev)
+		event_free(c->uev);
+	if (c->timer)
+		event_free(c->timer);
+	if (c->ufd >= 0)
+		close(c->ufd);
+	if (c->cfd >= 0)
+		close(c->cfd);
+	free(c->buf);
+	free(c->url_full);
+	if (c->req) {
+		proxy_request_free(c->req);
+		free(c->req);
+	}
+	free(c->target);
+	free(c->cands);
+	for (size_t i = 0; i < c->n_dropped; i++)
+		free(c->dropped[i]);
+	c->px->n_conns--;
+	free(c);
+}
+
+/* End without an HTTP answer (TLS, tunnels, unknown protocols). */
+static void conn_close(struct conn *c, const char *reason)
+{
+	c->failed = true;
+	c->reason = reason;
+	conn_finish(c);
+}
+
+/* Our own answer is out: stop talking, drain what the client still sends
+ * (so that closing does not reset the connection under the answer), close
+ * on its EOF or after the linger time. */
+void conn_linger(struct conn *c)
+{
+	http_free(c);
+	relay_free(c->relay);
+	c->relay = NULL;
+	if (c->uev) {
+		event_free(c->uev);
+		c->uev = NULL;
+	}
+	if (c->ufd >= 0) {
+		close(c->ufd);
+		c->ufd = -1;
+	}
+	free(c->buf);
+	c->buf = NULL;
+	c->len = c->cap = 0;
+	c->phase = PH_LINGER;
+	if (shutdown(c->cfd, SHUT_WR) < 0 || !c->timer) {
+		conn_finish(c);
+		return;
+	}
+	if (c->rev)
+		event_free(c->rev);
+	c->rev = event_new(c->px->base, c->cfd, EV_READ | EV_PERSIST, on_linger_read, c);
+	if (!c->rev) {
+		conn_finish(c);
+		return;
+	}
+	event_add(c->rev, NULL);
+	event_del(c->timer);
+	event_add(c->timer, &c->px->tv_linger);
+}
+
+void conn_reply(struct conn *c, int status, const char *reason)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	c->failed = true;
+	c->reason = reason;
+	c->status = status;
+	if (c->req_bytes < 0)
+		c->req_bytes = (int64_t)(c->head_len ? c->head_len : c->len);
+	if (b && proxy_error_response(status, reason, b) == 0) {
+		size_t n = evbuffer_get_length(b);
+		unsigned char *p = evbuffer_pullup(b, -1);
+		ssize_t w = p ? send(c->cfd, p, n, MSG_NOSIGNAL) : -1;
+
+		c->resp_bytes = w > 0 ? w : 0;
+	}
+	if (b)
+		evbuffer_free(b);
+	conn_log(c);
+	conn_linger(c);
+}
+
+void conn_done(struct conn *c)
+{
+	conn_log(c);
+	conn_linger(c);
+}
+
+void conn_fail(struct conn *c, int status, const char *reason)
+{
+	/* an HTTP answer is possible while nothing else was sent to the client */
+	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->phase <= PH_CONNECT)
+		conn_reply(c, status, reason);
+	else
+		conn_close(c, reason);
+}
+
+static void on_linger_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	char sink[4096];
+	ssize_t n = recv(fd, sink, sizeof(sink), 0);
+
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+		return;
+	conn_finish(c);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	switch (c->phase) {
+	case PH_READ:
+		if (c->kind == K_HTTP || (c->kind == K_UNKNOWN && c->form == PROXY_FORM_EXPLICIT && c->len))
+			conn_reply(c, 408, "header_timeout");
+		else
+			conn_close(c, "header_timeout");
+		return;
+	case PH_HELLO:
+		conn_close(c, "header_timeout");
+		return;
+	case PH_RESOLVE:
+	case PH_CONNECT:
+		conn_fail(c, 504, "connect_timeout");
+		return;
+	default:
+		conn_finish(c);
+		return;
+	}
+}
+
+/* --- reading before the decision ------------------------------------------ */
+
+/* Read what is there, growing c->buf up to `limit`.  Returns 1 (bytes
+ * read), 0 (nothing yet), -1 (EOF), -2 (error), -3 (buffer at limit). */
+static int read_more(struct conn *c, size_t limit)
+{
+	ssize_t n;
+
+	if (c->len >= limit)
+		return -3;
+	if (c->len == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : READ_INITIAL;
+		char *nb;
+
+		if (ncap > limit)
+			ncap = limit;
+		nb = realloc(c->buf, ncap);
+		if (!nb)
+			return -2;
+		c->buf = nb;
+		c->cap = ncap;
+	}
+	n = recv(c->cfd, c->buf + c->len, c->cap - c->len, 0);
+	if (n > 0) {
+		c->len += (size_t)n;
+		return 1;
+	}
+	if (n == 0)
+		return -1;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	return -2;
+}
+
+static void copy_printable(char *dst, size_t dlen, const char *src)
+{
+	size_t i = 0;
+
+	for (; src[i] && i + 1 < dlen; i++)
+		dst[i] = (src[i] > 0x20 && src[i] < 0x7f) ? src[i] : '?';
+	dst[i] = '\0';
+}
+
+/*
+ * Apply a policy decision.  Returns true to go on (allowed, or audit mode's
+ * "would deny"); false when the connection was refused (and is gone).
+ */
+static bool apply_decision(struct conn *c, const struct proxy_decision *d)
+{
+	struct proxy *px = c->px;
+
+	snprintf(c->host, sizeof(c->host), "%s", d->host);
+	c->ip_literal = d->ip_literal;
+	c->ip_family = d->ip_family;
+	memcpy(c->ip, d->ip, sizeof(c->ip));
+	if (d->allow) {
+		c->verdict = c->deny_reason ? "would_deny" : "allow";
+		c->rule = d->entry ? d->entry->name : NULL;
+		return true;
+	}
+	if (px->mode == SLUICE_MODE_AUDIT && d->audit_ok) {
+		c->verdict = "would_deny";
+		if (!c->deny_reason)
+			c->deny_reason = d->reason;
+		return true;
+	}
+	c->verdict = "deny";
+	if (c->kind == K_HTTP || c->kind == K_CONNECT)
+		conn_reply(c, d->status, d->reason);
+	else
+		conn_close(c, d->reason);
+	return false;
+}
+
+static void on_http_head(struct conn *c)
+{
+	struct proxy *px = c->px;
+	struct proxy_refusal err = { 400, "malformed_request" };
+	struct proxy_decision d;
+	char url[PROXY_TARGET_MAX + SLUICE_HOST_MAX + 32];
+
+	event_del(c->rev);
+	c->kind = K_HTTP;
+	c->req = calloc(1, sizeof(*c->req));
+	c->target = malloc(sizeof(*c->target));
+	if (!c->req || !c->target) {
+		conn_reply(c, 503, "out_of_memory");
+		return;
+	}
+	if (proxy_request_parse(c->req, c->buf, c->head_len, &err) < 0) {
+		if (c->req->target_buf || c->req->method_id == HTTP_CONNECT)
+			c->method = http_method_str(c->req->method_id);
+		conn_reply(c, err.status, err.reason);
+		return;
+	}
+	c->method = c->req->method;
+	if (c->req->method_id == HTTP_CONNECT)
+		c->kind = K_CONNECT;
+	if (proxy_request_target(c->req, c->form, c->orig.dport, c->target, &err) < 0) {
+		copy_printable(c->host, sizeof(c->host), c->target->host);
+		conn_reply(c, err.status, err.reason);
+		return;
+	}
+	c->port = c->target->port;
+	if (c->over_cap) {
+		copy_printable(c->host, sizeof(c->host), c->target->host);
+		conn_reply(c, 503, "connection_limit");
+		return;
+	}
+	if (c->kind == K_CONNECT)
+		proxy_decide_host(px->policy, c->target->host, c->target->port, &d);
+	else
+		proxy_decide_http(px->policy, c->target->host, c->target->port, c->req->method,
+				  c->target->path, &d);
+	if (c->kind == K_HTTP) {
+		proxy_target_url(c->target, d.host, url, sizeof(url));
+		c->url_full = strdup(url);
+	}
+	if (!apply_decision(c, &d))
+		return;
+	start_dial(c);
+}
+
+static void on_tls_hello(struct conn *c, const struct sni_result *h)
+{
+	struct proxy *px = c->px;
+	struct proxy_decision d;
+	char sni_norm[SLUICE_HOST_MAX + 1];
+
+	event_del(c->rev);
+	c->kind = K_TLS;
+	c->port = c->orig.dport;
+	if (h->has_sni) {
+		c->has_sni = true;
+		copy_printable(c->sni, sizeof(c->sni), h->sni);
+	}
+	if (c->over_cap) {
+		conn_close(c, "connection_limit");
+		return;
+	}
+	memset(&d, 0, sizeof(d));
+	if (proxy_check_hello(h, NULL, sni_norm, &d) < 0) {
+		/* audit mode can go on only with a name to resolve (ECH's outer SNI) */
+		if (px->mode == SLUICE_MODE_AUDIT && sni_norm[0]) {
+			c->deny_reason = d.reason;
+		} else {
+			c->verdict = "deny";
+			conn_close(c, d.reason);
+			return;
+		}
+	}
+	snprintf(c->sni, sizeof(c->sni), "%s", sni_norm);
+	proxy_decide_host(px->policy, sni_norm, c->orig.dport, &d);
+	if (!apply_decision(c, &d))
+		return;
+	start_dial(c);
+}
+
+static void process_tls(struct conn *c)
+{
+	struct sni_result h;
+	size_t need = 0;
+
+	switch (sni_parse((const uint8_t *)c->buf, c->len, &h, &need)) {
+	case SNI_NEED_MORE:
+		if (need > TLS_PEEK_MAX)
+			conn_close(c, "bad_client_hello");
+		return;
+	case SNI_OK:
+		on_tls_hello(c, &h);
+		return;
+	default:
+		c->verdict = "deny";
+		conn_close(c, "bad_client_hello");
+		return;
+	}
+}
+
+static void process_http(struct conn *c)
+{
+	struct proxy_refusal err = { 400, "malformed_request" };
+
+	switch (proxy_head_scan(c->buf, c->len, &c->px->cfg.limits, true, &c->head_len, &err)) {
+	case PROXY_SCAN_INCOMPLETE:
+		return;
+	case PROXY_SCAN_ERROR:
+		conn_reply(c, err.status, err.reason);
+		return;
+	case PROXY_SCAN_COMPLETE:
+		on_http_head(c);
+		return;
+	}
+}
+
+static void on_client_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	size_t limit = c->kind == K_TLS ? TLS_PEEK_MAX
+		     : c->kind == K_HTTP ? c->px->cfg.limits.max_head + 1 : READ_INITIAL;
+	int r = read_more(c, limit);
+
+	if (r == 0)
+		return;
+	if (r == -1) {
+		conn_close(c, c->len ? "client_closed" : "client_closed_early");
+		return;
+	}
+	if (r == -2) {
+		conn_close(c, "client_error");
+		return;
+	}
+	if (r == -3) {
+		/* cannot happen for HTTP (the scanner stops at its limit first) */
+		conn_close(c, "bad_client_hello");
+		return;
+	}
+	if (c->kind == K_UNKNOWN) {
+		unsigned char b = (unsigned char)c->buf[0];
+
+		if (c->form == PROXY_FORM_EXPLICIT || (b >= 'A' && b <= 'Z')) {
+			c->kind = K_HTTP;
+		} else if (b == TLS_CONTENT_HANDSHAKE) {
+			c->kind = K_TLS;
+		} else {
+			c->verdict = "deny";
+			conn_close(c, "unrecognised_protocol");
+			return;
+		}
+	}
+	if (c->kind == K_TLS)
+		process_tls(c);
+	else
+		process_http(c);
+}
+
+/* --- resolving, vetting, dialing ------------------------------------------- */
+
+static bool same_addr(const struct proxy_addr *a, const struct sluice_orig *o)
+{
+	if (o->family == SLUICE_AF_INET)
+		return a->family == AF_INET && memcmp(a->addr, &o->daddr[0], 4) == 0;
+	return a->family == AF_INET6 && memcmp(a->addr, o->daddr, 16) == 0;
+}
+
+static void note_dropped(struct conn *c, const struct proxy_addr *a, const char *why)
+{
+	char ip[INET6_ADDRSTRLEN], *s;
+
+	if (c->n_dropped >= PROXY_DROPPED_MAX)
+		return;
+	if (!inet_ntop(a->family, a->addr, ip, sizeof(ip)))
+		return;
+	if (asprintf(&s, "%s %s", ip, why ? why : "special") < 0)
+		return;
+	c->dropped[c->n_dropped++] = s;
+}
+
+static void dial_next(struct conn *c);
+
+static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+		err = errno;
+	if (err) {
+		log_debug("connect to upstream failed: %s", strerror(err));
+		close(c->ufd);
+		c->ufd = -1;
+		c->have_dst = false;
+		dial_next(c);
+		return;
+	}
+	event_free(c->uev);
+	c->uev = NULL;
+	free(c->cands);
+	c->cands = NULL;
+	event_del(c->timer);
+
+	switch (c->kind) {
+	case K_HTTP:
+		c->phase = PH_HTTP;
+		http_start(c);
+		return;
+	case K_TLS:
+		start_tunnel(c);
+		return;
+	case K_CONNECT: {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		ssize_t w = send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
+
+		c->status = 200;
+		if (w != (ssize_t)(sizeof(ok) - 1)) {
+			c->phase = PH_HELLO;
+			conn_close(c, "client_error");
+			return;
+		}
+		/* bytes after the CONNECT head are the tunnel's first bytes */
+		memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
+		c->len -= c->head_len;
+		c->head_len = 0;
+		proxy_request_free(c->req);
+		free(c->req);
+		c->req = NULL;
+		free(c->target);
+		c->target = NULL;
+		c->phase = PH_HELLO;
+		event_free(c->rev);
+		c->rev = event_new(c->px->base, c->cfd, EV_READ | EV_PERSIST, on_hello_read, c);
+		if (!c->rev) {
+			conn_close(c, "out_of_memory");
+			return;
+		}
+		/* watch the upstream too: a server-first protocol sends no ClientHello */
+		c->uev = event_new(c->px->base, c->ufd, EV_READ, on_upstream_first, c);
+		if (!c->uev) {
+			conn_close(c, "out_of_memory");
+			return;
+		}
+		event_add(c->uev, NULL);
+		event_add(c->rev, NULL);
+		event_add(c->timer, &c->px->tv_header);
+		if (c->len)
+			on_hello_read(c->cfd, 0, c);
+		return;
+	}
+	default:
+		conn_close(c, "internal_error");
+		return;
+	}
+}
+
+static void dial_next(struct conn *c)
+{
+	while (c->cands && c->cand_i < c->cands->n) {
+		const struct proxy_addr *a = &c->cands->a[c->cand_i++];
+		union proxy_sa sa;
+		socklen_t sl;
+		int fd;
+
+		memset(&sa, 0, sizeof(sa));
+		if (a->family == AF_INET) {
+			sa.in.sin_family = AF_INET;
+			sa.in.sin_port = htons(c->port);
+			memcpy(&sa.in.sin_addr, a->addr, 4);
+			sl = sizeof(sa.in);
+		} else {
+			sa.in6.sin6_family = AF_INET6;
+			sa.in6.sin6_port = htons(c->port);
+			memcpy(&sa.in6.sin6_addr, a->addr, 16);
+			sl = sizeof(sa.in6);
+		}
+		fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			log_warn("upstream socket");
+			continue;
+		}
+		if (connect(fd, &sa.sa, sl) == 0 || errno == EINPROGRESS) {
+			c->ufd = fd;
+			c->dst = sa;
+			c->have_dst = true;
+			if (c->uev)
+				event_free(c->uev);
+			c->uev = event_new(c->px->base, fd, EV_WRITE, on_connect_ready, c);
+			if (!c->uev) {
+				conn_fail(c, 503, "out_of_memory");
+				return;
+			}
+			event_add(c->uev, NULL);
+			return;
+		}
+		log_debug("connect to upstream failed at once: %s", strerror(errno));
+		close(fd);
+	}
+	conn_fail(c, 502, "connect_failed");
+}
+
+static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
+{
+	struct conn *c = arg;
+	struct proxy *px = c->px;
+	bool orig_seen = false;
+
+	c->res = NULL;
+	if (err) {
+		conn_fail(c, 502, "resolve_failed");
+		return;
+	}
+	if (res->n == 0) {
+		conn_fail(c, 502, "no_address");
+		return;
+	}
+	c->cands = calloc(1, sizeof(*c->cands));
+	if (!c->cands) {
+		conn_fail(c, 503, "out_of_memory");
+		return;
+	}
+	/* order: the client's own destination when it is a vetted answer,
+	 * then IPv4, then IPv6 */
+	for (int pass = 0; pass < 3; pass++) {
+		for (size_t i = 0; i < res->n; i++) {
+			const struct proxy_addr *a = &res->a[i];
+			bool is_orig = c->form == PROXY_FORM_TRANSPARENT && same_addr(a, &c->orig);
+			const char *why = NULL;
+
+			if (pass == 0 && is_orig)
+				orig_seen = true;
+			if ((pass == 0) != is_orig)
+				continue;
+			if (pass == 1 && a->family != AF_INET)
+				continue;
+			if (pass == 2 && a->family != AF_INET6)
+				continue;
+			if (!proxy_addr_dialable(a->family, a->addr, px->cfg.allow_private,
+						 px->cfg.n_allow_private, &why)) {
+				note_dropped(c, a, why);
+				continue;
+			}
+			c->cands->a[c->cands->n++] = *a;
+		}
+	}
+	if (c->form == PROXY_FORM_TRANSPARENT && !c->ip_literal) {
+		c->orig_dst_mismatch = !orig_seen;
+		if (!orig_seen)
+			log_debug("orig_dst_mismatch: %s does not resolve to the client's destination", c->host);
+	}
+	if (c->cands->n == 0) {
+		conn_fail(c, 502, "no_public_address");
+		return;
+	}
+	c->cand_i = 0;
+	c->phase = PH_CONNECT;
+	dial_next(c);
+}
+
+static void start_dial(struct conn *c)
+{
+	struct proxy *px = c->px;
+
+	c->phase = PH_RESOLVE;
+	event_del(c->timer);
+	event_add(c->timer, &px->tv_connect);
+	if (c->ip_literal) {
+		/* only in audit mode: an IP literal is dialed as is, if vetted */
+		struct proxy_addrs a;
+
+		memset(&a, 0, sizeof(a));
+		a.n = 1;
+		a.a[0].family = c->ip_family;
+		memcpy(a.a[0].addr, c->ip, 16);
+		on_resolved(c, 0, &a);
+		return;
+	}
+	c->res = proxy_resolve_start(px->dns, c->host, on_resolved, c);
+	if (!c->res)
+		conn_fail(c, 502, "resolve_failed");
+}
+
+/* --- CONNECT: the tunnel's first bytes ---------------------------------------- */
+
+static void on_relay_done(void *arg, const char *err, uint64_t up, uint64_t down)
+{
+	struct conn *c = arg;
+
+	c->req_bytes = (int64_t)up;
+	c->resp_bytes = (int64_t)down;
+	if (err) {
+		c->failed = true;
+		c->reason = err;
+	}
+	conn_finish(c);
+}
+
+static void start_tunnel(struct conn *c)
+{
+	char *init = c->buf;
+	size_t ilen = c->len;
+
+	if (c->rev) {
+		event_free(c->rev);
+		c->rev = NULL;
+	}
+	if (c->uev) {
+		event_free(c->uev);
+		c->uev = NULL;
+	}
+	event_del(c->timer);
+	c->buf = NULL;
+	c->len = c->cap = 0;
+	c->phase = PH_TUNNEL;
+	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, &c->px->tv_idle,
+			       on_relay_done, c);
+	if (!c->relay) {
+		free(init);
+		conn_close(c, "out_of_memory");
+	}
+}
+
+static void on_upstream_first(evutil_socket_t fd, short what, void *arg)
+{
+	/* the server spoke first: not TLS, nothing to check */
+	start_tunnel(arg);
+}
+
+static void on_hello_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct proxy *px = c->px;
+	struct sni_result h;
+	struct proxy_decision d;
+	char sni_norm[SLUICE_HOST_MAX + 1];
+	size_t need = 0;
+
+	if (what) {   /* called by the event loop (0: leftover bytes only) */
+		int r = read_more(c, TLS_PEEK_MAX);
+
+		if (r == 0)
+			return;
+		if (r == -1) {
+			conn_close(c, "client_closed_early");
+			return;
+		}
+		if (r < 0) {
+			conn_close(c, r == -3 ? "bad_client_hello" : "client_error");
+			return;
+		}
+	}
+	if ((unsigned char)c->buf[0] != TLS_CONTENT_HANDSHAKE) {
+		start_tunnel(c);   /* not TLS: the CONNECT host was the decision */
+		return;
+	}
+	switch (sni_parse((const uint8_t *)c->buf, c->len, &h, &need)) {
+	case SNI_NEED_MORE:
+		if (need > TLS_PEEK_MAX)
+			conn_close(c, "bad_client_hello");
+		return;
+	case SNI_OK:
+		break;
+	default:
+		conn_close(c, "bad_client_hello");
+		return;
+	}
+	if (h.has_sni) {
+		c->has_sni = true;
+		copy_printable(c->sni, sizeof(c->sni), h.sni);
+	}
+	memset(&d, 0, sizeof(d));
+	if (proxy_check_hello(&h, c->host, sni_norm, &d) < 0) {
+		if (sni_norm[0])
+			snprintf(c->sni, sizeof(c->sni), "%s", sni_norm);
+		if (px->mode == SLUICE_MODE_AUDIT) {
+			c->verdict = "would_deny";
+			if (!c->deny_reason)
+				c->deny_reason = d.reason;
+		} else {
+			c->verdict = "deny";
+			conn_close(c, d.reason);
+			return;
+		}
+	} else {
+		snprintf(c->sni, sizeof(c->sni), "%s", sni_norm);
+	}
+	start_tunnel(c);
+}
+
+/* --- accept ------------------------------------------------------------------- */
+
+void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen)
+{
+	struct sluice_flow_key key;
+	struct conn *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	px->n_conns++;
+	c->px = px;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->verdict = "deny";
+	c->orig_dst_mismatch = -1;
+	c->req_bytes = c->resp_bytes = -1;
+	clock_gettime(CLOCK_REALTIME, &c->t_real);
+	clock_gettime(CLOCK_MONOTONIC, &c->t_mono);
+	memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
+
+	/* who is this?  Only the kernel's record says; never the client. */
+	if (proxy_flow_key_of_fd(fd, &key) < 0) {
+		log_warn("flow key of accepted connection");
+		conn_close(c, "no_flow_entry");
+		return;
+	}
+	r = proxy_flow_take(px->flow_fd, &key, &c->orig);
+	if (r == -ENOENT) {
+		conn_close(c, "no_flow_entry");
+		return;
+	}
+	if (r < 0) {
+		errno = -r;
+		log_warn("flow map lookup");
+		conn_close(c, "flow_map_error");
+		return;
+	}
+	c->have_orig = true;
+	c->form = (c->orig.flags & SLUICE_ORIG_EXPLICIT) ? PROXY_FORM_EXPLICIT : PROXY_FORM_TRANSPARENT;
+	c->over_cap = px->n_conns > px->cfg.max_conns;
+
+	c->rev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_client_read, c);
+	c->timer = evtimer_new(px->base, on_timer, c);
+	if (!c->rev || !c->timer) {
+		conn_close(c, "out_of_memory");
+		return;
+	}
+	event_add(c->rev, NULL);
+	event_add(c->timer, &px->tv_header);
+}
+
+void proxy_config_defaults(struct proxy_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ready_fd = -1;
+	cfg->mode = -1;
+	cfg->sandbox = "default";
+	cfg->max_conns = 16384;
+	cfg->header_timeout_ms = 10000;
+	cfg->idle_timeout_ms = 300000;
+	cfg->connect_timeout_ms = 10000;
+	cfg->linger_ms = 2000;
+	cfg->limits = proxy_default_limits;
+}

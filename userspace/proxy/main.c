@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * sluice-proxy - the bundled forward proxy of a sluice sandbox.  Started by
+ * `sluice run` (docs/architecture.md, "Child process interface") with
+ * listening sockets it inherits; see docs/proxy.md for what it does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "flow.h"
+#include "log.h"
+#include "proxy.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sluice-proxy (--listen-fd N | --listen ADDR:PORT)... --flow-map PATH [OPTIONS]\n"
+		"\n"
+		"The forward proxy of a sluice sandbox: decides every proxied TCP connection of\n"
+		"the sandbox (explicit HTTP_PROXY/HTTPS_PROXY use, and connections the kernel\n"
+		"redirected) against the policy, dials allowed names itself, and writes one JSON\n"
+		"line per request or tunnel.  Normally started by `sluice run`.\n"
+		"\n"
+		"  --listen-fd N              serve on inherited listening socket N (repeatable)\n"
+		"  --listen ADDR:PORT         listen on ADDR:PORT (standalone and tests; repeatable)\n"
+		"  --flow-map PATH            pinned sluice_flows map (required): who each client is\n"
+		"  --policy FILE              allowlist (default: built-in, deny everything)\n"
+		"  --netns PATH               join this network namespace first\n"
+		"  --sandbox NAME             sandbox name for the log (default: default)\n"
+		"  --log FILE                 access log, JSON lines, appended (default: stdout)\n"
+		"  --upstream-dns ADDR[:PORT] resolve allowed names here (default: /etc/resolv.conf)\n"
+		"  --ready-fd N               write \"ready\\n\" to fd N once serving, then close it\n"
+		"  --mode audit|enforce       override the policy's mode\n"
+		"  --allow-private-upstream CIDR\n"
+		"                             TEST ONLY: also dial resolved addresses in CIDR although\n"
+		"                             they are special-purpose (repeatable)\n"
+		"  --max-conns N              open connections per sandbox (default 16384); above: 503\n"
+		"  --header-timeout SEC       to receive a request head / ClientHello (default 10)\n"
+		"  --idle-timeout SEC         tunnel or request without traffic (default 300)\n"
+		"  --connect-timeout SEC      resolve + connect upstream (default 10)\n"
+		"  -v, --verbose              debug diagnostics on stderr\n"
+		"  -h, --help                 this text\n"
+		"\n"
+		"Exit status: 0 after SIGTERM/SIGINT, 2 usage or environment error.\n"
+		"\n"
+		"Examples:\n"
+		"  sluice-proxy --listen-fd 3 --flow-map /sys/fs/bpf/sluice/run-42/sluice_flows \\\n"
+		"      --policy policy.yaml --sandbox run-42 --ready-fd 5\n"
+		"  sluice-proxy --listen 127.0.0.1:3128 --flow-map /sys/fs/bpf/test/flows \\\n"
+		"      --policy p.yaml --upstream-dns 127.0.0.1:5353 --allow-private-upstream 127.0.0.1/32\n");
+}
+
+static unsigned parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+		fatalx("%s: expected a number in %u..%u, got \"%s\"", opt, lo, hi, s);
+	return (unsigned)v;
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+		      int salen, void *arg)
+{
+	proxy_accept(arg, fd, sa, (socklen_t)salen);
+}
+
+static void reenable_listener(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+	int err = EVUTIL_SOCKET_ERROR();
+
+	/* out of descriptors: the pending connection stays queued; pause a
+	 * little instead of spinning on it */
+	log_warnx("accept: %s", evutil_socket_error_to_string(err));
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		struct timeval tv = { 0, 100000 };
+
+		evconnlistener_disable(l);
+		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_listener, l, &tv);
+	}
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	/* every tunnel needs two sockets and, while busy, two pipes */
+	if (rl.rlim_max < 262144) {
+		struct rlimit want = { 262144, 262144 };
+
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			return;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static void add_listener(struct proxy *px, int fd)
+{
+	struct evconnlistener *l;
+
+	if (px->n_listeners >= sizeof(px->listeners) / sizeof(px->listeners[0]))
+		fatalx("too many listeners");
+	if (evutil_make_socket_nonblocking(fd) < 0 || evutil_make_socket_closeonexec(fd) < 0)
+		fatal("listener %d", fd);
+	l = evconnlistener_new(px->base, on_accept, px, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+			       -1, fd);
+	if (!l)
+		fatal("listener %d", fd);
+	evconnlistener_set_error_cb(l, on_accept_error);
+	px->listeners[px->n_listeners++] = l;
+}
+
+static int listen_on(const char *spec)
+{
+	struct sockaddr_storage ss;
+	int sl = sizeof(ss), fd, one = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) < 0)
+		fatalx("--listen: cannot parse \"%s\" (ADDR:PORT or [ADDR6]:PORT)", spec);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		fatal("--listen %s: socket", spec);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, (socklen_t)sl) < 0)
+		fatal("--listen %s: bind", spec);
+	if (listen(fd, 4096) < 0)
+		fatal("--listen %s: listen", spec);
+	return fd;
+}
+
+static void setup_dns(struct proxy *px)
+{
+	const char *up = px->cfg.upstream_dns;
+
+	if (up) {
+		px->dns = evdns_base_new(px->base, 0);
+		if (!px->dns)
+			fatalx("evdns_base_new failed");
+		if (evdns_base_nameserver_ip_add(px->dns, up) != 0)
+			fatalx("--upstream-dns: cannot use \"%s\" (ADDR, ADDR:PORT or [ADDR6]:PORT)", up);
+	} else {
+		px->dns = evdns_base_new(px->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+		if (!px->dns)
+			fatalx("cannot read the upstream resolver from /etc/resolv.conf");
+	}
+	/* Not randomising the case of names (0x20): some small upstream
+	 * resolvers answer in lower case, which evdns would then ignore. */
+	evdns_base_set_option(px->dns, "randomize-case:", "0");
+	evdns_base_set_option(px->dns, "timeout:", "2");
+	evdns_base_set_option(px->dns, "attempts:", "2");
+	evdns_base_set_option(px->dns, "max-inflight:", "512");
+}
+
+static void ms_to_tv(unsigned ms, struct timeval *tv)
+{
+	tv->tv_sec = ms / 1000;
+	tv->tv_usec = (ms % 1000) * 1000;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen-fd", required_argument, NULL, 'F' },
+		{ "listen", required_argument, NULL, 'L' },
+		{ "flow-map", required_argument, NULL, 'm' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "sandbox", required_argument, NULL, 's' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "upstream-dns", required_argument, NULL, 'd' },
+		{ "ready-fd", required_argument, NULL, 'r' },
+		{ "mode", required_argument, NULL, 'M' },
+		{ "allow-private-upstream", required_argument, NULL, 'A' },
+		{ "max-conns", required_argument, NULL, 'c' },
+		{ "header-timeout", required_argument, NULL, 'H' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "connect-timeout", required_argument, NULL, 'C' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct proxy px;
+	struct proxy_config *cfg = &px.cfg;
+	struct sluice_policy_error perr;
+	struct event *sigs[2];
+	int c;
+
+	log_init("sluice-proxy", 0);
+	proxy_config_defaults(cfg);
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (cfg->n_listen_fds >= PROXY_MAX_LISTEN)
+				fatalx("too many --listen-fd");
+			cfg->listen_fds[cfg->n_listen_fds++] = (int)parse_uint("--listen-fd", optarg, 0, INT_MAX);
+			break;
+		case 'L':
+			if (cfg->n_listen_addrs >= PROXY_MAX_LISTEN)
+				fatalx("too many --listen");
+			cfg->listen_addrs[cfg->n_listen_addrs++] = optarg;
+			break;
+		case 'm': cfg->flow_map = optarg; break;
+		case 'p': cfg->policy_path = optarg; break;
+		case 'n': cfg->netns = optarg; break;
+		case 's': cfg->sandbox = optarg; break;
+		case 'l': cfg->log_path = optarg; break;
+		case 'd': cfg->upstream_dns = optarg; break;
+		case 'r': cfg->ready_fd = (int)parse_uint("--ready-fd", optarg, 0, INT_MAX); break;
+		case 'M':
+			if (strcmp(optarg, "audit") == 0)
+				cfg->mode = SLUICE_MODE_AUDIT;
+			else if (strcmp(optarg, "enforce") == 0)
+				cfg->mode = SLUICE_MODE_ENFORCE;
+			else
+				fatalx("--mode: audit or enforce, not \"%s\"", optarg);
+			break;
+		case 'A':
+			if (cfg->n_allow_private >= PROXY_MAX_ALLOW)
+				fatalx("too many --allow-private-upstream");
+			if (proxy_cidr_parse(optarg, &cfg->allow_private[cfg->n_allow_private]) < 0)
+				fatalx("--allow-private-upstream: bad CIDR \"%s\"", optarg);
+			cfg->n_allow_private++;
+			break;
+		case 'c': cfg->max_conns = parse_uint("--max-conns", optarg, 1, 1000000); break;
+		case 'H': cfg->header_timeout_ms = 1000 * parse_uint("--header-timeout", optarg, 1, 3600); break;
+		case 'I': cfg->idle_timeout_ms = 1000 * parse_uint("--idle-timeout", optarg, 1, 86400); break;
+		case 'C': cfg->connect_timeout_ms = 1000 * parse_uint("--connect-timeout", optarg, 1, 3600); break;
+		case 'v': cfg->verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	log_init("sluice-proxy", cfg->verbose);
+	if (!cfg->n_listen_fds && !cfg->n_listen_addrs)
+		fatalx("nothing to serve: give --listen-fd N or --listen ADDR:PORT");
+	if (!cfg->flow_map)
+		fatalx("--flow-map is required: without it no client can be attributed to a sandbox");
+
+	/* Before any socket of our own: upstream dials and DNS leave from the
+	 * sandbox's network. */
+	if (cfg->netns) {
+		int nfd = open(cfg->netns, O_RDONLY | O_CLOEXEC);
+
+		if (nfd < 0)
+			fatal("--netns %s", cfg->netns);
+		if (setns(nfd, CLONE_NEWNET) < 0)
+			fatal("setns %s", cfg->netns);
+		close(nfd);
+	}
+
+	signal(SIGPIPE, SIG_IGN);   /* splice() to a closed socket raises it */
+	raise_nofile();
+
+	if (cfg->log_path) {
+		px.log_fd = open(cfg->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+		if (px.log_fd < 0)
+			fatal("--log %s", cfg->log_path);
+	} else {
+		px.log_fd = STDOUT_FILENO;
+	}
+
+	if (cfg->policy_path) {
+		if (sluice_policy_load_file(cfg->policy_path, &px.policy, &perr) < 0) {
+			char buf[600];
+
+			fatalx("%s", sluice_policy_error_str(&perr, buf, sizeof(buf)));
+		}
+	} else {
+		px.policy = sluice_policy_default();
+		if (!px.policy)
+			fatalx("cannot build the default policy");
+	}
+	px.mode = cfg->mode >= 0 ? (enum sluice_mode)cfg->mode : px.policy->mode;
+
+	px.flow_fd = proxy_flow_open(cfg->flow_map);
+	if (px.flow_fd < 0)
+		fatal("--flow-map %s", cfg->flow_map);
+
+	ms_to_tv(cfg->header_timeout_ms, &px.tv_header);
+	ms_to_tv(cfg->idle_timeout_ms, &px.tv_idle);
+	ms_to_tv(cfg->connect_timeout_ms, &px.tv_connect);
+	ms_to_tv(cfg->linger_ms, &px.tv_linger);
+
+	px.base = event_base_new();
+	if (!px.base)
+		fatalx("event_base_new failed");
+	setup_dns(&px);
+	for (size_t i = 0; i < cfg->n_listen_fds; i++)
+		add_listener(&px, cfg->listen_fds[i]);
+	for (size_t i = 0; i < cfg->n_listen_addrs; i++)
+		add_listener(&px, listen_on(cfg->listen_addrs[i]));
+
+	sigs[0] = evsignal_new(px.base, SIGTERM, on_signal, px.base);
+	sigs[1] = evsignal_new(px.base, SIGINT, on_signal, px.base);
+	if (!sigs[0] || !sigs[1] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0)
+		fatalx("cannot install signal handlers");
+
+	log_debug("serving %zu listener(s), policy %s (%s), mode %s", px.n_listeners,
+		  px.policy->name ? px.policy->name : "?", px.policy->digest,
+		  px.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	if (cfg->ready_fd >= 0) {
+		if (write(cfg->ready_fd, "ready\n", 6) != 6)
+			log_warn("--ready-fd %d", cfg->ready_fd);
+		close(cfg->ready_fd);
+	}
+
+	event_base_dispatch(px.base);
+
+	for (size_t i = 0; i < px.n_listeners; i++)
+		evconnlistener_free(px.listeners[i]);
+	event_free(sigs[0]);
+	event_free(sigs[1]);
+	evdns_base_free(px.dns, 1);
+	event_base_free(px.base);
+	sluice_policy_free(px.policy);
+	close(px.flow_fd);
+	return 0;
+}

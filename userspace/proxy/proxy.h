@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * proxy.h - the running proxy: configuration, global state and the
+ * per-connection state machine (conn.c: accept, classify, decide, dial;
+ * http.c: forward one plain-HTTP request; relay.c: tunnels).
+ *
+ * One connection goes through these phases:
+ *
+ *   accept --flow map--> READ (peek TLS ClientHello / read HTTP head)
+ *          --decide--> RESOLVE (evdns) --vet--> CONNECT (one vetted address)
+ *          --> HTTP (forward one request, then close)
+ *            | HELLO (CONNECT: "200", then check the ClientHello's SNI)
+ *            | TUNNEL (splice relay)
+ *          ... LINGER (our own response sent; drain until the client closes)
+ *
+ * Every connection ends with exactly one access-log line (accesslog.h).
+ */
+#ifndef SLUICE_PROXY_H
+#define SLUICE_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "addr.h"
+#include "policy.h"
+#include "request.h"
+#include "resolve.h"
+#include "sluice.h"
+
+struct event;
+struct event_base;
+struct evdns_base;
+struct evconnlistener;
+struct bufferevent;
+struct proxy_relay;
+
+#define PROXY_MAX_LISTEN 16
+#define PROXY_MAX_ALLOW  32
+#define PROXY_DROPPED_MAX 4
+
+struct proxy_config {
+	int listen_fds[PROXY_MAX_LISTEN];
+	size_t n_listen_fds;
+	const char *listen_addrs[PROXY_MAX_LISTEN];
+	size_t n_listen_addrs;
+	const char *flow_map;
+	const char *policy_path;        /* NULL: the built-in default (deny everything) */
+	const char *netns;
+	const char *sandbox;
+	const char *log_path;           /* NULL: stdout */
+	const char *upstream_dns;       /* NULL: /etc/resolv.conf */
+	int ready_fd;                   /* -1: none */
+	int mode;                       /* -1: the policy's, else enum sluice_mode */
+	struct proxy_cidr allow_private[PROXY_MAX_ALLOW];
+	size_t n_allow_private;
+	unsigned max_conns;             /* per sandbox (this process serves one) */
+	unsigned header_timeout_ms;
+	unsigned idle_timeout_ms;
+	unsigned connect_timeout_ms;
+	unsigned linger_ms;
+	struct proxy_limits limits;
+	int verbose;
+};
+
+/* Defaults for everything but the listeners and paths. */
+void proxy_config_defaults(struct proxy_config *cfg);
+
+struct proxy {
+	struct proxy_config cfg;
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct sluice_policy *policy;
+	enum sluice_mode mode;
+	int flow_fd;
+	int log_fd;
+	unsigned n_conns;               /* open client connections */
+	struct timeval tv_header, tv_idle, tv_connect, tv_linger;
+	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
+	size_t n_listeners;
+};
+
+/* Handle one accepted client socket (non-blocking).  Takes ownership of fd. */
+void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen);
+
+enum conn_phase {
+	PH_READ = 0, PH_RESOLVE, PH_CONNECT, PH_HELLO, PH_HTTP, PH_TUNNEL, PH_LINGER,
+};
+
+enum conn_kind {
+	K_UNKNOWN = 0, K_HTTP, K_CONNECT, K_TLS,
+};
+
+union proxy_sa {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
+struct conn_http;
+
+/* One client connection.  Kept small: an idle accepted connection is this
+ * struct plus two events. */
+struct conn {
+	struct proxy *px;
+	int cfd, ufd;
+	enum conn_phase phase;
+	enum conn_kind kind;
+	enum proxy_form form;
+	struct event *rev;              /* client readable (READ, HELLO, LINGER) */
+	struct event *uev;              /* upstream connect / readable (CONNECT, HELLO) */
+	struct event *timer;            /* header deadline, connect deadline, linger */
+	struct sluice_orig orig;
+	bool have_orig;
+	bool over_cap;
+	bool logged;
+	bool failed;                    /* ended in an error or denial */
+	union proxy_sa peer;
+	union proxy_sa dst;             /* the dialed address */
+	bool have_dst;
+	struct timespec t_real;
+	struct timespec t_mono;
+
+	/* bytes read from the client before the decision */
+	char *buf;
+	size_t len, cap, head_len;
+
+	/* the decision */
+	const char *verdict;            /* "allow", "deny", "would_deny" */
+	const char *reason;             /* final reason for the log */
+	const char *deny_reason;        /* the policy's denial in audit mode */
+	const char *rule;
+	const char *method;
+	char host[SLUICE_HOST_MAX + 1]; /* normalised name (or IP literal) */
+	char sni[SLUICE_HOST_MAX + 1];
+	bool has_sni;
+	uint16_t port;
+	bool ip_literal;
+	int ip_family;
+	uint8_t ip[16];
+	char *url_full;
+	struct proxy_request *req;
+	struct proxy_target *target;
+
+	/* resolution and dialing */
+	struct proxy_resolve *res;
+	struct proxy_addrs *cands;
+	size_t cand_i;
+	int orig_dst_mismatch;          /* -1 unknown */
+	char *dropped[PROXY_DROPPED_MAX]; /* "addr range" of refused answers */
+	size_t n_dropped;
+
+	/* results */
+	int status;
+	int64_t req_bytes, resp_bytes;
+	struct conn_http *http;
+	struct proxy_relay *relay;
+};
+
+/* conn.c, used by http.c */
+void conn_finish(struct conn *c);
+void conn_fail(struct conn *c, int status, const char *reason);
+void conn_reply(struct conn *c, int status, const char *reason);
+void conn_linger(struct conn *c);
+void conn_done(struct conn *c);    /* log, then linger: the end of a good request */
+
+/* http.c: forward the parsed request (c->req, c->target) on c->ufd. */
+void http_start(struct conn *c);
+void http_free(struct conn *c);
+
+#endif

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#define RELAY_CHUNK     65536   /* bytes asked of one splice; a pipe holds 64 KiB by default */
+#define RELAY_COPY_BUF  16384   /* fallback copy buffer */
+
+struct relay_dir {
+	int src, dst;
+	int pipe[2];          /* -1 until the first byte; stays -1 in copy mode */
+	bool copy;            /* fallback: read/write through buf */
+	size_t in_pipe;       /* bytes in the pipe not yet written to dst */
+	char *buf;            /* pending bytes (initial data, or copy mode) */
+	size_t off, len;      /* buf[off..len) still to write */
+	size_t cap;
+	bool eof;             /* src said FIN */
+	bool done;            /* FIN passed on to dst */
+	uint64_t bytes;
+	struct event *rev;    /* src readable */
+	struct event *wev;    /* dst writable */
+};
+
+struct proxy_relay {
+	struct relay_dir d[2];   /* 0: client -> upstream, 1: upstream -> client */
+	struct event *idle_ev;
+	struct timeval idle;
+	bool has_idle;
+	struct timespec last;
+	relay_done_cb cb;
+	void *arg;
+	bool finished;
+};
+
+static void now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC_COARSE, ts);
+}
+
+static void finish(struct proxy_relay *r, const char *err)
+{
+	if (r->finished)
+		return;
+	r->finished = true;
+	for (int i = 0; i < 2; i++) {
+		event_del(r->d[i].rev);
+		event_del(r->d[i].wev);
+	}
+	if (r->idle_ev)
+		event_del(r->idle_ev);
+	/* last call: the callback may free r */
+	r->cb(r->arg, err, r->d[0].bytes, r->d[1].bytes);
+}
+
+/* A pipe for a direction, or copy mode when none can be had. */
+static void ensure_path(struct relay_dir *d)
+{
+	if (d->copy || d->pipe[0] >= 0)
+		return;
+	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+		d->pipe[0] = d->pipe[1] = -1;
+		d->copy = true;
+	}
+}
+
+enum pump_result { PUMP_WAIT, PUMP_DONE, PUMP_ERROR_SRC, PUMP_ERROR_DST };
+
+/*
+ * Move what can be moved in one direction without blocking; arm the event
+ * it then waits for.  Never calls finish().
+ */
+static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
+{
+	ssize_t n;
+
+	for (;;) {
+		/* 1. pending buffered bytes */
+		if (d->off < d->len) {
+			n = send(d->dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					goto wait_write;
+				return PUMP_ERROR_DST;
+			}
+			d->off += (size_t)n;
+			d->bytes += (uint64_t)n;
+			now(&r->last);
+			if (d->off == d->len) {
+				d->off = d->len = 0;
+				if (!d->copy) {   /* initial bytes sent: no need to keep the buffer */
+					free(d->buf);
+					d->buf = NULL;
+					d->cap = 0;
+				}
+			}
+			continue;
+		}
+		/* 2. bytes in the pipe */
+		if (d->in_pipe) {
+			n = splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					goto wait_write;
+				return PUMP_ERROR_DST;
+			}
+			d->in_pipe -= (size_t)n;
+			d->bytes += (uint64_t)n;
+			now(&r->last);
+			continue;
+		}
+		/* 3. everything sent: pass on a FIN */
+		if (d->eof) {
+			if (!d->done) {
+				shutdown(d->dst, SHUT_WR);
+				d->done = true;
+			}
+			event_del(d->rev);
+			event_del(d->wev);
+			return PUMP_DONE;
+		}
+		/* 4. read more */
+		ensure_path(d);
+		if (!d->copy) {
+			n = splice(d->src, NULL, d->pipe[1], NULL, RELAY_CHUNK,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0)
+				d->in_pipe = (size_t)n;
+		} else {
+			if (!d->buf) {
+				d->buf = malloc(RELAY_COPY_BUF);
+				if (!d->buf)
+					return PUMP_ERROR_SRC;
+				d->cap = RELAY_COPY_BUF;
+			}
+			n = recv(d->src, d->buf, d->cap, 0);
+			if (n > 0) {
+				d->off = 0;
+				d->len = (size_t)n;
+			}
+		}
+		if (n == 0) {
+			d->eof = true;
+			continue;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				event_del(d->wev);
+				event_add(d->rev, NULL);
+				return PUMP_WAIT;
+			}
+			if (errno == EINVAL && !d->copy) {
+				/* splice not supported on this socket: copy instead */
+				close(d->pipe[0]);
+				close(d->pipe[1]);
+				d->pipe[0] = d->pipe[1] = -1;
+				d->copy = true;
+				continue;
+			}
+			return PUMP_ERROR_SRC;
+		}
+	}
+wait_write:
+	event_del(d->rev);
+	event_add(d->wev, NULL);
+	return PUMP_WAIT;
+}
+
+static void run(struct proxy_relay *r, int which)
+{
+	enum pump_result res = pump(r, &r->d[which]);
+
+	if (res == PUMP_ERROR_SRC || res == PUMP_ERROR_DST) {
+		bool client = (which == 0) == (res == PUMP_ERROR_SRC);
+
+		finish(r, client ? "client_reset" : "upstream_reset");
+		return;
+	}
+	if (r->d[0].done && r->d[1].done)
+		finish(r, NULL);
+}
+
+static void on_read0(evutil_socket_t fd, short what, void *arg) { run(arg, 0); }
+static void on_read1(evutil_socket_t fd, short what, void *arg) { run(arg, 1); }
+
+static void on_idle(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_relay *r = arg;
+	struct timespec t;
+	long long idle_ms = (long long)r->idle.tv_sec * 1000 + r->idle.tv_usec / 1000;
+	long long since;
+
+	now(&t);
+	since = (long long)(t.tv_sec - r->last.tv_sec) * 1000 + (t.tv_nsec - r->last.tv_nsec) / 1000000;
+	if (since >= idle_ms) {
+		finish(r, "idle_timeout");
+		return;
+	}
+	{
+		/* wake again when the idle time would be reached */
+		long long left = idle_ms - since;
+		struct timeval tv = { .tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000 };
+
+		event_add(r->idle_ev, &tv);
+	}
+}
+
+struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
+				char *initial, size_t initial_len, const struct timeval *idle,
+				relay_done_cb cb, void *arg)
+{
+	struct proxy_relay *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->cb = cb;
+	r->arg = arg;
+	for (int i = 0; i < 2; i++) {
+		struct relay_dir *d = &r->d[i];
+
+		d->src = i == 0 ? cfd : ufd;
+		d->dst = i == 0 ? ufd : cfd;
+		d->pipe[0] = d->pipe[1] = -1;
+		d->rev = event_new(base, d->src, EV_READ, i == 0 ? on_read0 : on_read1, r);
+		d->wev = event_new(base, d->dst, EV_WRITE, i == 0 ? on_read0 : on_read1, r);
+		if (!d->rev || !d->wev)
+			goto fail;
+	}
+	if (idle) {
+		r->idle = *idle;
+		r->has_idle = true;
+		r->idle_ev = evtimer_new(base, on_idle, r);
+		if (!r->idle_ev)
+			goto fail;
+		event_add(r->idle_ev, idle);
+	}
+	now(&r->last);
+	if (initial && initial_len) {
+		r->d[0].buf = initial;
+		r->d[0].len = initial_len;
+		r->d[0].cap = initial_len;
+	} else {
+		free(initial);
+	}
+	/* start both directions; initial bytes go out as soon as upstream takes them */
+	event_add(r->d[0].buf ? r->d[0].wev : r->d[0].rev, NULL);
+	event_add(r->d[1].rev, NULL);
+	return r;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (r->d[i].rev)
+			event_free(r->d[i].rev);
+		if (r->d[i].wev)
+			event_free(r->d[i].wev);
+	}
+	free(r);
+	return NULL;
+}
+
+void relay_free(struct proxy_relay *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct relay_dir *d = &r->d[i];
+
+		event_free(d->rev);
+		event_free(d->wev);
+		if (d->pipe[0] >= 0)
+			close(d->pipe[0]);
+		if (d->pipe[1] >= 0)
+			close(d->pipe[1]);
+		free(d->buf);
+	}
+	if (r->idle_ev)
+		event_free(r->idle_ev);
+	free(r);
+}
+
+int relay_spliced(const struct proxy_relay *r)
+{
+	return !r->d[0].copy && !r->d[1].copy;
+}

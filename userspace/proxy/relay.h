@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * relay.h - moving the bytes of a decided tunnel (CONNECT, transparent TLS)
+ * between the client and the upstream.  Each direction goes socket -> pipe
+ * -> socket with splice(2), so payload bytes are never copied through user
+ * space; a direction falls back to a read/write copy through a 16 KiB
+ * buffer if it cannot get a pipe.  Pipes and buffers are made when the first
+ * byte arrives, so an idle tunnel holds no buffer memory.  A FIN in one
+ * direction is passed on as shutdown(SHUT_WR); the relay ends when both
+ * directions have ended, on an error, or after the idle timeout.
+ */
+#ifndef SLUICE_PROXY_RELAY_H
+#define SLUICE_PROXY_RELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct timeval;
+struct proxy_relay;
+
+/*
+ * Called once when the relay ends.  `err` is NULL for a clean end (both
+ * sides closed), else a stable reason ("idle_timeout", "client_reset",
+ * "upstream_reset", "relay_error").  `up` / `down` count the bytes moved
+ * client -> upstream (including the initial bytes) and upstream -> client.
+ * The callback may free the relay (relay_free) and close the sockets.
+ */
+typedef void (*relay_done_cb)(void *arg, const char *err, uint64_t up, uint64_t down);
+
+/*
+ * Start relaying between connected non-blocking sockets `cfd` and `ufd`.
+ * `initial` (malloc'd, may be NULL) holds bytes already read from the client
+ * (a peeked ClientHello); the relay sends them upstream first and frees
+ * them.  `idle` (NULL: none) ends the relay when no byte moved for that
+ * long.  The sockets stay owned by the caller.  Returns NULL on allocation
+ * failure (then `initial` is still the caller's).
+ */
+struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
+				char *initial, size_t initial_len, const struct timeval *idle,
+				relay_done_cb cb, void *arg);
+
+/* Stop and free a relay (its events, pipes and buffers; not the sockets). */
+void relay_free(struct proxy_relay *r);
+
+/* Did this relay use splice for both directions so far?  (For tests/logs.) */
+int relay_spliced(const struct proxy_relay *r);
+
+#endif

@@ -1,0 +1,923 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "request.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+const struct proxy_limits proxy_default_limits = {
+	.max_request_line = 8192,
+	.max_head = 32768,
+	.max_headers = PROXY_MAX_HEADERS,
+};
+
+static int refuse(struct proxy_refusal *err, int status, const char *reason)
+{
+	if (err) {
+		err->status = status;
+		err->reason = reason;
+	}
+	return -1;
+}
+
+/* --- head scanning --------------------------------------------------- */
+
+enum proxy_scan_status proxy_head_scan(const char *buf, size_t len, const struct proxy_limits *lim,
+				       bool strict, size_t *head_len, struct proxy_refusal *err)
+{
+	size_t line_start = 0, nlines = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = buf[i];
+		size_t content;
+		bool crlf;
+
+		if (nlines == 0 && i >= lim->max_request_line) {
+			refuse(err, 414, "uri_too_long");
+			return PROXY_SCAN_ERROR;
+		}
+		if (i >= lim->max_head) {
+			refuse(err, 431, "headers_too_large");
+			return PROXY_SCAN_ERROR;
+		}
+		if (ch == '\0') {
+			refuse(err, 400, "nul_byte");
+			return PROXY_SCAN_ERROR;
+		}
+		if (ch == '\r') {
+			if (strict && i + 1 < len && buf[i + 1] != '\n') {
+				refuse(err, 400, "bare_cr");
+				return PROXY_SCAN_ERROR;
+			}
+			continue;
+		}
+		if (ch != '\n')
+			continue;
+
+		crlf = i > line_start && buf[i - 1] == '\r';
+		if (!crlf && strict) {
+			refuse(err, 400, "bare_lf");
+			return PROXY_SCAN_ERROR;
+		}
+		content = i - line_start - (crlf ? 1 : 0);
+		if (nlines == 0) {
+			if (content == 0) {
+				refuse(err, 400, "malformed_request");  /* leading empty line */
+				return PROXY_SCAN_ERROR;
+			}
+		} else if (content == 0) {
+			*head_len = i + 1;
+			return PROXY_SCAN_COMPLETE;
+		} else {
+			if (strict && (buf[line_start] == ' ' || buf[line_start] == '\t')) {
+				refuse(err, 400, "obs_fold");
+				return PROXY_SCAN_ERROR;
+			}
+			if (nlines > lim->max_headers || nlines > PROXY_MAX_HEADERS) {
+				refuse(err, 431, "headers_too_large");
+				return PROXY_SCAN_ERROR;
+			}
+		}
+		nlines++;
+		line_start = i + 1;
+	}
+	return PROXY_SCAN_INCOMPLETE;
+}
+
+/* --- header collection (shared by requests and responses) ------------ */
+
+struct hdr_sink {
+	struct proxy_header *h;
+	size_t *n;
+	bool *in_value;
+};
+
+static int sink_field(struct hdr_sink s, const char *at, size_t len)
+{
+	struct proxy_header *last = *s.n ? &s.h[*s.n - 1] : NULL;
+
+	if (!*s.in_value && last && last->name + last->name_len == at) {
+		last->name_len += len;   /* continuation of the same name */
+		return 0;
+	}
+	if (*s.n >= PROXY_MAX_HEADERS)
+		return -1;
+	last = &s.h[(*s.n)++];
+	last->name = at;
+	last->name_len = len;
+	last->value = at + len;      /* empty until a value arrives */
+	last->value_len = 0;
+	*s.in_value = false;
+	return 0;
+}
+
+static int sink_value(struct hdr_sink s, const char *at, size_t len)
+{
+	struct proxy_header *last;
+
+	if (*s.n == 0)
+		return -1;
+	last = &s.h[*s.n - 1];
+	if (*s.in_value && last->value + last->value_len == at) {
+		last->value_len += len;
+	} else {
+		last->value = at;
+		last->value_len = len;
+	}
+	*s.in_value = true;
+	return 0;
+}
+
+static void trim_values(struct proxy_header *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		while (h[i].value_len && (h[i].value[0] == ' ' || h[i].value[0] == '\t')) {
+			h[i].value++;
+			h[i].value_len--;
+		}
+		while (h[i].value_len && (h[i].value[h[i].value_len - 1] == ' ' ||
+					  h[i].value[h[i].value_len - 1] == '\t'))
+			h[i].value_len--;
+	}
+}
+
+static bool name_is(const struct proxy_header *h, const char *name)
+{
+	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+static bool value_is(const struct proxy_header *h, const char *v)
+{
+	return h->value_len == strlen(v) && strncasecmp(h->value, v, h->value_len) == 0;
+}
+
+/* --- requests ----------------------------------------------------------- */
+
+static int req_on_url(http_parser *p, const char *at, size_t len)
+{
+	struct proxy_request *req = p->data;
+
+	if (req->target && req->target + req->target_len == at) {
+		req->target_len += len;
+	} else if (!req->target) {
+		req->target = at;
+		req->target_len = len;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static int req_on_field(http_parser *p, const char *at, size_t len)
+{
+	struct proxy_request *req = p->data;
+
+	return sink_field((struct hdr_sink){ req->headers, &req->n_headers, &req->in_value }, at, len);
+}
+
+static int req_on_value(http_parser *p, const char *at, size_t len)
+{
+	struct proxy_request *req = p->data;
+
+	return sink_value((struct hdr_sink){ req->headers, &req->n_headers, &req->in_value }, at, len);
+}
+
+static int req_on_body(http_parser *p, const char *at, size_t len)
+{
+	struct proxy_request *req = p->data;
+
+	if (req->body_cb)
+		req->body_cb(req->body_arg, at, len);
+	return 0;
+}
+
+static int req_on_complete(http_parser *p)
+{
+	struct proxy_request *req = p->data;
+
+	req->message_complete = true;
+	/* stop right at the end of this message: bytes after it (a pipelined
+	 * or smuggled second request) are never read as part of it */
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static const http_parser_settings req_settings = {
+	.on_url = req_on_url,
+	.on_header_field = req_on_field,
+	.on_header_value = req_on_value,
+	.on_body = req_on_body,
+	.on_message_complete = req_on_complete,
+};
+
+static bool all_digits(const char *s, size_t n)
+{
+	if (n == 0 || n > 18)
+		return false;   /* 18 digits fit in int64 */
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/* Framing and header checks on what was collected (also after a parser
+ * error, so that the reason names the framing problem). */
+static int validate_request_headers(struct proxy_request *req, struct proxy_refusal *err)
+{
+	unsigned n_cl = 0, n_te = 0, n_host = 0;
+	bool te_ok = true, cl_ok = true;
+
+	for (size_t i = 0; i < req->n_headers; i++) {
+		const struct proxy_header *h = &req->headers[i];
+
+		for (size_t j = 0; j < h->value_len; j++) {
+			unsigned char c = (unsigned char)h->value[j];
+
+			if ((c < 0x20 && c != '\t') || c == 0x7f)
+				return refuse(err, 400, "bad_header_value");
+		}
+		if (name_is(h, "content-length")) {
+			n_cl++;
+			if (!all_digits(h->value, h->value_len)) {
+				cl_ok = false;
+			} else {
+				req->content_length = strtoull(h->value, NULL, 10);  /* digits end the value */
+				req->has_content_length = true;
+			}
+		} else if (name_is(h, "transfer-encoding")) {
+			n_te++;
+			if (!value_is(h, "chunked"))
+				te_ok = false;
+		} else if (name_is(h, "host")) {
+			n_host++;
+			req->host = h;
+		}
+	}
+	if (n_cl && n_te)
+		return refuse(err, 400, "cl_te_conflict");
+	if (n_cl > 1)
+		return refuse(err, 400, "duplicate_content_length");
+	if (!cl_ok)
+		return refuse(err, 400, "bad_content_length");
+	if (n_te > 1 || !te_ok)
+		return refuse(err, 400, "bad_transfer_encoding");
+	if (n_te && req->http_minor == 0)
+		return refuse(err, 400, "bad_transfer_encoding");   /* RFC 9112 6.1: faulty on 1.0 */
+	if (n_host > 1)
+		return refuse(err, 400, "duplicate_host");
+	req->chunked = n_te == 1;
+	return 0;
+}
+
+int proxy_request_parse(struct proxy_request *req, const char *head, size_t head_len,
+			struct proxy_refusal *err)
+{
+	enum http_errno e;
+	size_t n;
+
+	memset(req, 0, sizeof(*req));
+	http_parser_init(&req->parser, HTTP_REQUEST);
+	req->parser.data = req;
+	n = http_parser_execute(&req->parser, &req_settings, head, head_len);
+	e = HTTP_PARSER_ERRNO(&req->parser);
+	req->http_major = req->parser.http_major;
+	req->http_minor = req->parser.http_minor;
+	trim_values(req->headers, req->n_headers);
+
+	if (e != HPE_OK && e != HPE_PAUSED) {
+		if (req->n_headers >= PROXY_MAX_HEADERS && e == HPE_CB_header_field)
+			return refuse(err, 431, "headers_too_large");
+		/* name the framing problem if that is what http-parser tripped on */
+		if (validate_request_headers(req, err) < 0)
+			return -1;
+		if (e == HPE_INVALID_METHOD)
+			return refuse(err, 400, "unrecognised_protocol");
+		return refuse(err, 400, "malformed_request");
+	}
+	if (n != head_len && !req->parser.upgrade && e != HPE_PAUSED)
+		return refuse(err, 400, "malformed_request");
+	if (!req->target)
+		return refuse(err, 400, "malformed_request");
+	if (req->http_major != 1 || req->http_minor > 1)
+		return refuse(err, 400, "http_version");
+	if (validate_request_headers(req, err) < 0)
+		return -1;
+
+	req->method_id = req->parser.method;
+	req->method = http_method_str(req->method_id);
+	req->target_buf = malloc(req->target_len + 1);
+	if (!req->target_buf)
+		return refuse(err, 503, "out_of_memory");
+	memcpy(req->target_buf, req->target, req->target_len);
+	req->target_buf[req->target_len] = '\0';
+	req->target = req->target_buf;
+	return 0;
+}
+
+void proxy_request_free(struct proxy_request *req)
+{
+	free(req->target_buf);
+	req->target_buf = NULL;
+	req->target = NULL;
+}
+
+ssize_t proxy_body_feed(struct proxy_request *req, const char *data, size_t len,
+			bool *done, struct proxy_refusal *err)
+{
+	size_t n;
+	enum http_errno e;
+
+	*done = req->message_complete;
+	if (req->message_complete)
+		return 0;
+	req->parser.data = req;
+	n = http_parser_execute(&req->parser, &req_settings, data, len);
+	e = HTTP_PARSER_ERRNO(&req->parser);
+	if (e == HPE_PAUSED || req->message_complete) {
+		*done = true;
+		return (ssize_t)n;
+	}
+	if (e != HPE_OK) {
+		refuse(err, 400, "bad_body");
+		return -1;
+	}
+	return (ssize_t)n;
+}
+
+/* Never forwarded, either direction: hop-by-hop (RFC 9110 7.6.1) and proxy
+ * plumbing. */
+static const char *const dropped_always[] = {
+	"connection", "keep-alive", "proxy-connection", "proxy-authorization",
+	"proxy-authenticate", "upgrade", "te", "trailer",
+	NULL,
+};
+
+/* Request only: rebuilt by the proxy, or forwarding metadata a client must
+ * not forge toward the origin. */
+static const char *const dropped_request[] = {
+	"host", "content-length", "transfer-encoding", "forwarded", "via", "x-real-ip",
+	NULL,
+};
+
+static bool in_list(const char *const *list, const char *name, size_t len)
+{
+	for (; *list; list++)
+		if (strlen(*list) == len && strncasecmp(*list, name, len) == 0)
+			return true;
+	return false;
+}
+
+/* Is `name` one of the comma-separated tokens of any Connection header? */
+static bool connection_lists(const struct proxy_header *h, size_t n, const char *name, size_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *v, *end;
+
+		if (!name_is(&h[i], "connection"))
+			continue;
+		v = h[i].value;
+		end = v + h[i].value_len;
+		while (v < end) {
+			const char *tok, *tend;
+
+			while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+				v++;
+			tok = v;
+			while (v < end && *v != ',')
+				v++;
+			tend = v;
+			while (tend > tok && (tend[-1] == ' ' || tend[-1] == '\t'))
+				tend--;
+			if ((size_t)(tend - tok) == len && strncasecmp(tok, name, len) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool is_framing(const char *name, size_t len)
+{
+	return (len == 14 && strncasecmp(name, "content-length", 14) == 0) ||
+	       (len == 17 && strncasecmp(name, "transfer-encoding", 17) == 0);
+}
+
+bool proxy_header_dropped(const struct proxy_request *req, const char *name, size_t len)
+{
+	if (in_list(dropped_always, name, len) || in_list(dropped_request, name, len))
+		return true;
+	if (len >= 6 && strncasecmp(name, "proxy-", 6) == 0)
+		return true;
+	if (len >= 12 && strncasecmp(name, "x-forwarded-", 12) == 0)
+		return true;
+	return connection_lists(req->headers, req->n_headers, name, len);
+}
+
+/* --- targets ------------------------------------------------------------ */
+
+static bool url_has(const struct http_parser_url *u, int f)
+{
+	return (u->field_set & (1 << f)) != 0;
+}
+
+static int copy_field(const char *src, const struct http_parser_url *u, int f, char *dst, size_t dlen)
+{
+	size_t off = u->field_data[f].off, len = u->field_data[f].len;
+
+	if (len + 1 > dlen)
+		return -1;
+	memcpy(dst, src + off, len);
+	dst[len] = '\0';
+	return 0;
+}
+
+/* Split a Host header value into host and optional port, with http-parser's
+ * URL parser on "http://<value>/". */
+static int split_host_header(const char *v, size_t vlen, struct proxy_target *t,
+			     bool *has_port, struct proxy_refusal *err)
+{
+	char buf[SLUICE_HOST_MAX + 32];
+	struct http_parser_url u;
+	int n;
+
+	if (vlen == 0)
+		return refuse(err, 400, "missing_host");
+	if (vlen > SLUICE_HOST_MAX + 16)
+		return refuse(err, 403, "bad_host");
+	n = snprintf(buf, sizeof(buf), "http://%.*s/", (int)vlen, v);
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(buf, (size_t)n, 0, &u) != 0)
+		return refuse(err, 400, "bad_host_header");
+	if (url_has(&u, UF_USERINFO))
+		return refuse(err, 403, "userinfo");
+	if (!url_has(&u, UF_HOST) || url_has(&u, UF_QUERY) || url_has(&u, UF_FRAGMENT) ||
+	    u.field_data[UF_PATH].len != 1)
+		return refuse(err, 400, "bad_host_header");
+	if (copy_field(buf, &u, UF_HOST, t->host, sizeof(t->host)) < 0)
+		return refuse(err, 403, "bad_host");
+	*has_port = url_has(&u, UF_PORT);
+	t->port = u.port;
+	if (*has_port && u.port == 0)
+		return refuse(err, 400, "bad_host_header");
+	return 0;
+}
+
+/* Split "path?query" into the normalised path and the raw query. */
+static int set_path(struct proxy_target *t, const char *path, size_t plen,
+		    const char *query, size_t qlen, bool has_query, struct proxy_refusal *err)
+{
+	char raw[PROXY_TARGET_MAX];
+	const char *why = NULL;
+
+	if (plen == 0) {
+		path = "/";
+		plen = 1;
+	}
+	if (plen >= sizeof(raw) || qlen >= sizeof(t->query))
+		return refuse(err, 414, "uri_too_long");
+	if (memchr(path, '#', plen) || (query && memchr(query, '#', qlen)))
+		return refuse(err, 403, "fragment");
+	memcpy(raw, path, plen);
+	raw[plen] = '\0';
+	if (sluice_url_path_normalise(raw, t->path, sizeof(t->path), &why) < 0)
+		return refuse(err, 403, "bad_path");
+	if (has_query) {
+		for (size_t i = 0; i < qlen; i++) {
+			unsigned char c = (unsigned char)query[i];
+
+			if (c <= 0x20 || c == 0x7f)
+				return refuse(err, 403, "bad_path");
+			if (c == '%' && i + 2 < qlen && query[i + 1] == '0' && query[i + 2] == '0')
+				return refuse(err, 403, "bad_path");   /* %00 */
+		}
+		memcpy(t->query, query, qlen);
+		t->query[qlen] = '\0';
+		t->has_query = true;
+	}
+	return 0;
+}
+
+static int target_absolute(const struct proxy_request *req, enum proxy_form form, uint16_t orig_port,
+			   struct proxy_target *t, struct proxy_refusal *err)
+{
+	struct http_parser_url u;
+	const char *s = req->target;
+	char scheme[16];
+
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(s, req->target_len, 0, &u) != 0 || !url_has(&u, UF_SCHEMA))
+		return refuse(err, 400, "malformed_request");
+	if (copy_field(s, &u, UF_SCHEMA, scheme, sizeof(scheme)) < 0 || strcasecmp(scheme, "http") != 0)
+		return refuse(err, 400, "scheme_not_supported");
+	if (url_has(&u, UF_USERINFO))
+		return refuse(err, 403, "userinfo");
+	if (url_has(&u, UF_FRAGMENT))
+		return refuse(err, 403, "fragment");
+	if (!url_has(&u, UF_HOST) || u.field_data[UF_HOST].len == 0)
+		return refuse(err, 400, "missing_host");
+	if (copy_field(s, &u, UF_HOST, t->host, sizeof(t->host)) < 0)
+		return refuse(err, 403, "bad_host");
+	t->port = url_has(&u, UF_PORT) ? u.port : 80;
+	if (t->port == 0)
+		return refuse(err, 400, "malformed_request");
+	if (form == PROXY_FORM_TRANSPARENT && t->port != orig_port)
+		return refuse(err, 403, "host_port_mismatch");
+	return set_path(t,
+			url_has(&u, UF_PATH) ? s + u.field_data[UF_PATH].off : NULL,
+			url_has(&u, UF_PATH) ? u.field_data[UF_PATH].len : 0,
+			url_has(&u, UF_QUERY) ? s + u.field_data[UF_QUERY].off : NULL,
+			url_has(&u, UF_QUERY) ? u.field_data[UF_QUERY].len : 0,
+			url_has(&u, UF_QUERY), err);
+}
+
+int proxy_request_target(const struct proxy_request *req, enum proxy_form form, uint16_t orig_port,
+			 struct proxy_target *t, struct proxy_refusal *err)
+{
+	memset(t, 0, offsetof(struct proxy_target, path));
+	t->path[0] = '\0';
+	t->query[0] = '\0';
+
+	if (req->method_id == HTTP_CONNECT) {
+		struct http_parser_url u;
+
+		if (form == PROXY_FORM_TRANSPARENT)
+			return refuse(err, 400, "unexpected_connect");
+		if (memchr(req->target, '@', req->target_len))
+			return refuse(err, 403, "userinfo");
+		http_parser_url_init(&u);
+		if (http_parser_parse_url(req->target, req->target_len, 1, &u) != 0 ||
+		    !url_has(&u, UF_HOST) || !url_has(&u, UF_PORT) || u.port == 0)
+			return refuse(err, 400, "bad_connect_target");
+		if (copy_field(req->target, &u, UF_HOST, t->host, sizeof(t->host)) < 0)
+			return refuse(err, 403, "bad_host");
+		t->port = u.port;
+		t->is_connect = true;
+		strcpy(t->path, "/");
+		return 0;
+	}
+
+	if (req->target[0] == '/') {
+		const char *q = memchr(req->target, '?', req->target_len);
+		bool has_port = false;
+
+		if (form == PROXY_FORM_EXPLICIT)
+			return refuse(err, 400, "not_proxy_request");
+		if (!req->host)
+			return refuse(err, 400, "missing_host");
+		if (split_host_header(req->host->value, req->host->value_len, t, &has_port, err) < 0)
+			return -1;
+		if (has_port && t->port != orig_port)
+			return refuse(err, 403, "host_port_mismatch");
+		t->port = orig_port;
+		if (q)
+			return set_path(t, req->target, (size_t)(q - req->target), q + 1,
+					req->target_len - (size_t)(q - req->target) - 1, true, err);
+		return set_path(t, req->target, req->target_len, NULL, 0, false, err);
+	}
+	if (req->target[0] == '*')
+		return refuse(err, 400, "malformed_request");
+	return target_absolute(req, form, orig_port, t, err);
+}
+
+const char *proxy_target_url(const struct proxy_target *t, const char *host_norm,
+			     char *buf, size_t len)
+{
+	char port[8] = "";
+	bool v6 = strchr(host_norm, ':') != NULL;
+
+	if (t->port != 80)
+		snprintf(port, sizeof(port), ":%u", t->port);
+	snprintf(buf, len, "http://%s%s%s%s%s%s%s", v6 ? "[" : "", host_norm, v6 ? "]" : "",
+		 port, t->path, t->has_query ? "?" : "", t->query);
+	return buf;
+}
+
+/* --- decisions ---------------------------------------------------------- */
+
+static void deny(struct proxy_decision *d, int status, const char *reason, bool audit_ok)
+{
+	d->allow = false;
+	d->status = status;
+	d->reason = reason;
+	d->audit_ok = audit_ok;
+	d->entry = NULL;
+}
+
+static void allow(struct proxy_decision *d, const struct sluice_entry *e)
+{
+	d->allow = true;
+	d->status = 200;
+	d->reason = "allowed";
+	d->audit_ok = true;
+	d->entry = e;
+}
+
+/* A printable copy of untrusted text for logs. */
+static void sanitize(char *dst, size_t dlen, const char *src)
+{
+	size_t i = 0;
+
+	for (; src[i] && i + 1 < dlen; i++)
+		dst[i] = (src[i] > 0x20 && src[i] < 0x7f) ? src[i] : '?';
+	dst[i] = '\0';
+}
+
+/* Common first steps: IP literal or normalised name.  Returns true when
+ * a decision was made (a denial). */
+static bool host_prelude(const char *host_raw, struct proxy_decision *d)
+{
+	const char *why = NULL;
+	int fam = 0;
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	r = sluice_ip_normalise(host_raw, &fam, d->ip);
+	if (r == 0) {
+		d->ip_literal = true;
+		d->ip_family = fam;
+		if (!inet_ntop(fam, d->ip, d->host, sizeof(d->host)))
+			sanitize(d->host, sizeof(d->host), host_raw);
+		deny(d, 403, "ip_literal", true);   /* never matched by host entries */
+		return true;
+	}
+	if (r == 1) {
+		sanitize(d->host, sizeof(d->host), host_raw);
+		deny(d, 403, "ip_literal", false);  /* non-canonical spelling: always refused */
+		return true;
+	}
+	if (sluice_host_normalise(host_raw, d->host, sizeof(d->host), &why) < 0) {
+		sanitize(d->host, sizeof(d->host), host_raw);
+		deny(d, 403, "bad_host", false);
+		return true;
+	}
+	return false;
+}
+
+void proxy_decide_host(const struct sluice_policy *p, const char *host_raw, uint16_t port,
+		       struct proxy_decision *d)
+{
+	const struct sluice_entry *e;
+
+	if (host_prelude(host_raw, d))
+		return;
+	e = sluice_policy_match_host(p, d->host, port);
+	if (e)
+		allow(d, e);
+	else
+		deny(d, 403, "host_not_allowed", true);
+}
+
+void proxy_decide_http(const struct sluice_policy *p, const char *host_raw, uint16_t port,
+		       const char *method, const char *path, struct proxy_decision *d)
+{
+	const struct sluice_entry *e;
+	bool host_has_url = false, other_method = false;
+
+	if (host_prelude(host_raw, d))
+		return;
+	e = sluice_policy_match_url(p, "http", d->host, port, method, path);
+	if (!e)
+		e = sluice_policy_match_host(p, d->host, port);
+	if (e) {
+		allow(d, e);
+		return;
+	}
+	/* which part failed, for the log and the client */
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *u = &p->entries[i];
+
+		if (u->kind != SLUICE_ENTRY_URL || !u->url_scheme || strcmp(u->url_scheme, "http") != 0 ||
+		    u->url_port != port || !sluice_host_match(u, d->host))
+			continue;
+		host_has_url = true;
+		for (size_t m = 0; m < u->n_methods && !other_method; m++)
+			if (sluice_policy_match_url(p, "http", d->host, port, u->methods[m], path))
+				other_method = true;
+	}
+	if (other_method)
+		deny(d, 403, "method_not_allowed", true);
+	else if (host_has_url)
+		deny(d, 403, "path_not_allowed", true);
+	else
+		deny(d, 403, "host_not_allowed", true);
+}
+
+int proxy_check_hello(const struct sni_result *h, const char *connect_host,
+		      char *sni_norm, struct proxy_decision *d)
+{
+	const char *why = NULL;
+
+	sni_norm[0] = '\0';
+	if (h->has_sni && sluice_host_normalise(h->sni, sni_norm, SLUICE_HOST_MAX + 1, &why) < 0) {
+		sni_norm[0] = '\0';
+		deny(d, 403, "bad_sni", true);
+		return -1;
+	}
+	if (h->has_ech) {
+		deny(d, 403, "ech", true);
+		return -1;
+	}
+	if (!h->has_sni) {
+		deny(d, 403, "no_sni", true);
+		return -1;
+	}
+	if (connect_host && strcmp(sni_norm, connect_host) != 0) {
+		deny(d, 403, "sni_mismatch", true);
+		return -1;
+	}
+	return 0;
+}
+
+/* --- building heads ----------------------------------------------------- */
+
+int proxy_build_request_head(const struct proxy_request *req, const struct proxy_target *t,
+			     const char *host_norm, struct evbuffer *out)
+{
+	bool v6 = strchr(host_norm, ':') != NULL;
+	int r = 0;
+
+	r |= evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\n", req->method, t->path,
+				 t->has_query ? "?" : "", t->query) < 0;
+	for (size_t i = 0; i < req->n_headers; i++) {
+		const struct proxy_header *h = &req->headers[i];
+
+		if (proxy_header_dropped(req, h->name, h->name_len))
+			continue;
+		r |= evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len, h->name,
+					 (int)h->value_len, h->value) < 0;
+	}
+	if (t->port != 80)
+		r |= evbuffer_add_printf(out, "Host: %s%s%s:%u\r\n", v6 ? "[" : "", host_norm,
+					 v6 ? "]" : "", t->port) < 0;
+	else
+		r |= evbuffer_add_printf(out, "Host: %s%s%s\r\n", v6 ? "[" : "", host_norm,
+					 v6 ? "]" : "") < 0;
+	if (req->chunked)
+		r |= evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n") < 0;
+	else if (req->has_content_length)
+		r |= evbuffer_add_printf(out, "Content-Length: %llu\r\n",
+					 (unsigned long long)req->content_length) < 0;
+	r |= evbuffer_add_printf(out, "Connection: close\r\n\r\n") < 0;
+	return r ? -1 : 0;
+}
+
+/* --- responses ---------------------------------------------------------- */
+
+static int resp_on_field(http_parser *p, const char *at, size_t len)
+{
+	struct proxy_response *r = p->data;
+
+	return sink_field((struct hdr_sink){ r->headers, &r->n_headers, &r->in_value }, at, len);
+}
+
+static int resp_on_value(http_parser *p, const char *at, size_t len)
+{
+	struct proxy_response *r = p->data;
+
+	return sink_value((struct hdr_sink){ r->headers, &r->n_headers, &r->in_value }, at, len);
+}
+
+static int resp_on_headers_complete(http_parser *p)
+{
+	struct proxy_response *r = p->data;
+
+	return r->head_request ? 1 : 0;   /* 1: no body follows (RFC 9110 9.3.2) */
+}
+
+static int resp_on_complete(http_parser *p)
+{
+	struct proxy_response *r = p->data;
+
+	r->message_complete = true;
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static const http_parser_settings resp_settings = {
+	.on_header_field = resp_on_field,
+	.on_header_value = resp_on_value,
+	.on_headers_complete = resp_on_headers_complete,
+	.on_message_complete = resp_on_complete,
+};
+
+int proxy_response_parse(struct proxy_response *r, const char *head, size_t head_len,
+			 bool head_request, struct proxy_refusal *err)
+{
+	enum http_errno e;
+	const char *eol;
+
+	memset(r, 0, sizeof(*r));
+	r->head_request = head_request;
+	http_parser_init(&r->parser, HTTP_RESPONSE);
+	r->parser.data = r;
+	(void)http_parser_execute(&r->parser, &resp_settings, head, head_len);
+	e = HTTP_PARSER_ERRNO(&r->parser);
+	if (e != HPE_OK && e != HPE_PAUSED)
+		return refuse(err, 502, "bad_upstream_response");
+	r->status = (int)r->parser.status_code;
+	if (r->status < 100 || r->status > 999 || r->status == 101)
+		return refuse(err, 502, "bad_upstream_response");
+	trim_values(r->headers, r->n_headers);
+	eol = memchr(head, '\n', head_len);
+	if (!eol)
+		return refuse(err, 502, "bad_upstream_response");
+	r->status_line = head;
+	r->status_line_len = (size_t)(eol - head);
+	if (r->status_line_len && head[r->status_line_len - 1] == '\r')
+		r->status_line_len--;
+	for (size_t i = 0; i < r->status_line_len; i++)
+		if ((unsigned char)head[i] < 0x20 && head[i] != '\t')
+			return refuse(err, 502, "bad_upstream_response");
+	return 0;
+}
+
+ssize_t proxy_response_feed(struct proxy_response *r, const char *data, size_t len,
+			    bool *done, struct proxy_refusal *err)
+{
+	size_t n;
+	enum http_errno e;
+
+	*done = r->message_complete;
+	if (r->message_complete)
+		return 0;
+	r->parser.data = r;
+	n = http_parser_execute(&r->parser, &resp_settings, data, len);
+	e = HTTP_PARSER_ERRNO(&r->parser);
+	if (e == HPE_PAUSED || r->message_complete) {
+		*done = true;
+		return (ssize_t)n;
+	}
+	if (e != HPE_OK) {
+		refuse(err, 502, "bad_upstream_response");
+		return -1;
+	}
+	return (ssize_t)n;
+}
+
+int proxy_build_response_head(const struct proxy_response *r, struct evbuffer *out)
+{
+	int rc = 0;
+
+	rc |= evbuffer_add_printf(out, "%.*s\r\n", (int)r->status_line_len, r->status_line) < 0;
+	for (size_t i = 0; i < r->n_headers; i++) {
+		const struct proxy_header *h = &r->headers[i];
+
+		if (in_list(dropped_always, h->name, h->name_len))
+			continue;
+		/* a Connection header may not remove the framing */
+		if (!is_framing(h->name, h->name_len) &&
+		    connection_lists(r->headers, r->n_headers, h->name, h->name_len))
+			continue;
+		rc |= evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len, h->name,
+					  (int)h->value_len, h->value) < 0;
+	}
+	if (r->status >= 200)
+		rc |= evbuffer_add_printf(out, "Connection: close\r\n") < 0;
+	rc |= evbuffer_add(out, "\r\n", 2) < 0;
+	return rc ? -1 : 0;
+}
+
+const char *proxy_status_text(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 408: return "Request Timeout";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	}
+	return "Error";
+}
+
+int proxy_error_response(int status, const char *reason, struct evbuffer *out)
+{
+	char body[256];
+	int n;
+
+	if (status == 403)
+		n = snprintf(body, sizeof(body), "sluice: request denied by policy (%s)\n", reason);
+	else
+		n = snprintf(body, sizeof(body), "sluice: %s (%s)\n", proxy_status_text(status), reason);
+	if (n < 0)
+		return -1;
+	return evbuffer_add_printf(out,
+				   "HTTP/1.1 %d %s\r\n"
+				   "Content-Type: text/plain; charset=utf-8\r\n"
+				   "Content-Length: %d\r\n"
+				   "%s: %s\r\n"
+				   "Cache-Control: no-store\r\n"
+				   "Connection: close\r\n"
+				   "\r\n%s",
+				   status, proxy_status_text(status), n,
+				   status == 403 ? "X-Sluice-Denied" : "X-Sluice-Error", reason, body) < 0 ? -1 : 0;
+}

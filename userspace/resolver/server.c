@@ -84,7 +84,7 @@ struct udpl {
 struct rsv_server {
 	struct event_base *base;
 	struct rsv_server_cfg *cfg;
-	struct udpl *udp;
+	struct udpl **udp;      /* each allocated alone: events point at them */
 	size_t n_udp;
 	struct evconnlistener **tcp;
 	size_t n_tcp;
@@ -532,25 +532,28 @@ static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
 
 int rsv_server_add_udp(struct rsv_server *s, int fd)
 {
-	struct udpl *n;
+	struct udpl **arr, *n;
 
 	if (set_nonblock(fd) < 0)
 		return -1;
-	n = realloc(s->udp, (s->n_udp + 1) * sizeof(*s->udp));
+	arr = realloc(s->udp, (s->n_udp + 1) * sizeof(*s->udp));
+	if (!arr)
+		return -1;
+	s->udp = arr;
+	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -1;
-	s->udp = n;
-	n = &s->udp[s->n_udp];
 	n->fd = fd;
 	n->srv = s;
 	n->ev = event_new(s->base, fd, EV_READ | EV_PERSIST, udp_read_cb, n);
 	if (!n->ev || event_add(n->ev, NULL) < 0) {
 		if (n->ev)
 			event_free(n->ev);
+		free(n);
 		errno = ENOMEM;
 		return -1;
 	}
-	s->n_udp++;
+	s->udp[s->n_udp++] = n;
 	return 0;
 }
 
@@ -752,7 +755,7 @@ bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr
 	size_t i;
 
 	for (i = 0; i < s->n_udp; i++)
-		if (fd_is(s->udp[i].fd, sa))
+		if (fd_is(s->udp[i]->fd, sa))
 			return true;
 	for (i = 0; i < s->n_tcp; i++)
 		if (fd_is(evconnlistener_get_fd(s->tcp[i]), sa))
@@ -767,8 +770,9 @@ void rsv_server_free(struct rsv_server *s)
 	if (!s)
 		return;
 	for (i = 0; i < s->n_udp; i++) {
-		event_free(s->udp[i].ev);
-		close(s->udp[i].fd);
+		event_free(s->udp[i]->ev);
+		close(s->udp[i]->fd);
+		free(s->udp[i]);
 	}
 	for (i = 0; i < s->n_tcp; i++)
 		evconnlistener_free(s->tcp[i]);

@@ -638,10 +638,18 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 	struct sluice_orig *o;
 	struct bpf_sock *sk;
 
-	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
-		return 1;
 	sk = skops->sk;
 	if (!sk)
+		return 1;
+	if (skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB) {
+		/* an inbound connection the sandbox accepted: the egress filter
+		 * does not judge replies to connections others initiated */
+		o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (o)
+			o->flags |= SLUICE_ORIG_PASSIVE;
+		return 1;
+	}
+	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
 		return 1;
 	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
 	if (!o || !(o->flags & (SLUICE_ORIG_REDIRECTED | SLUICE_ORIG_EXPLICIT)))
@@ -691,12 +699,40 @@ static __always_inline bool egress_allowed4(__u32 gen, __u32 daddr, __u8 proto, 
 	return false;
 }
 
+/*
+ * Replies on inbound TCP connections pass: a SYN-ACK without payload
+ * (sent before the connection is accepted), and anything on a socket that
+ * sockops marked PASSIVE.  Needs a full socket for the storage lookup.
+ */
+#define TCP_FLAG_SYN_ 0x02
+#define TCP_FLAG_ACK_ 0x10
+
+static __always_inline bool tcp_reply(struct __sk_buff *skb, __u32 l4off)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sluice_orig *o;
+	__u8 flags;
+
+	if (bpf_skb_load_bytes(skb, l4off + 13, &flags, 1))
+		return false;
+	if ((flags & (TCP_FLAG_SYN_ | TCP_FLAG_ACK_)) == (TCP_FLAG_SYN_ | TCP_FLAG_ACK_))
+		return true; /* a SYN-ACK answers a SYN someone else sent */
+	if (!sk)
+		return false;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return false;
+	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
+	return o && (o->flags & SLUICE_ORIG_PASSIVE);
+}
+
 SEC("cgroup_skb/egress")
 int sluice_egress(struct __sk_buff *skb)
 {
 	struct verdict_ctx v = {};
 	__u32 gen = current_gen();
 	__u16 ports[2] = {};
+	__u32 l4off = 0;
 	bool ok = false;
 
 	if (skb->protocol == bpf_htons(ETH_P_IP_)) {
@@ -709,7 +745,8 @@ int sluice_egress(struct __sk_buff *skb)
 		v.daddr[0] = iph.daddr;
 		if ((iph.protocol == SLUICE_IPPROTO_TCP || iph.protocol == SLUICE_IPPROTO_UDP) &&
 		    !(iph.frag_off & bpf_htons(0x1fff))) {
-			if (bpf_skb_load_bytes(skb, iph.ihl * 4, ports, sizeof(ports)))
+			l4off = iph.ihl * 4;
+			if (bpf_skb_load_bytes(skb, l4off, ports, sizeof(ports)))
 				goto drop;
 			v.dport = bpf_ntohs(ports[1]);
 		}
@@ -723,7 +760,8 @@ int sluice_egress(struct __sk_buff *skb)
 		v.protocol = ip6.nexthdr;
 		__builtin_memcpy(v.daddr, &ip6.daddr, 16);
 		if (ip6.nexthdr == SLUICE_IPPROTO_TCP || ip6.nexthdr == SLUICE_IPPROTO_UDP) {
-			if (bpf_skb_load_bytes(skb, sizeof(ip6), ports, sizeof(ports)))
+			l4off = sizeof(ip6);
+			if (bpf_skb_load_bytes(skb, l4off, ports, sizeof(ports)))
 				goto drop;
 			v.dport = bpf_ntohs(ports[1]);
 		}
@@ -743,6 +781,8 @@ int sluice_egress(struct __sk_buff *skb)
 		goto drop;
 	}
 	if (ok)
+		return 1;
+	if (v.protocol == SLUICE_IPPROTO_TCP && l4off && tcp_reply(skb, l4off))
 		return 1;
 drop:
 	if (gen_audit(gen))

@@ -191,6 +191,7 @@ _Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size")
 #define SLUICE_ORIG_EXPLICIT   (1u << 1) /* connected to the proxy address itself */
 #define SLUICE_ORIG_DNS        (1u << 2) /* rewritten to the resolver */
 #define SLUICE_ORIG_AUDIT      (1u << 3) /* would have been denied (audit mode) */
+#define SLUICE_ORIG_PASSIVE    (1u << 4) /* accepted (inbound) TCP connection: its replies pass the backstop */
 
 /*
  * What a client socket really asked for.  Kept in socket storage at

@@ -267,3 +267,97 @@ def test_not_root(w):
     p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", W.SLUICE, "run", "--", "true"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "root" in p.stderr, p
+
+
+def _eth(proto):
+    import struct
+    return b"\x02" * 6 + b"\x04" * 6 + struct.pack("!H", proto)
+
+
+def _ipv4(dst, proto, dport):
+    import socket
+    import struct
+    l4 = struct.pack("!HHIIBBHHH", 40000, dport, 0, 0, 0x50, 0x02, 1024, 0, 0) if proto == 6 else \
+        struct.pack("!HHHH", 40000, dport, 8, 0) if proto == 17 else b"\x08\x00\x00\x00\x00\x00\x00\x00"
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 0, 0, 64, proto, 0,
+                      socket.inet_aton("192.0.2.2"), socket.inet_aton(dst))
+    return _eth(0x0800) + hdr + l4
+
+
+def _ipv6(dst, proto, dport):
+    import socket
+    import struct
+    l4 = struct.pack("!HHIIBBHHH", 40000, dport, 0, 0, 0x50, 0x02, 1024, 0, 0) if proto == 6 else \
+        struct.pack("!HHHH", 40000, dport, 8, 0)
+    hdr = struct.pack("!IHBB16s16s", 0x60000000, len(l4), proto, 64,
+                      socket.inet_pton(socket.AF_INET6, "2001:db8::2"), socket.inet_pton(socket.AF_INET6, dst))
+    return _eth(0x86DD) + hdr + l4
+
+
+def test_egress_backstop_drops_what_no_rule_allows(w):
+    """Packets that skip the socket hooks meet cgroup_skb/egress: run the
+    attached program on crafted packets (BPF_PROG_TEST_RUN)."""
+    import json as _json
+    name = "backstop-%d" % os.getpid()
+    events = os.path.join(w.tmp, "backstop.jsonl")
+    p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--netns", w.sbx_path, "--policy",
+                          w.write("bs.yaml", POLICY), "--events", events, "--", "sleep", "30"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        cg2 = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
+        cg = os.path.join(cg2, "sluice", name)
+        deadline = time.time() + 10
+        while time.time() < deadline and not os.path.exists("/sys/fs/bpf/sluice/%s/link_egress" % name):
+            time.sleep(0.05)
+        progs = _json.loads(W.sh("bpftool", "cgroup", "show", cg, "-j").stdout)
+        eg = [x["id"] for x in progs if x.get("name") == "sluice_egress"]
+        assert len(eg) == 1, progs
+        cases = [
+            (_ipv4("192.0.2.10", 6, 5432), 1),
+            (_ipv4("192.0.2.10", 6, 8080), 0),
+            (_ipv4("198.51.100.10", 17, 9999), 1),
+            (_ipv4("198.51.100.10", 17, 9998), 0),
+            (_ipv4("192.0.2.10", 1, 0), 0),
+            (_ipv6("2001:db8::10", 6, 5432), 1),
+            (_ipv6("2001:db8::10", 6, 8080), 0),
+            (_ipv6("2001:db8::20", 17, 9999), 0),
+        ]
+        for i, (pkt, want) in enumerate(cases):
+            path = w.write("pkt%d" % i, "")
+            open(path, "wb").write(pkt)
+            out = W.sh("bpftool", "prog", "run", "id", str(eg[0]), "data_in", path).stdout
+            got = int(out.split("Return value:")[1].split(",")[0])
+            assert got == want, (i, want, out)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)
+    ev = [e for e in W.read_events(events) if e.get("sluice.hook") == "skb_egress"]
+    assert sorted((e["destination.ip"], e["destination.port"]) for e in ev) == sorted([
+        ("192.0.2.10", 8080), ("198.51.100.10", 9998), ("192.0.2.10", 0), ("2001:db8::10", 8080),
+        ("2001:db8::20", 9999)]), ev
+    assert all(e["event.reason"] == "egress_backstop" for e in ev), ev
+
+
+LOCAL_SERVER = """
+import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', 7000)); s.listen()
+def srv():
+    c, _ = s.accept(); c.sendall(c.recv(100)); c.close()
+threading.Thread(target=srv, daemon=True).start()
+try:
+    t = socket.create_connection(('127.0.0.1', 7000), timeout=3); t.sendall(b'hi'); print('echo', t.recv(10))
+except OSError as e:
+    print('error', e.errno)
+"""
+
+
+def test_local_server_inside_the_sandbox(w):
+    """A server inside the sandbox answers its own clients when the policy
+    allows the loopback port: replies on accepted connections pass the backstop."""
+    allow = "version: 1\nname: loop\nallow:\n  - cidr: 127.0.0.1/32\n    ports: [7000]\n    protocol: tcp\n    why: local\n"
+    r = w.sluice_run(["python3", "-c", LOCAL_SERVER], policy=allow)
+    assert "echo b'hi'" in r.stdout, r
+    assert r.denials() == [], r.denials()
+    r = w.sluice_run(["python3", "-c", LOCAL_SERVER])
+    assert "error 1" in r.stdout, r  # EPERM: loopback is not open by default

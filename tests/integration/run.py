@@ -55,6 +55,7 @@ def main():
         try:
             world = W.World()
             for tname, fn in tests:
+                before = set(W.leftovers())
                 t0 = time.time()
                 try:
                     fn(world)
@@ -67,7 +68,7 @@ def main():
                     failed += 1
                     print("FAIL %s.%s (%.1fs)" % (name, tname, time.time() - t0), flush=True)
                     traceback.print_exc(file=sys.stdout)
-                left = W.leftovers()
+                left = [l for l in W.leftovers() if l not in before]
                 if left:
                     failed += 1
                     print("FAIL %s.%s left state behind: %s" % (name, tname, left), flush=True)

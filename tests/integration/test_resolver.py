@@ -1,0 +1,327 @@
+"""The sandbox resolver (sluice-resolver) under `sluice run`, end to end.
+
+A fake upstream DNS server (dns_upstream.py) runs in the world netns on
+192.0.2.53:53 and logs every query it receives; the sandboxed client
+(dns_client.py) asks "any server" on port 53, which the kernel sends to the
+resolver.  Each test checks the client's answer, what reached the upstream
+(a denied name: nothing), and the resolver's JSON line in the events file.
+"""
+import json
+import os
+import signal
+import threading
+import time
+
+import world as W
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+UPSTREAM = "192.0.2.53"
+
+POLICY = """\
+version: 1
+name: resolver-test
+allow:
+  - host: api.example.com
+    ports: [443]
+    why: exact name
+  - host: "*.pkg.example.org"
+    ports: [443]
+    why: wildcard
+  - host: private.example.com
+    ports: [443]
+    why: answers in private ranges
+  - host: mixed.example.com
+    ports: [443]
+    why: one public and one private answer
+  - host: tc.example.com
+    ports: [443]
+    why: truncated over UDP
+"""
+
+ZONE = {
+    "api.example.com": {"A": ["192.0.2.10"], "AAAA": ["2001:db8::10"], "TXT": ["hello"]},
+    "denied.example.net": {"A": ["192.0.2.20"]},
+    "private.example.com": {"A": ["10.1.2.3", "127.0.0.1", "169.254.169.254"]},
+    "mixed.example.com": {"A": ["10.1.2.3", "93.184.216.34"]},
+    "tc.example.com": {"A": ["192.0.2.10"]},
+    "a.pkg.example.org": {"CNAME": "cdn.example.net"},
+    "cdn.example.net": {"A": ["192.0.2.20"]},
+}
+
+# the world lives on documentation addresses: let those through as answers
+ALLOW_DOC = ["--resolver-arg", "--allow-private-answers", "--resolver-arg", "192.0.2.0/24",
+             "--resolver-arg", "--allow-private-answers", "--resolver-arg", "2001:db8::/32"]
+
+
+def _upstream(w):
+    """Start the world's DNS server once per World; returns its log path."""
+    log = os.path.join(w.tmp, "dns-upstream.jsonl")
+    if not getattr(w, "_dns_upstream", None):
+        zone = w.write("zone.json", json.dumps(ZONE))
+        w.start_server([os.path.join(HERE, "dns_upstream.py"), "--listen", UPSTREAM + ":53",
+                        "--zone", zone, "--log", log], name="dns-upstream")
+        w._dns_upstream = log
+    return log
+
+
+def _received(log, since=0):
+    try:
+        with open(log) as f:
+            return [json.loads(l) for l in f if l.strip()][since:]
+    except FileNotFoundError:
+        return []
+
+
+def _ask(w, steps, policy=POLICY, extra=(), allow_doc=True):
+    """Run the DNS client with `steps` in the sandbox.  Returns (client
+    results, resolver query lines, upstream records received meanwhile)."""
+    log = _upstream(w)
+    mark = len(_received(log))
+    path = w.write("steps-%d.json" % time.monotonic_ns(), json.dumps(steps))
+    r = w.sluice_run(["python3", os.path.join(HERE, "dns_client.py"), path], policy=policy,
+                     extra=["--upstream-dns", UPSTREAM] + (ALLOW_DOC if allow_doc else []) + list(extra))
+    assert r.rc == 0, r
+    results = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    lines = [e for e in r.events if e.get("event.action") == "dns-query"]
+    starts = [e for e in r.events if e.get("event.action") == "resolver-start"]
+    assert len(starts) == 1, r
+    time.sleep(0.05)
+    return results, lines, _received(log, mark), r
+
+
+def _line(lines, name, qtype="A"):
+    found = [l for l in lines if l.get("dns.question.name") == name and l.get("dns.question.type") == qtype]
+    assert len(found) == 1, "want one log line for %s %s, got %r" % (name, qtype, lines)
+    return found[0]
+
+
+def _common(line, mode="enforce"):
+    for k in ("@timestamp", "event.outcome", "event.reason", "source.ip", "source.port",
+              "network.transport", "dns.id"):
+        assert k in line, (k, line)
+    assert line["event.action"] == "dns-query", line
+    assert line["sluice.sandbox"], line
+    assert len(line["sluice.policy_sha256"]) == 64 and line["rule.ruleset"] == line["sluice.policy_sha256"], line
+    assert line["sluice.mode"] == mode, line
+    assert line["source.ip"] in ("127.0.0.1", "::1"), line
+
+
+def test_allowed_names_answered(w):
+    res, lines, up, _ = _ask(w, [
+        {"name": "api.example.com"},
+        {"name": "API.Example.COM.", "type": "AAAA"},
+        {"name": "a.pkg.example.org"},
+        {"name": "api.example.com", "transport": "tcp"},
+        {"name": "api.example.com", "server": "2001:db8::1"},
+    ])
+    assert res[0]["rcode"] == "NOERROR" and [a["data"] for a in res[0]["answers"]] == ["192.0.2.10"], res
+    assert res[1]["rcode"] == "NOERROR" and [a["data"] for a in res[1]["answers"]] == ["2001:db8::10"], res
+    assert res[1]["qd"][0][0] == "API.Example.COM", res   # the client's own spelling comes back
+    assert [a["type"] for a in res[2]["answers"]] == ["CNAME", "A"], res
+    assert res[3]["rcode"] == "NOERROR" and res[3]["answers"], res
+    assert res[4]["rcode"] == "NOERROR" and res[4]["answers"], res
+    names = [(u["name"], u["type"], u["transport"]) for u in up]
+    assert ("api.example.com", "A", "udp") in names and ("api.example.com", "AAAA", "udp") in names, up
+    assert ("api.example.com", "A", "tcp") in names, up   # TCP queries go upstream over TCP
+    assert all(u["src"] == "192.0.2.2" for u in up), up   # from the sandbox's network
+    assert len({u["sport"] for u in up}) == len(up), up   # a fresh source port per query
+    l = _line(lines, "api.example.com", "AAAA")
+    _common(l)
+    assert l["event.outcome"] == "success" and l["event.reason"] == "allowed", l
+    assert l["sluice.verdict"] == "allow" and l["rule.name"].endswith("host:api.example.com"), l
+    assert l["dns.response_code"] == "NOERROR", l
+    assert l["dns.answers"] == [{"name": "api.example.com", "type": "AAAA", "class": "IN", "ttl": 60,
+                                 "data": "2001:db8::10"}], l
+    assert l["sluice.upstream"] == "192.0.2.53:53", l
+    l = _line(lines, "a.pkg.example.org")
+    assert l["rule.name"].endswith("host:*.pkg.example.org"), l
+    assert [a["type"] for a in l["dns.answers"]] == ["CNAME", "A"], l
+    tcp = [x for x in lines if x["network.transport"] == "tcp"]
+    assert len(tcp) == 1 and tcp[0]["sluice.upstream_transport"] == "tcp", lines
+
+
+def test_denied_name_never_reaches_upstream(w):
+    res, lines, up, _ = _ask(w, [
+        {"name": "denied.example.net"},
+        {"name": "denied.example.net", "transport": "tcp"},
+        {"name": "pkg.example.org"},                       # the wildcard's apex
+        {"name": "api.example.com.denied.example.net"},
+        {"name": "xapi.example.com"},
+    ])
+    assert [x["rcode"] for x in res] == ["NXDOMAIN"] * 5, res
+    assert all(not x["answers"] for x in res), res
+    assert up == [], "denied names reached the upstream: %r" % up
+    for name in ("pkg.example.org", "xapi.example.com"):
+        l = _line(lines, name)
+        _common(l)
+        assert l["event.outcome"] == "failure" and l["event.reason"] == "name_not_allowed", l
+        assert l["sluice.verdict"] == "deny" and l["dns.response_code"] == "NXDOMAIN", l
+        assert "sluice.upstream" not in l and "rule.name" not in l, l
+    assert len([x for x in lines if x["dns.question.name"] == "denied.example.net"]) == 2, lines
+
+
+def test_on_deny_refused(w):
+    policy = POLICY.replace("allow:\n", "dns:\n  on_deny: refused\nallow:\n", 1)
+    res, lines, up, _ = _ask(w, [{"name": "denied.example.net"}], policy=policy)
+    assert res[0]["rcode"] == "REFUSED", res
+    assert up == [], up
+    assert _line(lines, "denied.example.net")["dns.response_code"] == "REFUSED", lines
+
+
+def test_qtype_refusals(w):
+    res, lines, up, _ = _ask(w, [
+        {"name": "api.example.com", "type": "TXT"},
+        {"name": "api.example.com", "type": "ANY"},
+        {"name": "api.example.com", "type": "AXFR", "transport": "tcp"},
+        {"name": "version.bind", "type": "TXT", "qclass": 3},
+        {"name": "api.example.com", "qclass": 255},
+    ])
+    assert [x["rcode"] for x in res] == ["REFUSED"] * 5, res
+    assert up == [], up
+    want = [("api.example.com", "TXT", "qtype_not_allowed", "deny"),
+            ("api.example.com", "ANY", "qtype_any", "refuse"),
+            ("api.example.com", "AXFR", "zone_transfer", "refuse"),
+            ("version.bind", "TXT", "class_chaos", "refuse")]
+    for name, qtype, reason, verdict in want:
+        l = [x for x in lines if x.get("dns.question.name") == name and x["dns.question.type"] == qtype
+             and x["event.reason"] == reason]
+        assert len(l) == 1, (name, qtype, reason, lines)
+        _common(l[0])
+        assert l[0]["sluice.verdict"] == verdict and l[0]["dns.response_code"] == "REFUSED", l
+    assert any(x["event.reason"] == "class_not_in" for x in lines), lines
+
+
+def test_malformed_packets(w):
+    hdr = "12340100"  # ID, RD
+    q = "03617069076578616d706c6503636f6d0000010001"  # api.example.com A IN
+    res, lines, up, _ = _ask(w, [
+        {"raw_hex": hdr + "0000" + "000000000000", "timeout": 2},          # QDCOUNT 0
+        {"raw_hex": hdr + "0002" + "000000000000" + q + q, "timeout": 2},  # QDCOUNT 2
+        {"raw_hex": hdr + "0001" + "000000000000" + q[:20], "timeout": 2},  # cut in the name
+        {"raw_hex": "12342800" + "0001" + "000000000000" + q, "timeout": 2},  # opcode UPDATE
+        {"raw_hex": "12348100" + "0001" + "000000000000" + q, "timeout": 1},  # QR=1: no answer
+        {"raw_hex": "1234", "timeout": 1},                                   # no header: no answer
+        {"raw_hex": hdr + "0000" + "000000000000", "transport": "tcp"},     # QDCOUNT 0 over TCP
+    ])
+    got = [x.get("rcode", x.get("error")) for x in res]
+    assert got == ["FORMERR", "FORMERR", "FORMERR", "NOTIMP", "timeout", "timeout", "FORMERR"], res
+    assert all(x.get("id") == 0x1234 for x in res if "rcode" in x), res
+    assert up == [], up
+    reasons = [x["event.reason"] for x in lines]
+    for r in ("qdcount", "malformed", "opcode_not_query", "response_received", "malformed_header"):
+        assert r in reasons, (r, lines)
+    for x in lines:
+        _common(x)
+        assert x["event.outcome"] == "failure" and x["sluice.verdict"] == "refuse", x
+    dropped = [x for x in lines if x["event.reason"] in ("response_received", "malformed_header")]
+    assert dropped and all("dns.response_code" not in x for x in dropped), dropped
+
+
+def test_private_answers_filtered(w):
+    # without the documentation-range exception: only the one public answer stays
+    res, lines, up, _ = _ask(w, [
+        {"name": "private.example.com"},
+        {"name": "mixed.example.com"},
+        {"name": "api.example.com"},
+    ], allow_doc=False)
+    assert res[0]["rcode"] == "NXDOMAIN" and res[0]["answers"] == [], res
+    assert res[1]["rcode"] == "NOERROR" and [a["data"] for a in res[1]["answers"]] == ["93.184.216.34"], res
+    assert res[2]["rcode"] == "NXDOMAIN", res   # 192.0.2.10 is a documentation address
+    assert len(up) == 3, up                     # the names were allowed: they were asked
+    l = _line(lines, "private.example.com")
+    _common(l)
+    assert l["event.reason"] == "private_answer" and l["sluice.verdict"] == "deny", l
+    assert l["event.outcome"] == "failure" and l["dns.answers"] == [], l
+    filt = {a["data"]: a["sluice_filter"] for a in l["sluice.dns_filtered_answers"]}
+    assert filt == {"10.1.2.3": "private", "127.0.0.1": "loopback", "169.254.169.254": "metadata"}, l
+    l = _line(lines, "mixed.example.com")
+    assert l["event.reason"] == "allowed" and [a["data"] for a in l["dns.answers"]] == ["93.184.216.34"], l
+    assert [a["data"] for a in l["sluice.dns_filtered_answers"]] == ["10.1.2.3"], l
+    l = _line(lines, "api.example.com")
+    assert l["sluice.dns_filtered_answers"][0]["sluice_filter"] == "documentation", l
+
+
+def test_truncated_upstream_retried_over_tcp(w):
+    res, lines, up, _ = _ask(w, [{"name": "tc.example.com"}])
+    assert res[0]["rcode"] == "NOERROR" and res[0]["answers"], res
+    assert [(u["name"], u["transport"]) for u in up] == [("tc.example.com", "udp"), ("tc.example.com", "tcp")], up
+    l = _line(lines, "tc.example.com")
+    assert l["sluice.upstream_transport"] == "tcp" and l["sluice.upstream_tries"] == 2, l
+
+
+def test_audit_mode_forwards_and_logs_would_deny(w):
+    # the resolver's own --mode: the kernel side stays in enforce mode here
+    res, lines, up, _ = _ask(w, [{"name": "denied.example.net"}, {"name": "api.example.com", "type": "ANY"}],
+                             extra=["--resolver-arg", "--mode", "--resolver-arg", "audit"])
+    assert res[0]["rcode"] == "NOERROR" and res[0]["answers"], res
+    assert res[1]["rcode"] == "REFUSED", res   # no policy could allow ANY: refused in audit too
+    assert [u["name"] for u in up] == ["denied.example.net"], up
+    l = _line(lines, "denied.example.net")
+    _common(l, mode="audit")
+    assert l["event.outcome"] == "unknown" and l["sluice.verdict"] == "would_deny", l
+    assert l["event.reason"] == "name_not_allowed", l
+
+
+def test_tunnel_suspect_flagged(w):
+    label = "6e8f01a3c9b27d45e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3"
+    res, lines, up, _ = _ask(w, [{"name": label + ".pkg.example.org"}, {"name": "a.pkg.example.org"}])
+    l = _line(lines, label + ".pkg.example.org")
+    assert l.get("sluice.dns_tunnel_suspect") is True and l["sluice.dns_tunnel_reason"] == "long_label", l
+    assert "sluice.dns_tunnel_suspect" not in _line(lines, "a.pkg.example.org"), lines
+
+
+def _resolver_pids(sandbox):
+    """PIDs of sluice-resolver processes started for `sandbox` (by cmdline)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            argv = open("/proc/%s/cmdline" % d, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"sluice-resolver") and b"--sandbox" in argv:
+            i = argv.index(b"--sandbox")
+            if i + 1 < len(argv) and argv[i + 1] == sandbox.encode():
+                pids.append(int(d))
+    return pids
+
+
+def test_killing_the_resolver_makes_dns_fail(w):
+    log = _upstream(w)
+    name = "rsvkill%d" % (os.getpid() % 10000)
+    phase1, go = os.path.join(w.tmp, name + ".p1"), os.path.join(w.tmp, name + ".go")
+    steps = w.write(name + ".json", json.dumps([
+        {"name": "api.example.com"},
+        {"touch": phase1},
+        {"wait": go, "timeout": 30},
+        {"name": "api.example.com", "timeout": 2},
+        {"name": "api.example.com", "transport": "tcp", "timeout": 2},
+        {"name": "api.example.com", "server": "198.51.100.10", "timeout": 2},
+    ]))
+    out = {}
+
+    def run():
+        out["r"] = w.sluice_run(["python3", os.path.join(HERE, "dns_client.py"), steps], policy=POLICY,
+                                extra=["--name", name, "--upstream-dns", UPSTREAM] + ALLOW_DOC, timeout=90)
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.time() + 30
+    while not os.path.exists(phase1) and time.time() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(phase1), "the client never got past its first query"
+    pids = _resolver_pids(name)
+    assert len(pids) == 1, pids
+    mark = len(_received(log))
+    os.kill(pids[0], signal.SIGKILL)
+    time.sleep(0.2)
+    open(go, "w").close()
+    t.join(100)
+    r = out["r"]
+    res = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    assert res[0]["rcode"] == "NOERROR" and res[0]["answers"], r
+    for x in res[1:]:
+        assert "error" in x, "DNS answered with the resolver dead: %r" % res
+    assert _received(log, mark) == [], "a query reached the upstream with the resolver dead"
+    assert any(e.get("event.action") == "resolver-exited" for e in r.events), r.events

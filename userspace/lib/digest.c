@@ -14,7 +14,6 @@
 
 #include <netinet/in.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,18 +52,15 @@ static void sb_str(struct sbuf *b, const char *s)
 	sb_put(b, s, strlen(s));
 }
 
-__attribute__((format(printf, 2, 3)))
-static void sb_fmt(struct sbuf *b, const char *fmt, ...)
+static void sb_uint(struct sbuf *b, unsigned long v)
 {
-	char tmp[64];
-	va_list ap;
-	int n;
+	char tmp[24];
+	size_t i = sizeof(tmp);
 
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		sb_put(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+	do
+		tmp[--i] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	sb_put(b, tmp + i, sizeof(tmp) - i);
 }
 
 /* A JSON string: '"' and '\\' escaped, bytes < 0x20 as \u00XX, every
@@ -78,7 +74,10 @@ static void sb_json(struct sbuf *b, const char *s)
 
 			sb_put(b, e, 2);
 		} else if (*p < 0x20) {
-			sb_fmt(b, "\\u%04x", *p);
+			static const char hx[] = "0123456789abcdef";
+			char u[6] = { '\\', 'u', '0', '0', hx[*p >> 4], hx[*p & 15] };
+
+			sb_put(b, u, sizeof(u));
 		} else {
 			sb_put(b, (const char *)p, 1);
 		}
@@ -89,8 +88,13 @@ static void sb_json(struct sbuf *b, const char *s)
 static void sb_ports(struct sbuf *b, const struct sluice_entry *e)
 {
 	sb_str(b, "\"ports\":[");
-	for (size_t i = 0; i < e->n_ports; i++)
-		sb_fmt(b, "%s[%u,%u]", i ? "," : "", e->ports[i].lo, e->ports[i].hi);
+	for (size_t i = 0; i < e->n_ports; i++) {
+		sb_str(b, i ? ",[" : "[");
+		sb_uint(b, e->ports[i].lo);
+		sb_str(b, ",");
+		sb_uint(b, e->ports[i].hi);
+		sb_str(b, "]");
+	}
 	sb_str(b, "]");
 }
 
@@ -155,13 +159,18 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 	sb_str(&b, "],\"dns\":{\"on_deny\":");
 	sb_json(&b, p->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain");
 	sb_str(&b, ",\"qtypes\":[");
-	for (size_t i = 0; i < p->n_dns_qtypes; i++)
-		sb_fmt(&b, "%s%u", i ? "," : "", p->dns_qtypes[i]);
+	for (size_t i = 0; i < p->n_dns_qtypes; i++) {
+		if (i)
+			sb_str(&b, ",");
+		sb_uint(&b, p->dns_qtypes[i]);
+	}
 	sb_str(&b, "]},\"mode\":");
 	sb_json(&b, p->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	sb_str(&b, ",\"name\":");
 	sb_json(&b, p->name ? p->name : "");
-	sb_fmt(&b, ",\"version\":%d}", p->version);
+	sb_str(&b, ",\"version\":");
+	sb_uint(&b, (unsigned long)(p->version > 0 ? p->version : 0));
+	sb_str(&b, "}");
 	if (b.oom) {
 		free(b.s);
 		return NULL;

@@ -338,36 +338,39 @@ static bool is_path_char(unsigned char c)
  * or is empty) into `out` (at least strlen(in)+2 bytes). */
 static void remove_dot_segments(const char *in, char *out)
 {
-	size_t o = 0;
+	size_t n = strlen(in), i = 0, o = 0;
 
-	while (*in) {
-		if (strncmp(in, "../", 3) == 0) {
-			in += 3;
-		} else if (strncmp(in, "./", 2) == 0) {
-			in += 2;
-		} else if (strncmp(in, "/./", 3) == 0) {
-			in += 2;
-		} else if (strcmp(in, "/.") == 0) {
-			out[o++] = '/';
+	while (i < n) {
+		const char *s = in + i;
+		size_t left = n - i;
+
+		if (left >= 3 && memcmp(s, "../", 3) == 0) {
+			i += 3;                          /* A */
+		} else if (left >= 2 && memcmp(s, "./", 2) == 0) {
+			i += 2;                          /* A */
+		} else if (left >= 3 && memcmp(s, "/./", 3) == 0) {
+			i += 2;                          /* B: "/./" -> "/" */
+		} else if (left == 2 && memcmp(s, "/.", 2) == 0) {
+			out[o++] = '/';                  /* B: "/." -> "/" */
 			break;
-		} else if (strncmp(in, "/../", 4) == 0 || strcmp(in, "/..") == 0) {
-			bool end = in[3] == '\0';
-
+		} else if ((left >= 4 && memcmp(s, "/../", 4) == 0) ||
+			   (left == 3 && memcmp(s, "/..", 3) == 0)) {
+			/* C: drop the last output segment and its '/' */
 			while (o > 0 && out[o - 1] != '/')
 				o--;
 			if (o > 0)
-				o--;   /* and the '/' in front of it */
-			if (end) {
+				o--;
+			if (left == 3) {
 				out[o++] = '/';
 				break;
 			}
-			in += 3;
-		} else if (strcmp(in, ".") == 0 || strcmp(in, "..") == 0) {
-			break;
+			i += 3;
+		} else if ((left == 1 && s[0] == '.') || (left == 2 && memcmp(s, "..", 2) == 0)) {
+			break;                           /* D */
 		} else {
-			do
-				out[o++] = *in++;
-			while (*in && *in != '/');
+			do                               /* E: move one segment */
+				out[o++] = in[i++];
+			while (i < n && in[i] != '/');
 		}
 	}
 	out[o] = '\0';
@@ -376,7 +379,7 @@ static void remove_dot_segments(const char *in, char *out)
 int sluice_url_path_normalise(const char *in, char *out, size_t len, const char **why)
 {
 	const char *dummy;
-	char dec[SLUICE_PATH_MAX * 3 + 4];
+	char dec[SLUICE_PATH_MAX * 3 + 4] = "";  /* zeroed: keeps the analyser sure of it */
 	char res[sizeof(dec) + 2];
 	size_t d = 0, n;
 

@@ -1152,7 +1152,7 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 int sluice_policy_load_buffer(const char *name, const char *buf, size_t len,
 			      struct sluice_policy **out, struct sluice_policy_error *err)
 {
-	struct sluice_policy_error dummy;
+	struct sluice_policy_error dummy = { .line = 0 };
 	struct ctx c = { .file = name ? name : "<policy>", .err = err ? err : &dummy };
 	struct ynode *root;
 	struct sluice_policy *p;
@@ -1188,7 +1188,7 @@ int sluice_policy_load_buffer(const char *name, const char *buf, size_t len,
 int sluice_policy_load_file(const char *path, struct sluice_policy **out,
 			    struct sluice_policy_error *err)
 {
-	struct sluice_policy_error dummy;
+	struct sluice_policy_error dummy = { .line = 0 };
 	struct ctx c = { .file = path ? path : "<policy>", .err = err ? err : &dummy };
 	char *buf = NULL;
 	size_t len = 0;

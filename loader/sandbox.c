@@ -27,9 +27,42 @@ static const char *prog_names[SLUICE_PROG__MAX] = {
 	[SLUICE_PROG_EGRESS] = "egress",
 };
 
+static const char *map_names[SLUICE_MAP__MAX] = {
+	[SLUICE_MAP_ALLOW4] = "sluice_allow4",
+	[SLUICE_MAP_ALLOW6] = "sluice_allow6",
+	[SLUICE_MAP_PORTS] = "sluice_proxy_ports",
+	[SLUICE_MAP_STATE] = "sluice_state",
+	[SLUICE_MAP_GENCONF] = "sluice_genconf",
+	[SLUICE_MAP_STATS] = "sluice_stats",
+	[SLUICE_MAP_EVENTS] = "sluice_events",
+	[SLUICE_MAP_FLOWS] = "sluice_flows",
+	[SLUICE_MAP_CONFIG] = "sluice_config",
+};
+
 const char *sluice_prog_name(enum sluice_prog_id id)
 {
 	return id < SLUICE_PROG__MAX ? prog_names[id] : "?";
+}
+
+const char *sluice_map_pin_name(enum sluice_map_id id)
+{
+	return id < SLUICE_MAP__MAX ? map_names[id] : "?";
+}
+
+static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id)
+{
+	switch (id) {
+	case SLUICE_MAP_ALLOW4: return s->maps.sluice_allow4;
+	case SLUICE_MAP_ALLOW6: return s->maps.sluice_allow6;
+	case SLUICE_MAP_PORTS: return s->maps.sluice_proxy_ports;
+	case SLUICE_MAP_STATE: return s->maps.sluice_state;
+	case SLUICE_MAP_GENCONF: return s->maps.sluice_genconf;
+	case SLUICE_MAP_STATS: return s->maps.sluice_stats;
+	case SLUICE_MAP_EVENTS: return s->maps.sluice_events;
+	case SLUICE_MAP_FLOWS: return s->maps.sluice_flows;
+	case SLUICE_MAP_CONFIG: return s->maps.rodata;
+	default: return NULL;
+	}
 }
 
 static struct bpf_program *prog_of(struct sluice_bpf *s, enum sluice_prog_id id)
@@ -68,6 +101,8 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	int err;
 
 	memset(sb, 0, sizeof(*sb));
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		sb->map_fd[i] = -1;
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
 	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
 	sb->cfg = *cfg;
@@ -92,14 +127,49 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 		sb->skel = NULL;
 		return err;
 	}
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		sb->map_fd[i] = bpf_map__fd(map_of(s, i));
+	return 0;
+}
+
+int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t msglen)
+{
+	char path[512];
+	uint32_t zero = 0;
+	struct sluice_state st;
+
+	memset(sb, 0, sizeof(*sb));
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		sb->map_fd[i] = -1;
+	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
+	sb->own_fds = true;
+	sb->pinned = true;
+	for (int i = 0; i < SLUICE_MAP__MAX; i++) {
+		snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, map_names[i]);
+		sb->map_fd[i] = bpf_obj_get(path);
+		if (sb->map_fd[i] < 0) {
+			int err = -errno;
+
+			snprintf(msg, msglen, "cannot open pinned map %s: %s", path, strerror(errno));
+			return err;
+		}
+	}
+	if (bpf_map_lookup_elem(sb->map_fd[SLUICE_MAP_CONFIG], &zero, &sb->cfg) ||
+	    bpf_map_lookup_elem(sb->map_fd[SLUICE_MAP_STATE], &zero, &st)) {
+		int err = -errno;
+
+		snprintf(msg, msglen, "cannot read the configuration of sandbox %s: %s", name, strerror(errno));
+		return err;
+	}
+	sb->gen = st.gen;
 	return 0;
 }
 
 static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 {
-	struct sluice_bpf *s = sb->skel;
-	int fd4 = bpf_map__fd(s->maps.sluice_allow4), fd6 = bpf_map__fd(s->maps.sluice_allow6);
-	int fdp = bpf_map__fd(s->maps.sluice_proxy_ports), fdg = bpf_map__fd(s->maps.sluice_genconf);
+	int fd4 = sb->map_fd[SLUICE_MAP_ALLOW4], fd6 = sb->map_fd[SLUICE_MAP_ALLOW6];
+	int fdp = sb->map_fd[SLUICE_MAP_PORTS], fdg = sb->map_fd[SLUICE_MAP_GENCONF];
 	uint32_t bank = plan->gen & 1;
 	struct sluice_genconf gc = { .flags = plan->genflags };
 
@@ -123,8 +193,7 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 /* Delete every LPM entry of generation `gen`. */
 static void delete_gen(struct sluice_sandbox *sb, uint32_t gen)
 {
-	struct sluice_bpf *s = sb->skel;
-	int fd4 = bpf_map__fd(s->maps.sluice_allow4), fd6 = bpf_map__fd(s->maps.sluice_allow6);
+	int fd4 = sb->map_fd[SLUICE_MAP_ALLOW4], fd6 = sb->map_fd[SLUICE_MAP_ALLOW6];
 	struct sluice_lpm4_key k4, n4, *p4 = NULL;
 	struct sluice_lpm6_key k6, n6, *p6 = NULL;
 
@@ -181,7 +250,7 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 		return -1;
 	}
 	/* the switch: one 32-bit store read once per decision by every hook */
-	if (bpf_map_update_elem(bpf_map__fd(sb->skel->maps.sluice_state), &zero, &st, BPF_ANY)) {
+	if (bpf_map_update_elem(sb->map_fd[SLUICE_MAP_STATE], &zero, &st, BPF_ANY)) {
 		snprintf(msg, msglen, "cannot switch policy generation: %s", strerror(errno));
 		delete_gen(sb, next);
 		return -1;
@@ -219,16 +288,13 @@ int sandbox_pin_maps(struct sluice_sandbox *sb)
 	if (err)
 		return err;
 	sb->pinned = true;
-	snprintf(path, sizeof(path), "%s/sluice_flows", sb->pin_dir);
-	err = bpf_map__pin(sb->skel->maps.sluice_flows, path);
-	if (err)
-		return err;
-	snprintf(path, sizeof(path), "%s/sluice_events", sb->pin_dir);
-	err = bpf_map__pin(sb->skel->maps.sluice_events, path);
-	if (err)
-		return err;
-	snprintf(path, sizeof(path), "%s/sluice_stats", sb->pin_dir);
-	return bpf_map__pin(sb->skel->maps.sluice_stats, path);
+	for (int i = 0; i < SLUICE_MAP__MAX; i++) {
+		snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, map_names[i]);
+		err = bpf_map__pin(map_of(sb->skel, i), path);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msglen)
@@ -271,12 +337,12 @@ uint64_t sandbox_stat(struct sluice_sandbox *sb, int stat)
 	uint64_t sum = 0;
 	uint32_t key = stat;
 
-	if (ncpu <= 0 || !sb->skel)
+	if (ncpu <= 0 || sb->map_fd[SLUICE_MAP_STATS] < 0)
 		return 0;
 
 	uint64_t vals[ncpu];
 
-	if (bpf_map_lookup_elem(bpf_map__fd(sb->skel->maps.sluice_stats), &key, vals))
+	if (bpf_map_lookup_elem(sb->map_fd[SLUICE_MAP_STATS], &key, vals))
 		return 0;
 	for (int i = 0; i < ncpu; i++)
 		sum += vals[i];
@@ -285,31 +351,57 @@ uint64_t sandbox_stat(struct sluice_sandbox *sb, int stat)
 
 int sandbox_events_fd(struct sluice_sandbox *sb)
 {
-	return bpf_map__fd(sb->skel->maps.sluice_events);
+	return sb->map_fd[SLUICE_MAP_EVENTS];
+}
+
+int sandbox_links_pinned(const struct sluice_sandbox *sb)
+{
+	char path[512];
+	int n = 0;
+
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, prog_names[i]);
+		if (access(path, F_OK) == 0)
+			n++;
+	}
+	return n;
+}
+
+void sandbox_detach(struct sluice_sandbox *sb)
+{
+	char path[512];
+
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, prog_names[i]);
+		unlink(path);
+		if (sb->links[i]) {
+			bpf_link__destroy(sb->links[i]);
+			sb->links[i] = NULL;
+		}
+	}
 }
 
 void sandbox_destroy(struct sluice_sandbox *sb)
 {
 	char path[512];
 
-	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
-		if (sb->links[i]) {
-			bpf_link__unpin(sb->links[i]);
-			bpf_link__destroy(sb->links[i]);
-			sb->links[i] = NULL;
-		}
-	}
+	sandbox_detach(sb);
 	if (sb->pinned) {
-		static const char *maps[] = { "sluice_flows", "sluice_events", "sluice_stats" };
-
-		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-			snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, maps[i]);
+		for (int i = 0; i < SLUICE_MAP__MAX; i++) {
+			snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, map_names[i]);
 			unlink(path);
 		}
 		rmdir(sb->pin_dir);
 		rmdir(SLUICE_PIN_ROOT); /* only if empty */
 		sb->pinned = false;
 	}
+	if (sb->own_fds) {
+		for (int i = 0; i < SLUICE_MAP__MAX; i++)
+			if (sb->map_fd[i] >= 0)
+				close(sb->map_fd[i]);
+	}
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		sb->map_fd[i] = -1;
 	if (sb->skel) {
 		sluice_bpf__destroy(sb->skel);
 		sb->skel = NULL;

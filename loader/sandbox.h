@@ -36,15 +36,51 @@ enum sluice_prog_id {
 	SLUICE_PROG__MAX,
 };
 
+/* The maps user space drives, by fd: from the skeleton after a load, or
+ * from their pins when a restarted daemon adopts a running sandbox. */
+enum sluice_map_id {
+	SLUICE_MAP_ALLOW4,
+	SLUICE_MAP_ALLOW6,
+	SLUICE_MAP_PORTS,
+	SLUICE_MAP_STATE,
+	SLUICE_MAP_GENCONF,
+	SLUICE_MAP_STATS,
+	SLUICE_MAP_EVENTS,
+	SLUICE_MAP_FLOWS,
+	SLUICE_MAP_CONFIG,          /* .rodata: struct sluice_bpf_config */
+	SLUICE_MAP__MAX,
+};
+
 struct sluice_sandbox {
 	char name[64];
 	char pin_dir[256];          /* SLUICE_PIN_ROOT/<name> */
-	struct sluice_bpf *skel;
+	struct sluice_bpf *skel;    /* NULL for an adopted sandbox */
 	struct bpf_link *links[SLUICE_PROG__MAX];
+	int map_fd[SLUICE_MAP__MAX];
+	bool own_fds;               /* map_fd[] were opened from pins: close them */
 	uint32_t gen;               /* generation now in force */
 	bool pinned;
 	struct sluice_bpf_config cfg;
 };
+
+/* File name of a map's pin under pin_dir ("sluice_flows", ...). */
+const char *sluice_map_pin_name(enum sluice_map_id id);
+
+/*
+ * Adopt the sandbox pinned under SLUICE_PIN_ROOT/<name> (left by a daemon
+ * that died): open every map from its pin, read the configuration and the
+ * generation in force.  The pinned links stay attached throughout.
+ * Returns 0, or -errno with msg (e.g. a pin is missing).
+ */
+int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t msglen);
+
+/* Are the links of this sandbox pinned (i.e. is it enforcing)?  Counts the
+ * link pins present; returns that number (SLUICE_PROG__MAX when complete). */
+int sandbox_links_pinned(const struct sluice_sandbox *sb);
+
+/* Detach: remove the link pins (and links held by this process); the
+ * cgroup is no longer filtered.  Maps stay until sandbox_destroy(). */
+void sandbox_detach(struct sluice_sandbox *sb);
 
 /* Name of a hook as `sluice status` and error messages print it ("connect4"). */
 const char *sluice_prog_name(enum sluice_prog_id id);
@@ -67,8 +103,8 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *policy, char *msg,
 			 size_t msglen);
 
-/* Pin the maps the children need (sluice_flows) and create pin_dir.
- * Returns 0 or -errno. */
+/* Create pin_dir and pin every map (the proxy opens sluice_flows; a
+ * restarted daemon adopts the rest).  Returns 0 or -errno. */
 int sandbox_pin_maps(struct sluice_sandbox *sb);
 
 /*

@@ -62,6 +62,7 @@ char *proxy_log_format(const struct proxy_log_rec *r)
 	put_str(o, "rule.ruleset", r->policy_digest);
 	put_str(o, "sluice.policy_sha256", r->policy_digest);
 	put_str(o, "sluice.mode", r->mode);
+	put_str(o, "sluice.component", "proxy");
 
 	put_str(o, "event.kind", "event");
 	put_str(o, "event.category", "network");

@@ -84,7 +84,7 @@ static void conn_log(struct conn *c)
 	r.sni = c->has_sni ? c->sni : NULL;
 	r.method = c->method;
 	r.status = c->status;
-	r.tunnel = c->kind == K_CONNECT || c->kind == K_TLS;
+	r.tunnel = c->kind == K_TLS || (c->kind == K_CONNECT && c->status == 200);
 	r.req_bytes = c->req_bytes;
 	r.resp_bytes = c->resp_bytes;
 	r.src = &c->peer.sa;
@@ -432,6 +432,13 @@ static void process_http(struct conn *c)
 
 	switch (proxy_head_scan(c->buf, c->len, &c->px->cfg.limits, true, &c->head_len, &err)) {
 	case PROXY_SCAN_INCOMPLETE:
+		if (proxy_request_precheck(c->buf, c->len, &err) < 0) {
+			/* not HTTP at all on a transparent connection: no HTTP answer */
+			if (c->form == PROXY_FORM_TRANSPARENT && strcmp(err.reason, "unrecognised_protocol") == 0)
+				conn_close(c, err.reason);
+			else
+				conn_reply(c, err.status, err.reason);
+		}
 		return;
 	case PROXY_SCAN_ERROR:
 		conn_reply(c, err.status, err.reason);

@@ -27,6 +27,24 @@ static int refuse(struct proxy_refusal *err, int status, const char *reason)
 
 /* --- head scanning --------------------------------------------------- */
 
+/* RFC 9110 5.6.2 tchar */
+static bool is_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* A header line must be token ":" ...: no whitespace before the colon
+ * (RFC 9112 5.1: a server MUST reject it), no line without a colon. */
+static bool field_name_ok(const char *line, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && is_tchar((unsigned char)line[i]))
+		i++;
+	return i > 0 && i < len && line[i] == ':';
+}
+
 enum proxy_scan_status proxy_head_scan(const char *buf, size_t len, const struct proxy_limits *lim,
 				       bool strict, size_t *head_len, struct proxy_refusal *err)
 {
@@ -76,6 +94,10 @@ enum proxy_scan_status proxy_head_scan(const char *buf, size_t len, const struct
 		} else {
 			if (strict && (buf[line_start] == ' ' || buf[line_start] == '\t')) {
 				refuse(err, 400, "obs_fold");
+				return PROXY_SCAN_ERROR;
+			}
+			if (strict && !field_name_ok(buf + line_start, content)) {
+				refuse(err, 400, "bad_header_name");
 				return PROXY_SCAN_ERROR;
 			}
 			if (nlines > lim->max_headers || nlines > PROXY_MAX_HEADERS) {
@@ -319,6 +341,22 @@ int proxy_request_parse(struct proxy_request *req, const char *head, size_t head
 	return 0;
 }
 
+int proxy_request_precheck(const char *buf, size_t len, struct proxy_refusal *err)
+{
+	static const http_parser_settings none;
+	http_parser p;
+	enum http_errno e;
+
+	http_parser_init(&p, HTTP_REQUEST);
+	(void)http_parser_execute(&p, &none, buf, len);
+	e = HTTP_PARSER_ERRNO(&p);
+	if (e == HPE_OK || e == HPE_PAUSED)
+		return 0;
+	if (e == HPE_INVALID_METHOD)
+		return refuse(err, 400, "unrecognised_protocol");
+	return refuse(err, 400, "malformed_request");
+}
+
 void proxy_request_free(struct proxy_request *req)
 {
 	free(req->target_buf);
@@ -537,9 +575,13 @@ static int target_absolute(const struct proxy_request *req, enum proxy_form form
 int proxy_request_target(const struct proxy_request *req, enum proxy_form form, uint16_t orig_port,
 			 struct proxy_target *t, struct proxy_refusal *err)
 {
-	memset(t, 0, offsetof(struct proxy_target, path));
+	/* not a full memset: the two path buffers are large */
+	memset(t->host, 0, sizeof(t->host));
+	t->is_connect = false;
+	t->port = 0;
 	t->path[0] = '\0';
 	t->query[0] = '\0';
+	t->has_query = false;
 
 	if (req->method_id == HTTP_CONNECT) {
 		struct http_parser_url u;

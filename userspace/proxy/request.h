@@ -64,6 +64,14 @@ enum proxy_scan_status {
 enum proxy_scan_status proxy_head_scan(const char *buf, size_t len, const struct proxy_limits *lim,
 				       bool strict, size_t *head_len, struct proxy_refusal *err);
 
+/*
+ * Run http-parser over the start of a request head that is not complete yet,
+ * to refuse early what can never become a request: returns 0 while the
+ * bytes are a valid prefix, or -1 with *err (400 "unrecognised_protocol"
+ * for a bad method token, e.g. an SSH banner; else "malformed_request").
+ */
+int proxy_request_precheck(const char *buf, size_t len, struct proxy_refusal *err);
+
 struct proxy_header {
 	const char *name;     /* points into the head; not NUL-terminated */
 	size_t name_len;

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Origin servers for the proxy tests: plain HTTP and HTTPS, dual-stack.
+
+  origin_server.py --http 8081 --https 8443 --cert C --key K --log FILE --ready PATH
+
+Every request that reaches an origin is logged as a JSON line (local
+address, port, scheme, method, path, Host, SNI, headers, body length), so a
+test can prove a refused request never arrived.  Responses are JSON too:
+{"origin": "<local addr>", "path": ..., "headers": {...}, "body": ...}.
+Special paths: /slow-body (drips its body), /big?n=N (N bytes).
+Chunked request bodies are read.  Runs in the world netns; exits on SIGTERM.
+"""
+import argparse
+import http.server
+import json
+import signal
+import socket
+import socketserver
+import ssl
+import sys
+import threading
+import time
+
+LOG = None
+LOCK = threading.Lock()
+
+
+def record(**kw):
+    kw["t"] = time.time()
+    with LOCK:
+        LOG.write(json.dumps(kw) + "\n")
+        LOG.flush()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = b""
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return out
+                out += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def _do(self):
+        body = self._body()
+        local = self.connection.getsockname()[0]
+        if local.startswith("::ffff:"):
+            local = local[7:]
+        sni = getattr(self.connection, "sluice_sni", None)
+        record(event="request", scheme=self.server.scheme, local=local, port=self.server.server_address[1],
+               method=self.command, path=self.path, host=self.headers.get("Host"), sni=sni,
+               headers=dict(self.headers), body_len=len(body))
+        if self.path.startswith("/big"):
+            n = int(self.path.split("n=")[1]) if "n=" in self.path else 1 << 20
+            out = b"x" * n
+        else:
+            out = json.dumps({"origin": local, "path": self.path, "method": self.command,
+                              "headers": dict(self.headers), "body": body.decode("latin1")}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(out)
+        self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = do_PATCH = _do
+
+    def log_message(self, *a):
+        pass
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    address_family = socket.AF_INET6
+    allow_reuse_address = True
+    request_queue_size = 2048
+
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+class TLSServer(Server):
+    def get_request(self):
+        sock, addr = self.socket.accept()
+        return self.ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+    def finish_request(self, request, client_address):
+        # the handshake runs in the request's own thread
+        request.settimeout(10)
+        try:
+            request.do_handshake()
+        except (ssl.SSLError, OSError) as e:
+            record(event="tls_error", error=str(e), sni=getattr(request, "sluice_sni", None))
+            return
+        request.settimeout(None)
+        super().finish_request(request, client_address)
+
+
+def main():
+    global LOG
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--http", type=int)
+    ap.add_argument("--https", type=int)
+    ap.add_argument("--cert")
+    ap.add_argument("--key")
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--ready", required=True)
+    a = ap.parse_args()
+    LOG = open(a.log, "a")
+    servers = []
+    if a.http:
+        s = Server(("::", a.http), Handler)
+        s.scheme = "http"
+        servers.append(s)
+    if a.https:
+        s = TLSServer(("::", a.https), Handler)
+        s.scheme = "https"
+        s.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        s.ctx.load_cert_chain(a.cert, a.key)
+        s.ctx.sni_callback = lambda sock, name, ctx: setattr(sock, "sluice_sni", name)
+        servers.append(s)
+    for s in servers:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    open(a.ready, "w").close()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,6 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +31,7 @@
 #include "log.h"
 
 #define UDP_BATCH      64       /* datagrams read per wake-up */
+#define UDP_RCVBUF     (1 << 20)
 #define TCP_MAX_PENDING 16      /* queries in flight per TCP client (RFC 7766 6.2.1.1) */
 #define MAX_TRIES      2        /* one retry */
 #define MAX_BOGUS      16       /* non-matching replies tolerated per attempt */
@@ -47,7 +47,7 @@ struct txn {
 	socklen_t client_len;
 	int udp_fd;                  /* UDP: the listener it came on */
 	struct conn *conn;           /* TCP: NULL once the client is gone */
-	TAILQ_ENTRY(txn) entry;
+	struct txn *cprev, *cnext;   /* in conn->txns */
 	bool counted;                /* holds an in-flight slot */
 	/* upstream */
 	unsigned tries;              /* attempts on the current transport */
@@ -69,10 +69,10 @@ struct conn {
 	struct bufferevent *bev;
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
-	TAILQ_HEAD(, txn) txns;
+	struct txn *txns;            /* queries in flight (list) */
 	unsigned pending;
 	bool closing;
-	LIST_ENTRY(conn) entry;
+	struct conn *prev, *next;    /* in rsv_server.conns */
 };
 
 struct udpl {
@@ -88,7 +88,7 @@ struct rsv_server {
 	size_t n_udp;
 	struct evconnlistener **tcp;
 	size_t n_tcp;
-	LIST_HEAD(, conn) conns;
+	struct conn *conns;
 	unsigned n_conns;
 	unsigned inflight;
 	char upstream_str[64];
@@ -216,7 +216,12 @@ static void txn_finish(struct txn *t)
 	if (t->conn) {
 		struct conn *c = t->conn;
 
-		TAILQ_REMOVE(&c->txns, t, entry);
+		if (t->cprev)
+			t->cprev->cnext = t->cnext;
+		else
+			c->txns = t->cnext;
+		if (t->cnext)
+			t->cnext->cprev = t->cprev;
 		c->pending--;
 		if (!c->closing)
 			conn_resume(c);
@@ -471,7 +476,10 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 	t->client_len = fromlen;
 	if (c) {
 		t->conn = c;
-		TAILQ_INSERT_TAIL(&c->txns, t, entry);
+		t->cnext = c->txns;
+		if (c->txns)
+			c->txns->cprev = t;
+		c->txns = t;
 		c->pending++;
 	}
 	t->timer = evtimer_new(s->base, timer_cb, t);
@@ -533,9 +541,13 @@ static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
 int rsv_server_add_udp(struct rsv_server *s, int fd)
 {
 	struct udpl **arr, *n;
+	int rcvbuf = UDP_RCVBUF;
 
 	if (set_nonblock(fd) < 0)
 		return -1;
+	/* a burst of queries (a build starting 300 lookups) must not overflow
+	 * the default ~200 KiB; best effort, capped by net.core.rmem_max */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	arr = realloc(s->udp, (s->n_udp + 1) * sizeof(*s->udp));
 	if (!arr)
 		return -1;
@@ -561,13 +573,22 @@ int rsv_server_add_udp(struct rsv_server *s, int fd)
 
 static void conn_free(struct conn *c)
 {
-	struct txn *t;
+	struct rsv_server *s = c->srv;
+	struct txn *t, *next;
 
 	/* in-flight queries finish without a client to answer */
-	TAILQ_FOREACH(t, &c->txns, entry)
+	for (t = c->txns; t; t = next) {
+		next = t->cnext;
 		t->conn = NULL;
-	LIST_REMOVE(c, entry);
-	c->srv->n_conns--;
+		t->cprev = t->cnext = NULL;
+	}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->n_conns--;
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -651,7 +672,6 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		return;
 	}
 	c->srv = s;
-	TAILQ_INIT(&c->txns);
 	memcpy(&c->peer, sa, (size_t)salen);
 	c->peer_len = (socklen_t)salen;
 	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
@@ -660,7 +680,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		free(c);
 		return;
 	}
-	LIST_INSERT_HEAD(&s->conns, c, entry);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
 	s->n_conns++;
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	bufferevent_set_timeouts(c->bev, &tv, &tv);
@@ -715,7 +738,6 @@ struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg
 		return NULL;
 	s->base = base;
 	s->cfg = cfg;
-	LIST_INIT(&s->conns);
 	rsv_sockaddr_str((struct sockaddr *)&cfg->upstream, s->upstream_str, sizeof(s->upstream_str));
 	return s;
 }
@@ -745,6 +767,7 @@ static bool fd_is(int fd, const struct sockaddr *sa)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 
+	memset(&ss, 0, sizeof(ss));
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		return false;
 	return same_addr((struct sockaddr *)&ss, sa);
@@ -765,6 +788,7 @@ bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr
 
 void rsv_server_free(struct rsv_server *s)
 {
+	struct conn *c, *next;
 	size_t i;
 
 	if (!s)
@@ -776,8 +800,10 @@ void rsv_server_free(struct rsv_server *s)
 	}
 	for (i = 0; i < s->n_tcp; i++)
 		evconnlistener_free(s->tcp[i]);
-	while (!LIST_EMPTY(&s->conns))
-		conn_free(LIST_FIRST(&s->conns));
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		conn_free(c);
+	}
 	free(s->udp);
 	free(s->tcp);
 	free(s);

@@ -30,7 +30,7 @@ else
 endif
 
 CFLAGS  ?= -g -O2
-CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-format-truncation \
 	   -fno-strict-aliasing -fstack-protector-strong -D_FORTIFY_SOURCE=2
 LDFLAGS ?=
 ifeq ($(SANITIZE),1)

@@ -66,12 +66,13 @@ static void set_v6_fallback(__u32 a[4], __u32 v4)
 	a[3] = v4;
 }
 
-/* Open the resolver's UDP+TCP pair on one port (retry on a port clash). */
-static int open_dns(int family, int *udp, int *tcp, uint16_t *port)
+/* Open the resolver's UDP+TCP pair on one port: `want` (0: any; retry on
+ * a clash between the UDP and TCP ephemeral ranges). */
+static int open_dns(int family, int *udp, int *tcp, uint16_t want, uint16_t *port)
 {
 	for (int tries = 0; tries < 16; tries++) {
 		uint16_t p = 0, q = 0;
-		int u = listen_on(family, SOCK_DGRAM, 0, &p);
+		int u = listen_on(family, SOCK_DGRAM, want, &p);
 		int t;
 
 		if (u < 0)
@@ -84,7 +85,7 @@ static int open_dns(int family, int *udp, int *tcp, uint16_t *port)
 			return 0;
 		}
 		close(u);
-		if (t != -EADDRINUSE)
+		if (t != -EADDRINUSE || want)
 			return t;
 	}
 	return -EADDRINUSE;
@@ -111,8 +112,15 @@ int sluice_listeners_open(struct sluice_listeners *l, const char *netns_path, in
 			goto out;
 		}
 	}
+	/* cfg's ports, when set, are the ones to bind again (a restarted daemon
+	 * re-creating the listeners of a pinned sandbox); 0 picks any */
+	uint16_t want_p4 = cfg->proxy4_port, want_p6 = cfg->proxy6_port;
+	uint16_t want_d4 = cfg->dns4_port, want_d6 = cfg->dns6_port;
+	int v6_mapped_p = cfg->proxy6_addr[2] == htonl(0x0000ffff);
+	int v6_mapped_d = cfg->dns6_addr[2] == htonl(0x0000ffff);
+
 	if (want_proxy) {
-		l->proxy4 = listen_on(AF_INET, SOCK_STREAM, 0, &port);
+		l->proxy4 = listen_on(AF_INET, SOCK_STREAM, want_p4, &port);
 		if (l->proxy4 < 0) {
 			err = l->proxy4;
 			snprintf(msg, msglen, "cannot listen for the proxy on 127.0.0.1 (is loopback up in the sandbox's netns?): %s",
@@ -122,7 +130,7 @@ int sluice_listeners_open(struct sluice_listeners *l, const char *netns_path, in
 		cfg->have_proxy = 1;
 		cfg->proxy4_addr = htonl(INADDR_LOOPBACK);
 		cfg->proxy4_port = port;
-		l->proxy6 = listen_on(AF_INET6, SOCK_STREAM, 0, &port);
+		l->proxy6 = want_p4 && v6_mapped_p ? -1 : listen_on(AF_INET6, SOCK_STREAM, want_p6, &port);
 		if (l->proxy6 >= 0) {
 			memcpy(cfg->proxy6_addr, &in6addr_loopback, 16);
 			cfg->proxy6_port = port;
@@ -132,7 +140,7 @@ int sluice_listeners_open(struct sluice_listeners *l, const char *netns_path, in
 		}
 	}
 	if (want_dns) {
-		err = open_dns(AF_INET, &l->dns_udp4, &l->dns_tcp4, &port);
+		err = open_dns(AF_INET, &l->dns_udp4, &l->dns_tcp4, want_d4, &port);
 		if (err) {
 			snprintf(msg, msglen, "cannot listen for the resolver on 127.0.0.1: %s", strerror(-err));
 			goto out;
@@ -140,7 +148,7 @@ int sluice_listeners_open(struct sluice_listeners *l, const char *netns_path, in
 		cfg->have_dns = 1;
 		cfg->dns4_addr = htonl(INADDR_LOOPBACK);
 		cfg->dns4_port = port;
-		if (open_dns(AF_INET6, &l->dns_udp6, &l->dns_tcp6, &port) == 0) {
+		if (!(want_d4 && v6_mapped_d) && open_dns(AF_INET6, &l->dns_udp6, &l->dns_tcp6, want_d6, &port) == 0) {
 			memcpy(cfg->dns6_addr, &in6addr_loopback, 16);
 			cfg->dns6_port = port;
 		} else {

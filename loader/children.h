@@ -24,7 +24,9 @@ struct sluice_listeners {
  * resolver (UDP+TCP, one port) on 127.0.0.1 and ::1.  IPv6 is best effort:
  * where ::1 is unavailable the v6 hooks redirect to ::ffff:127.0.0.1.
  * Fills the redirect addresses of `cfg` (have_proxy/have_dns set when the
- * corresponding `want_*` is non-zero).  Returns 0 or -errno with msg.
+ * corresponding `want_*` is non-zero).  Ports already set in `cfg` are
+ * bound again exactly (re-adoption after a daemon restart); zero ports pick
+ * ephemeral ones.  Returns 0 or -errno with msg.
  */
 int sluice_listeners_open(struct sluice_listeners *l, const char *netns_path, int want_proxy,
 			  int want_dns, struct sluice_bpf_config *cfg, char *msg, size_t msglen);

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ctl.c - the daemon's clients: `sluice attach`, `detach`, `status`,
+ * `reload`, `events`.  Each sends one JSON request line to the control
+ * socket and prints the answer (docs/daemon.md).
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "cgroup.h"
+#include "inspect.h"
+#include "log.h"
+
+static const char *sock_path(void)
+{
+	const char *e = getenv("SLUICE_CONTROL_SOCK");
+
+	return e && *e ? e : SLUICE_CONTROL_SOCK;
+}
+
+/* Send `req` (consumed) and return the parsed answer, or NULL with a
+ * message printed. */
+static json_object *call(json_object *req)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	static char buf[1 << 20];
+	size_t got = 0;
+	json_object *resp;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path());
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		log_warn("cannot reach the sluice daemon at %s (is `sluice daemon` running?)", sun.sun_path);
+		json_object_put(req);
+		close(fd);
+		return NULL;
+	}
+	size_t len = strlen(s);
+	char *msg = malloc(len + 2);
+
+	if (!msg) {
+		json_object_put(req);
+		close(fd);
+		return NULL;
+	}
+	memcpy(msg, s, len);
+	msg[len] = '\n';
+	ssize_t sent = send(fd, msg, len + 1, MSG_NOSIGNAL);
+
+	free(msg);
+	if (sent < 0) {
+		log_warn("cannot send to the daemon");
+		json_object_put(req);
+		close(fd);
+		return NULL;
+	}
+	json_object_put(req);
+	for (;;) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got >= sizeof(buf) - 1)
+			break;
+	}
+	close(fd);
+	buf[got] = 0;
+	resp = json_tokener_parse(buf);
+	if (!resp)
+		log_warnx("malformed answer from the daemon");
+	return resp;
+}
+
+/* Print the answer: errors to stderr (exit 2), JSON as is with --json. */
+static int finish(json_object *resp, int json, void (*human)(json_object *))
+{
+	json_object *ok, *err;
+	int ret;
+
+	if (!resp)
+		return 2;
+	if (!json_object_object_get_ex(resp, "ok", &ok) || !json_object_get_boolean(ok)) {
+		json_object_object_get_ex(resp, "error", &err);
+		log_warnx("%s", err ? json_object_get_string(err) : "the daemon refused");
+		ret = 2;
+	} else {
+		if (json || !human)
+			printf("%s\n", json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		else
+			human(resp);
+		ret = 0;
+	}
+	json_object_put(resp);
+	return ret;
+}
+
+static const char *get_str(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
+}
+
+static void print_sandbox(json_object *s)
+{
+	json_object *hooks;
+
+	printf("%s\n  cgroup      %s (id %s)\n  mode        %s\n  policy      %s sha256:%s (generation %s)\n",
+	       get_str(s, "name"), get_str(s, "cgroup"), get_str(s, "cgroup_id"), get_str(s, "mode"),
+	       get_str(s, "policy_name"), get_str(s, "policy_sha256"), get_str(s, "policy_generation"));
+	printf("  hooks      ");
+	if (json_object_object_get_ex(s, "hooks", &hooks))
+		for (size_t i = 0; i < json_object_array_length(hooks); i++)
+			printf(" %s", json_object_get_string(json_object_array_get_idx(hooks, i)));
+	printf("\n  counters    allowed %s, redirected %s, denied %s, would-deny %s, events lost %s\n",
+	       get_str(s, "allowed"), get_str(s, "redirected"), get_str(s, "denied"), get_str(s, "would_deny"),
+	       get_str(s, "events_lost"));
+	printf("  proxy pid   %s, resolver pid %s\n", get_str(s, "proxy_pid"), get_str(s, "resolver_pid"));
+}
+
+static void human_attach(json_object *resp)
+{
+	json_object *s, *conns;
+
+	if (json_object_object_get_ex(resp, "sandbox", &s)) {
+		printf("attached: ");
+		print_sandbox(s);
+	}
+	if (json_object_object_get_ex(resp, "existing_connections", &conns)) {
+		size_t n = json_object_array_length(conns);
+
+		printf("connections open before the attach (not judged by the filter): %zu\n", n);
+		for (size_t i = 0; i < n; i++) {
+			json_object *c = json_object_array_get_idx(conns, i);
+
+			printf("  pid %s (%s) fd %s %s %s -> %s %s\n", get_str(c, "pid"), get_str(c, "comm"),
+			       get_str(c, "fd"), get_str(c, "proto"), get_str(c, "local"), get_str(c, "remote"),
+			       get_str(c, "state"));
+		}
+	}
+}
+
+static void human_status(json_object *resp)
+{
+	json_object *arr;
+
+	printf("events: %s\n", get_str(resp, "events"));
+	if (!json_object_object_get_ex(resp, "sandboxes", &arr) || json_object_array_length(arr) == 0) {
+		printf("no sandboxes attached\n");
+		return;
+	}
+	for (size_t i = 0; i < json_object_array_length(arr); i++)
+		print_sandbox(json_object_array_get_idx(arr, i));
+}
+
+static void sanitize_name(char *name)
+{
+	for (char *q = name; *q; q++)
+		if (!(*q == '-' || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') ||
+		      (*q >= 'A' && *q <= 'Z')))
+			*q = '_';
+	if (strlen(name) > 60)
+		name[60] = 0;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' }, { "cgroup", required_argument, NULL, 'c' },
+		{ "pid", required_argument, NULL, 'P' },    { "container", required_argument, NULL, 'C' },
+		{ "name", required_argument, NULL, 'n' },   { "netns", required_argument, NULL, 'N' },
+		{ "mode", required_argument, NULL, 'm' },   { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },         { 0 },
+	};
+	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL, *rt = NULL;
+	char name[64] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX];
+	long pid = 0;
+	int json = 0, c;
+	json_object *req;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'c': cgroup = optarg; break;
+		case 'P': pid = strtol(optarg, NULL, 10); break;
+		case 'C': container = optarg; break;
+		case 'n': snprintf(name, sizeof(name), "%s", optarg); break;
+		case 'N': netns = optarg; break;
+		case 'm': mode = optarg; break;
+		case 'j': json = 1; break;
+		case 'h':
+			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID)\n"
+			       "                     [--name NAME] [--netns PATH] [--mode audit|enforce] [--json]\n\n"
+			       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
+			       "podman or docker for the container's init pid; --pid uses that process's\n"
+			       "cgroup and network namespace.  Lists connections that were open before.\n\n"
+			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	if (!policy || (!!cgroup + !!pid + !!container) != 1) {
+		log_warnx("attach: need --policy and exactly one of --cgroup, --pid, --container");
+		return 2;
+	}
+	if (!realpath(policy, abspolicy)) {
+		log_warn("attach: %s", policy);
+		return 2;
+	}
+	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0) {
+		log_warnx("attach: no cgroup2 mount in /proc/mounts");
+		return 2;
+	}
+	if (container) {
+		pid = inspect_container_pid(container, &rt);
+		if (pid <= 0) {
+			log_warnx("attach: no running podman or docker container '%s'", container);
+			return 2;
+		}
+		if (!name[0]) {
+			snprintf(name, sizeof(name), "%s", container);
+			sanitize_name(name);
+		}
+	}
+	if (pid > 0) {
+		if (inspect_pid_cgroup((pid_t)pid, cg2, cgbuf, sizeof(cgbuf)) < 0) {
+			log_warnx("attach: cannot find the cgroup v2 of pid %ld", pid);
+			return 2;
+		}
+		cgroup = cgbuf;
+		if (!netns) {
+			snprintf(nsbuf, sizeof(nsbuf), "/proc/%ld/ns/net", pid);
+			netns = nsbuf;
+		}
+	} else {
+		char real[PATH_MAX];
+		pid_t first;
+
+		if (!realpath(cgroup, real)) {
+			log_warn("attach: cgroup %s", cgroup);
+			return 2;
+		}
+		snprintf(cgbuf, sizeof(cgbuf), "%s", real);
+		cgroup = cgbuf;
+		first = inspect_cgroup_first_pid(cgroup);
+		if (!netns && first > 0) {
+			snprintf(nsbuf, sizeof(nsbuf), "/proc/%d/ns/net", (int)first);
+			netns = nsbuf;
+		}
+	}
+	if (!name[0]) {
+		const char *base = strrchr(cgroup, '/');
+
+		snprintf(name, sizeof(name), "%s", base ? base + 1 : cgroup);
+		sanitize_name(name);
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string("attach"));
+	json_object_object_add(req, "name", json_object_new_string(name));
+	json_object_object_add(req, "cgroup", json_object_new_string(cgroup));
+	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
+	if (netns)
+		json_object_object_add(req, "netns", json_object_new_string(netns));
+	if (mode)
+		json_object_object_add(req, "mode", json_object_new_string(mode));
+	return finish(call(req), json, human_attach);
+}
+
+int cmd_detach(int argc, char **argv)
+{
+	json_object *req;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+			printf("usage: sluice detach NAME\n\nRemove the filter from sandbox NAME (its cgroup is no longer filtered).\n");
+			return 0;
+		}
+		log_warnx("usage: sluice detach NAME");
+		return 2;
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string("detach"));
+	json_object_object_add(req, "name", json_object_new_string(argv[1]));
+	return finish(call(req), 0, NULL) == 0 ? (printf("detached %s\n", argv[1]), 0) : 2;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	json_object *req = json_object_new_object();
+	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
+
+	if (argc > 1 && !json) {
+		printf("usage: sluice status [--json]\n");
+		json_object_put(req);
+		return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+	}
+	json_object_object_add(req, "cmd", json_object_new_string("status"));
+	return finish(call(req), json, human_status);
+}
+
+int cmd_reload(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' }, { "name", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },         { 0 },
+	};
+	const char *policy = NULL, *name = NULL;
+	char abspolicy[PATH_MAX];
+	json_object *req;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'n': name = optarg; break;
+		case 'h':
+			printf("usage: sluice reload --policy FILE [--name] NAME\n\n"
+			       "Atomically replace sandbox NAME's policy: every connection is judged wholly by\n"
+			       "the old or wholly by the new one.  An invalid policy changes nothing.\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	if (!name && optind < argc)
+		name = argv[optind];
+	if (!policy || !name) {
+		log_warnx("usage: sluice reload --policy FILE [--name] NAME");
+		return 2;
+	}
+	if (!realpath(policy, abspolicy)) {
+		log_warn("reload: %s", policy);
+		return 2;
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string("reload"));
+	json_object_object_add(req, "name", json_object_new_string(name));
+	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
+	return finish(call(req), 0, human_attach);
+}
+
+/* `sluice events [--follow] [--sandbox NAME]`: the daemon's JSON lines
+ * (kernel, proxy and resolver), from its events file, filtered. */
+int cmd_events(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "follow", no_argument, NULL, 'f' }, { "sandbox", required_argument, NULL, 's' },
+		{ "file", required_argument, NULL, 'F' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	const char *sandbox = NULL, *file = SLUICE_STATE_DIR "/events.jsonl";
+	int follow = 0, c;
+	char *line = NULL, needle[128];
+	size_t cap = 0;
+	FILE *f;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': follow = 1; break;
+		case 's': sandbox = optarg; break;
+		case 'F': file = optarg; break;
+		case 'h':
+			printf("usage: sluice events [--follow] [--sandbox NAME] [--file FILE]\n\n"
+			       "Print the daemon's JSON event lines (kernel denials, proxy and resolver logs).\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	f = fopen(file, "re");
+	if (!f) {
+		log_warn("events: %s", file);
+		return 2;
+	}
+	snprintf(needle, sizeof(needle), "\"sluice.sandbox\":\"%s\"", sandbox ? sandbox : "");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (;;) {
+		ssize_t n = getline(&line, &cap, f);
+
+		if (n < 0) {
+			if (!follow)
+				break;
+			clearerr(f);
+			poll(NULL, 0, 100);
+			continue;
+		}
+		if (!sandbox || strstr(line, needle))
+			fputs(line, stdout);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}

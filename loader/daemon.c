@@ -1,0 +1,884 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon.c - `sluice daemon`: one long-running process that holds the BPF
+ * objects, the event stream, the proxy and the resolver of every attached
+ * sandbox, and re-adopts them after a restart.
+ *
+ * State (root only, 0700):
+ *   /run/sluice/control.sock            control socket
+ *   /run/sluice/events.jsonl            every JSON line of every sandbox
+ *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode)
+ *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy)
+ *   /run/sluice/netns/NAME              bind mount of the sandbox's netns
+ *   /sys/fs/bpf/sluice/NAME/            pinned links and maps
+ * Fail closed: links are pinned, so the daemon dying leaves every sandbox
+ * filtered; its proxies and resolvers die with it (PR_SET_PDEATHSIG), so
+ * redirected connections fail until it is back.
+ */
+#include "daemon.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "cgroup.h"
+#include "children.h"
+#include "events.h"
+#include "inspect.h"
+#include "log.h"
+#include "policy.h"
+#include "sandbox.h"
+
+struct dsandbox {
+	char name[64];
+	char cgroup[PATH_MAX];
+	char netns[PATH_MAX];       /* bind mount under state dir */
+	char policy_path[PATH_MAX]; /* copy under state dir */
+	char mode[16];
+	uint64_t cgroup_id;
+	struct sluice_sandbox sb;
+	struct sluice_policy *policy;
+	struct sluice_listeners l;  /* kept: children are restarted on reload */
+	pid_t proxy_pid, resolver_pid;
+	struct sluice_event_meta meta;
+	struct sluice_consumer consumer;
+	bool consumer_ok;
+	struct dsandbox *next;
+};
+
+static struct {
+	char state_dir[200];
+	char sock_path[PATH_MAX];
+	char events_path[PATH_MAX];
+	FILE *events;
+	struct event_base *base;
+	struct dsandbox *sandboxes;
+	char proxy_bin[PATH_MAX], resolver_bin[PATH_MAX];
+	const char *upstream_dns;
+	char **proxy_extra, **resolver_extra;
+} D;
+
+static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
+{
+	char msg[512], line[2048];
+	struct sluice_event_meta m = { .sandbox = "", .mode = "enforce" };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (sluice_lifecycle_format(action, msg, s ? &s->meta : &m, line, sizeof(line)) > 0) {
+		fprintf(D.events, "%s\n", line);
+		fflush(D.events);
+	}
+	log_info("%s", msg);
+}
+
+static struct dsandbox *find(const char *name)
+{
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+static void state_path(char *buf, size_t len, const char *name, const char *ext)
+{
+	snprintf(buf, len, "%s/sandboxes/%s.%s", D.state_dir, name, ext);
+}
+
+/* Start (or restart) the proxy and resolver of s, with s's policy copy. */
+static int start_children(struct dsandbox *s, char *msg, size_t msglen)
+{
+	char flow_map[PATH_MAX];
+	struct sluice_child_opts co = {
+		.policy_path = s->policy_path, .netns_path = s->netns, .sandbox = s->name,
+		.flow_map = flow_map, .log_path = D.events_path, .upstream_dns = D.upstream_dns,
+		.mode = s->mode, .extra = D.proxy_extra,
+	};
+	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
+
+	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
+	if (s->sb.cfg.have_proxy) {
+		pid_t p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
+
+		if (p < 0)
+			return -1;
+		s->proxy_pid = p;
+	}
+	if (s->sb.cfg.have_dns) {
+		pid_t p;
+
+		co.flow_map = NULL;
+		co.extra = D.resolver_extra;
+		p = sluice_child_start(D.resolver_bin, &s->l, &co, 10000, msg, msglen);
+		if (p < 0)
+			return -1;
+		s->resolver_pid = p;
+	}
+	/* the new children serve the same listening sockets; retire the old */
+	if (old_proxy > 0 && old_proxy != s->proxy_pid) {
+		kill(old_proxy, SIGTERM);
+		waitpid(old_proxy, NULL, 0);
+	}
+	if (old_resolver > 0 && old_resolver != s->resolver_pid) {
+		kill(old_resolver, SIGTERM);
+		waitpid(old_resolver, NULL, 0);
+	}
+	return 0;
+}
+
+static void stop_children(struct dsandbox *s)
+{
+	pid_t *pids[] = { &s->proxy_pid, &s->resolver_pid };
+
+	for (size_t i = 0; i < 2; i++) {
+		if (*pids[i] > 0) {
+			kill(*pids[i], SIGTERM);
+			waitpid(*pids[i], NULL, 0);
+			*pids[i] = 0;
+		}
+	}
+}
+
+static int write_state(struct dsandbox *s)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	json_object *o = json_object_new_object();
+	FILE *f;
+
+	json_object_object_add(o, "name", json_object_new_string(s->name));
+	json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
+	json_object_object_add(o, "mode", json_object_new_string(s->mode));
+	state_path(path, sizeof(path), s->name, "json");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f) {
+		json_object_put(o);
+		return -errno;
+	}
+	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Copy `src` to `dst` atomically (the policy in force, kept by the daemon). */
+static int copy_file(const char *src, const char *dst)
+{
+	char tmp[PATH_MAX + 8], buf[65536];
+	FILE *in = fopen(src, "re"), *out;
+	size_t n;
+
+	if (!in)
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
+	out = fopen(tmp, "we");
+	if (!out) {
+		fclose(in);
+		return -errno;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	fclose(in);
+	if (fclose(out) != 0 || rename(tmp, dst) < 0)
+		return -errno;
+	return 0;
+}
+
+static void free_sandbox(struct dsandbox *s)
+{
+	if (s->consumer_ok)
+		sluice_consumer_free(&s->consumer);
+	sluice_listeners_close(&s->l);
+	if (s->policy)
+		sluice_policy_free(s->policy);
+	free(s);
+}
+
+/* Undo everything of s: detach, stop children, unpin, remove state. */
+static void teardown(struct dsandbox *s, bool keep_state)
+{
+	char path[PATH_MAX];
+
+	if (s->consumer_ok)
+		sluice_consumer_drain(&s->consumer);
+	stop_children(s);
+	sandbox_destroy(&s->sb);
+	if (!keep_state) {
+		state_path(path, sizeof(path), s->name, "json");
+		unlink(path);
+		state_path(path, sizeof(path), s->name, "yaml");
+		unlink(path);
+		if (s->netns[0]) {
+			umount2(s->netns, MNT_DETACH);
+			unlink(s->netns);
+		}
+	}
+}
+
+static void unlink_sandbox(struct dsandbox *s)
+{
+	for (struct dsandbox **pp = &D.sandboxes; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			return;
+		}
+	}
+}
+
+static void init_meta(struct dsandbox *s)
+{
+	s->meta.sandbox = s->name;
+	s->meta.policy_name = s->policy->name;
+	s->meta.policy_digest = s->policy->digest;
+	s->meta.mode = s->mode;
+	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
+}
+
+/* Bind-mount the netns at `src` to a file of ours, so it outlives the
+ * process it was found through and a restarted daemon can find it. */
+static int keep_netns(const char *src, const char *dst)
+{
+	int fd = open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0) {
+		int err = -errno;
+
+		unlink(dst);
+		return err;
+	}
+	return 0;
+}
+
+/* Is `cg` the cgroup2 root, or an ancestor of (or equal to) our own cgroup?
+ * Attaching there would filter the host, or sluice itself. */
+static bool cgroup_too_wide(const char *cg2, const char *cg)
+{
+	char self[PATH_MAX], mine[PATH_MAX];
+	size_t n = strlen(cg);
+
+	if (strcmp(cg, cg2) == 0)
+		return true;
+	if (inspect_pid_cgroup(getpid(), cg2, self, sizeof(self)) < 0)
+		return false;
+	snprintf(mine, sizeof(mine), "%s/", self);
+	return strncmp(mine, cg, n) == 0 && (mine[n] == '/' || mine[n] == 0);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static json_object *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static json_object *reply_error(const char *fmt, ...)
+{
+	json_object *o = json_object_new_object();
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	return o;
+}
+
+static const char *jstr(json_object *req, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static json_object *sandbox_json(struct dsandbox *s)
+{
+	json_object *o = json_object_new_object(), *hooks = json_object_new_array();
+
+	json_object_object_add(o, "name", json_object_new_string(s->name));
+	json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
+	json_object_object_add(o, "cgroup_id", json_object_new_uint64(s->cgroup_id));
+	json_object_object_add(o, "mode", json_object_new_string(s->mode));
+	json_object_object_add(o, "policy_name", json_object_new_string(s->policy->name));
+	json_object_object_add(o, "policy_sha256", json_object_new_string(s->policy->digest));
+	json_object_object_add(o, "policy_generation", json_object_new_int64(s->sb.gen));
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/link_%s", s->sb.pin_dir, sluice_prog_name(i));
+		if (access(path, F_OK) == 0)
+			json_object_array_add(hooks, json_object_new_string(sluice_prog_name(i)));
+	}
+	json_object_object_add(o, "hooks", hooks);
+	json_object_object_add(o, "proxy_pid", json_object_new_int(s->proxy_pid));
+	json_object_object_add(o, "resolver_pid", json_object_new_int(s->resolver_pid));
+	json_object_object_add(o, "allowed", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_ALLOWED)));
+	json_object_object_add(o, "redirected", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_REDIRECTED)));
+	json_object_object_add(o, "denied", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_DENIED)));
+	json_object_object_add(o, "would_deny", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_WOULD_DENY)));
+	json_object_object_add(o, "events_lost", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_EVENTS_LOST)));
+	return o;
+}
+
+static json_object *do_attach(json_object *req)
+{
+	const char *name = jstr(req, "name"), *cg = jstr(req, "cgroup"), *netns = jstr(req, "netns");
+	const char *policy = jstr(req, "policy"), *mode = jstr(req, "mode");
+	char cg2[PATH_MAX], msg[1024];
+	struct sluice_policy_error perr;
+	struct dsandbox *s;
+	int cg_fd = -1;
+	json_object *o;
+
+	if (!name || !cg || !policy)
+		return reply_error("attach needs name, cgroup and policy");
+	for (const char *q = name; *q; q++)
+		if (!(*q == '-' || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') ||
+		      (*q >= 'A' && *q <= 'Z')) || name[0] == '.' || strlen(name) > 60)
+			return reply_error("sandbox name '%s' may only hold letters, digits, '-', '_' and '.'", name);
+	if (find(name))
+		return reply_error("a sandbox named '%s' is already attached", name);
+	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0)
+		return reply_error("no cgroup2 mount");
+	if (strncmp(cg, cg2, strlen(cg2)) != 0 || strstr(cg, "/.."))
+		return reply_error("cgroup %s is not under the cgroup2 mount %s", cg, cg2);
+	if (cgroup_too_wide(cg2, cg))
+		return reply_error("refusing to attach to %s: it is the root of the hierarchy or contains sluice itself", cg);
+	for (struct dsandbox *o2 = D.sandboxes; o2; o2 = o2->next)
+		if (strcmp(o2->cgroup, cg) == 0)
+			return reply_error("cgroup %s is already attached as sandbox %s", cg, o2->name);
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return reply_error("out of memory");
+	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
+	if (sluice_policy_load_file(policy, &s->policy, &perr) < 0) {
+		o = reply_error("%s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+		free_sandbox(s);
+		return o;
+	}
+	if (mode && strcmp(mode, "audit") != 0 && strcmp(mode, "enforce") != 0) {
+		free_sandbox(s);
+		return reply_error("mode must be audit or enforce");
+	}
+	if (mode)
+		s->policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
+	snprintf(s->mode, sizeof(s->mode), "%s", s->policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg_fd < 0) {
+		o = reply_error("cannot open cgroup %s: %s", cg, strerror(errno));
+		free_sandbox(s);
+		return o;
+	}
+	s->cgroup_id = cg_id(cg);
+	state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
+	if (copy_file(policy, s->policy_path) < 0) {
+		o = reply_error("cannot copy policy to %s: %s", s->policy_path, strerror(errno));
+		goto fail;
+	}
+	if (netns) {
+		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
+		int err = keep_netns(netns, s->netns);
+
+		if (err) {
+			o = reply_error("cannot hold network namespace %s: %s", netns, strerror(-err));
+			s->netns[0] = 0;
+			goto fail;
+		}
+	}
+	{
+		struct sluice_bpf_config cfg;
+
+		memset(&cfg, 0, sizeof(cfg));
+		if (sluice_listeners_open(&s->l, s->netns[0] ? s->netns : NULL, D.proxy_bin[0] != 0,
+					  D.resolver_bin[0] != 0, &cfg, msg, sizeof(msg)) < 0) {
+			o = reply_error("%s", msg);
+			goto fail;
+		}
+		cfg.have_set_retval = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
+		if (sandbox_load(&s->sb, name, &cfg, s->policy, msg, sizeof(msg)) < 0) {
+			o = reply_error("%s", msg);
+			goto fail;
+		}
+	}
+	if (sandbox_apply_policy(&s->sb, s->policy, msg, sizeof(msg)) < 0) {
+		o = reply_error("%s: %s", policy, msg);
+		goto fail;
+	}
+	if (sandbox_pin_maps(&s->sb) < 0) {
+		o = reply_error("cannot pin maps under %s: %s", s->sb.pin_dir, strerror(errno));
+		goto fail;
+	}
+	init_meta(s);
+	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, D.events) < 0) {
+		o = reply_error("cannot read the ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	s->consumer_ok = true;
+	if (start_children(s, msg, sizeof(msg)) < 0) {
+		o = reply_error("%s", msg);
+		goto fail;
+	}
+	if (sandbox_attach(&s->sb, cg_fd, msg, sizeof(msg)) < 0) {
+		o = reply_error("%s", msg);
+		goto fail;
+	}
+	close(cg_fd);
+	write_state(s);
+	s->next = D.sandboxes;
+	D.sandboxes = s;
+	emit(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)", s->name, s->cgroup,
+	     s->mode, s->policy->name, s->policy->digest);
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "sandbox", sandbox_json(s));
+	json_object_object_add(o, "existing_connections", inspect_cgroup_connections(cg));
+	return o;
+fail:
+	if (cg_fd >= 0)
+		close(cg_fd);
+	teardown(s, false);
+	free_sandbox(s);
+	return o;
+}
+
+static json_object *do_detach(json_object *req)
+{
+	const char *name = jstr(req, "name");
+	struct dsandbox *s = name ? find(name) : NULL;
+	json_object *o;
+
+	if (!s)
+		return reply_error("no sandbox named '%s'", name ? name : "");
+	emit(s, "sandbox-detach", "sandbox %s detached from %s", s->name, s->cgroup);
+	unlink_sandbox(s);
+	teardown(s, false);
+	free_sandbox(s);
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	return o;
+}
+
+static json_object *do_status(json_object *req)
+{
+	json_object *o = json_object_new_object(), *arr = json_object_new_array();
+
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		json_object_array_add(arr, sandbox_json(s));
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "events", json_object_new_string(D.events_path));
+	json_object_object_add(o, "sandboxes", arr);
+	return o;
+}
+
+/* Reload: validate first (an invalid policy changes nothing), then switch
+ * the kernel generation atomically, then restart the children on the same
+ * listening sockets with the new policy. */
+static json_object *do_reload(json_object *req)
+{
+	const char *name = jstr(req, "name"), *policy = jstr(req, "policy");
+	struct dsandbox *s = name ? find(name) : NULL;
+	struct sluice_policy *np = NULL;
+	struct sluice_policy_error perr;
+	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1];
+	json_object *o;
+
+	if (!s)
+		return reply_error("no sandbox named '%s'", name ? name : "");
+	if (!policy)
+		return reply_error("reload needs a policy");
+	if (sluice_policy_load_file(policy, &np, &perr) < 0)
+		return reply_error("%s (nothing changed)", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+	if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
+		sluice_policy_free(np);
+		return reply_error("%s (nothing changed)", msg);
+	}
+	if (copy_file(policy, s->policy_path) < 0)
+		log_warn("cannot keep a copy of %s", policy);
+	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
+	sluice_policy_free(s->policy);
+	s->policy = np;
+	snprintf(s->mode, sizeof(s->mode), "%s", np->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	init_meta(s);
+	if (start_children(s, msg, sizeof(msg)) < 0)
+		emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
+	write_state(s);
+	emit(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)", s->name, old_digest,
+	     np->digest, s->sb.gen);
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "sandbox", sandbox_json(s));
+	return o;
+}
+
+static void on_client(evutil_socket_t fd, short what, void *arg)
+{
+	struct event *ev = arg;
+	char buf[65536];
+	size_t got = 0;
+	json_object *req = NULL, *resp;
+	const char *cmd;
+
+	event_free(ev);
+	/* one request line (SO_RCVTIMEO bounds a slow client) */
+	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got == 0) {
+		close(fd);
+		return;
+	}
+	buf[got] = 0;
+	req = json_tokener_parse(buf);
+	cmd = req ? jstr(req, "cmd") : NULL;
+	if (!cmd)
+		resp = reply_error("malformed request: want one JSON object with \"cmd\"");
+	else if (strcmp(cmd, "attach") == 0)
+		resp = do_attach(req);
+	else if (strcmp(cmd, "detach") == 0)
+		resp = do_detach(req);
+	else if (strcmp(cmd, "status") == 0)
+		resp = do_status(req);
+	else if (strcmp(cmd, "reload") == 0)
+		resp = do_reload(req);
+	else
+		resp = reply_error("unknown command '%s'", cmd);
+	{
+		const char *s = json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN);
+		ssize_t w = send(fd, s, strlen(s), MSG_NOSIGNAL);
+
+		if (w >= 0)
+			w = send(fd, "\n", 1, MSG_NOSIGNAL);
+		(void)w;
+	}
+	json_object_put(resp);
+	if (req)
+		json_object_put(req);
+	close(fd);
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	struct event *ev;
+
+	if (fd < 0)
+		return;
+	/* root only: the socket is 0600, and the peer's credentials are checked */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != 0) {
+		const char *m = "{\"ok\":false,\"error\":\"permission denied: root only\"}\n";
+		ssize_t w = send(fd, m, strlen(m), MSG_NOSIGNAL);
+
+		(void)w;
+		close(fd);
+		return;
+	}
+	{
+		struct timeval tv = { .tv_sec = 5 };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	ev = event_new(D.base, fd, EV_READ, on_client, NULL);
+	event_assign(ev, D.base, fd, EV_READ, on_client, ev);
+	event_add(ev, NULL);
+}
+
+/* Every 100 ms: drain ring buffers (batched wakeups: poll, then consume),
+ * notice dead children and vanished cgroups. */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct dsandbox *s = D.sandboxes, *next;
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (struct dsandbox *t = D.sandboxes; t; t = t->next) {
+			if (pid == t->proxy_pid || pid == t->resolver_pid) {
+				bool proxy = pid == t->proxy_pid;
+				char msg[512];
+
+				if (proxy)
+					t->proxy_pid = 0;
+				else
+					t->resolver_pid = 0;
+				emit(t, proxy ? "proxy-exited" : "resolver-exited",
+				     "sandbox %s: %s exited; restarting it (connections fail meanwhile)", t->name,
+				     proxy ? "sluice-proxy" : "sluice-resolver");
+				if (start_children(t, msg, sizeof(msg)) < 0)
+					emit(t, "sandbox-error", "sandbox %s: restart failed: %s (fail closed)", t->name, msg);
+			}
+		}
+	}
+	for (; s; s = next) {
+		next = s->next;
+		if (s->consumer_ok)
+			sluice_consumer_drain(&s->consumer);
+		if (access(s->cgroup, F_OK) < 0 && errno == ENOENT) {
+			emit(s, "sandbox-gone", "sandbox %s: cgroup %s was removed by its runtime; cleaning up", s->name,
+			     s->cgroup);
+			unlink_sandbox(s);
+			teardown(s, false);
+			free_sandbox(s);
+		}
+	}
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	event_base_loopbreak(D.base);
+}
+
+/* Re-adopt every sandbox a previous daemon left (pins + state files). */
+static int adopt_all(void)
+{
+	char dir[PATH_MAX], msg[1024];
+	DIR *d;
+	struct dirent *de;
+	int failures = 0;
+
+	snprintf(dir, sizeof(dir), "%s/sandboxes", D.state_dir);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char path[PATH_MAX], name[64], buf[8192];
+		struct sluice_policy_error perr;
+		json_object *st;
+		struct dsandbox *s;
+		FILE *f;
+
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || n - 5 >= sizeof(name))
+			continue;
+		memcpy(name, de->d_name, n - 5);
+		name[n - 5] = 0;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		st = json_tokener_parse(buf);
+		s = calloc(1, sizeof(*s));
+		s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
+		snprintf(s->name, sizeof(s->name), "%s", name);
+		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && jstr(st, "cgroup") ? jstr(st, "cgroup") : "");
+		snprintf(s->mode, sizeof(s->mode), "%s", st && jstr(st, "mode") ? jstr(st, "mode") : "enforce");
+		if (st)
+			json_object_put(st);
+		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
+		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
+		if (access(s->netns, F_OK) < 0)
+			s->netns[0] = 0;
+		s->cgroup_id = cg_id(s->cgroup);
+		if (sandbox_adopt(&s->sb, name, msg, sizeof(msg)) < 0 ||
+		    sluice_policy_load_file(s->policy_path, &s->policy, &perr) < 0) {
+			log_warnx("cannot re-adopt sandbox %s: %s", name, msg);
+			failures++;
+			free_sandbox(s);
+			continue;
+		}
+		s->policy->mode = strcmp(s->mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
+		if (sandbox_links_pinned(&s->sb) != SLUICE_PROG__MAX)
+			log_warnx("sandbox %s: only %d of %d hooks are pinned", name, sandbox_links_pinned(&s->sb),
+				  SLUICE_PROG__MAX);
+		{
+			struct sluice_bpf_config cfg = s->sb.cfg;
+
+			if (sluice_listeners_open(&s->l, s->netns[0] ? s->netns : NULL, cfg.have_proxy, cfg.have_dns, &cfg,
+						  msg, sizeof(msg)) < 0) {
+				log_warnx("cannot re-adopt sandbox %s: its listeners: %s", name, msg);
+				failures++;
+				free_sandbox(s);
+				continue;
+			}
+		}
+		init_meta(s);
+		if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, D.events) == 0)
+			s->consumer_ok = true;
+		if (start_children(s, msg, sizeof(msg)) < 0)
+			log_warnx("sandbox %s: %s (fail closed)", name, msg);
+		s->next = D.sandboxes;
+		D.sandboxes = s;
+		emit(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name, s->sb.gen);
+	}
+	closedir(d);
+	return failures;
+}
+
+static int mkdirs(void)
+{
+	char p[PATH_MAX];
+
+	if (mkdir(D.state_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(p, sizeof(p), "%s/sandboxes", D.state_dir);
+	if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(p, sizeof(p), "%s/netns", D.state_dir);
+	if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return level == LIBBPF_WARN && getenv("SLUICE_LIBBPF_VERBOSE") ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+int cmd_daemon(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "events", required_argument, NULL, 'e' },
+		{ "upstream-dns", required_argument, NULL, 'u' },
+		{ "proxy-arg", required_argument, NULL, 'x' },
+		{ "resolver-arg", required_argument, NULL, 'y' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static char *px[32], *rx[32];
+	int npx = 0, nrx = 0, c, lfd;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct event *tick, *sigs[2];
+	struct timeval tv = { 0, 100000 };
+
+	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': snprintf(D.state_dir, sizeof(D.state_dir), "%s", optarg); break;
+		case 'e': snprintf(D.events_path, sizeof(D.events_path), "%s", optarg); break;
+		case 'u': D.upstream_dns = optarg; break;
+		case 'x': if (npx < 31) px[npx++] = optarg; break;
+		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
+		case 'h':
+			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
+			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n\n"
+			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
+			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
+			       "unit is in packaging/sluice.service.  Restarted, it re-adopts the sandboxes it\n"
+			       "finds pinned, or refuses to start and says why.\n", SLUICE_STATE_DIR);
+			return 0;
+		default: return 2;
+		}
+	}
+	D.proxy_extra = px;
+	D.resolver_extra = rx;
+	log_init("sluice-daemon", 0);
+	if (geteuid() != 0) {
+		log_warnx("daemon: must run as root");
+		return 2;
+	}
+	if (!D.events_path[0])
+		snprintf(D.events_path, sizeof(D.events_path), "%s/events.jsonl", D.state_dir);
+	snprintf(D.sock_path, sizeof(D.sock_path), "%s/control.sock", D.state_dir);
+	if (mkdirs() < 0) {
+		log_warn("daemon: cannot create %s", D.state_dir);
+		return 2;
+	}
+	if (bpffs_ensure(SLUICE_BPFFS) < 0) {
+		log_warn("daemon: no BPF filesystem at %s", SLUICE_BPFFS);
+		return 2;
+	}
+	if (!sluice_helper_path("sluice-proxy", D.proxy_bin, sizeof(D.proxy_bin)))
+		D.proxy_bin[0] = 0;
+	if (!sluice_helper_path("sluice-resolver", D.resolver_bin, sizeof(D.resolver_bin)))
+		D.resolver_bin[0] = 0;
+	libbpf_set_print(libbpf_quiet);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* one daemon at a time: a live control socket means another is running */
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", D.sock_path);
+	if (connect(lfd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+		log_warnx("daemon: another sluice daemon is serving %s", D.sock_path);
+		return 2;
+	}
+	close(lfd);
+	unlink(D.sock_path);
+
+	{
+		int fd = open(D.events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+
+		D.events = fd >= 0 ? fdopen(fd, "a") : NULL;
+		if (!D.events) {
+			log_warn("daemon: cannot open %s", D.events_path);
+			return 2;
+		}
+	}
+	if (adopt_all() > 0) {
+		log_warnx("daemon: refusing to start: some pinned sandboxes could not be re-adopted (see above); "
+			  "their filters stay in force; `sluice detach --force NAME` removes one");
+		return 2;
+	}
+
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	{
+		mode_t old = umask(0177);
+
+		if (bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(lfd, 64) < 0) {
+			umask(old);
+			log_warn("daemon: cannot listen on %s", D.sock_path);
+			return 2;
+		}
+		umask(old);
+	}
+	D.base = event_base_new();
+	event_add(event_new(D.base, lfd, EV_READ | EV_PERSIST, on_accept, NULL), NULL);
+	tick = event_new(D.base, -1, EV_PERSIST, on_tick, NULL);
+	event_add(tick, &tv);
+	sigs[0] = evsignal_new(D.base, SIGTERM, on_signal, NULL);
+	sigs[1] = evsignal_new(D.base, SIGINT, on_signal, NULL);
+	event_add(sigs[0], NULL);
+	event_add(sigs[1], NULL);
+	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s", D.sock_path, D.events_path);
+	event_base_dispatch(D.base);
+
+	/* A clean stop keeps every sandbox filtered and pinned (fail closed);
+	 * `sluice detach` is how a filter is removed. */
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		if (s->consumer_ok)
+			sluice_consumer_drain(&s->consumer);
+		stop_children(s);
+	}
+	emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");
+	unlink(D.sock_path);
+	return 0;
+}

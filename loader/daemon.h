@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon.h - `sluice daemon` and its clients (`attach`, `detach`, `status`,
+ * `reload`, `events`).  The daemon holds the BPF objects, proxies and
+ * resolvers of every attached sandbox; clients talk to it over a unix
+ * socket (root only, SO_PEERCRED checked), one JSON request line and one
+ * JSON response line per connection.  Wire format: docs/daemon.md.
+ */
+#ifndef SLUICE_DAEMON_H
+#define SLUICE_DAEMON_H
+
+#define SLUICE_STATE_DIR "/run/sluice"
+#define SLUICE_CONTROL_SOCK SLUICE_STATE_DIR "/control.sock"
+
+/* Each takes argv with argv[0] the command name; returns the exit status
+ * (0 ok, 1 findings, 2 usage or environment error). */
+int cmd_daemon(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_reload(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+
+#endif

@@ -48,6 +48,7 @@ struct txn {
 	int udp_fd;                  /* UDP: the listener it came on */
 	struct conn *conn;           /* TCP: NULL once the client is gone */
 	struct txn *cprev, *cnext;   /* in conn->txns */
+	struct txn *sprev, *snext;   /* in rsv_server.txns (all of them) */
 	bool counted;                /* holds an in-flight slot */
 	/* upstream */
 	unsigned tries;              /* attempts on the current transport */
@@ -89,6 +90,8 @@ struct rsv_server {
 	struct evconnlistener **tcp;
 	size_t n_tcp;
 	struct conn *conns;
+	struct txn *txns;            /* every query not yet finished */
+	bool stopping;
 	unsigned n_conns;
 	unsigned inflight;
 	char upstream_str[64];
@@ -213,6 +216,12 @@ static void txn_finish(struct txn *t)
 		event_free(t->timer);
 	if (t->counted)
 		s->inflight--;
+	if (t->sprev)
+		t->sprev->snext = t->snext;
+	else
+		s->txns = t->snext;
+	if (t->snext)
+		t->snext->sprev = t->sprev;
 	if (t->conn) {
 		struct conn *c = t->conn;
 
@@ -462,13 +471,20 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 			 const struct sockaddr_storage *from, socklen_t fromlen, int udp_fd,
 			 struct conn *c)
 {
-	struct txn *t = calloc(1, sizeof(*t));
+	struct txn *t;
 
+	if (s->stopping)
+		return;
+	t = calloc(1, sizeof(*t));
 	if (!t) {
 		log_warnx("out of memory: query dropped");
 		return;
 	}
 	t->srv = s;
+	t->snext = s->txns;
+	if (s->txns)
+		s->txns->sprev = t;
+	s->txns = t;
 	t->up_fd = -1;
 	t->udp_fd = udp_fd;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
@@ -624,7 +640,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 
 static void conn_resume(struct conn *c)
 {
-	if (!c->closing && c->pending < TCP_MAX_PENDING &&
+	if (!c->srv->stopping && !c->closing && c->pending < TCP_MAX_PENDING &&
 	    !(bufferevent_get_enabled(c->bev) & EV_READ)) {
 		bufferevent_enable(c->bev, EV_READ);
 		conn_read_cb(c->bev, c);
@@ -789,10 +805,20 @@ bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr
 void rsv_server_free(struct rsv_server *s)
 {
 	struct conn *c, *next;
+	struct txn *t, *tnext;
 	size_t i;
 
 	if (!s)
 		return;
+	/* queries in flight get SERVFAIL and their log line: one per query */
+	s->stopping = true;
+	for (t = s->txns; t; t = tnext) {
+		tnext = t->snext;
+		up_close(t);
+		if (rsv_fail(&t->d, RSV_SERVFAIL, false, "shutdown") == 0)
+			send_client(t);
+		txn_finish(t);
+	}
 	for (i = 0; i < s->n_udp; i++) {
 		event_free(s->udp[i]->ev);
 		close(s->udp[i]->fd);

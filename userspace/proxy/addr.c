@@ -40,7 +40,7 @@ static const struct special_range special_ranges[] = {
 	{ AF_INET, { 224 }, 4, "multicast" },
 	{ AF_INET, { 240 }, 4, "reserved" },                     /* includes 255.255.255.255 */
 
-	{ AF_INET6, { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x54 }, 128, "metadata" }, /* fd00:ec2::254 */
+	{ AF_INET6, { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 }, 128, "metadata" }, /* fd00:ec2::254 */
 	{ AF_INET6, { 0 }, 128, "unspecified" },
 	{ AF_INET6, { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 }, 128, "loopback" },
 	{ AF_INET6, { 0 }, 96, "ipv4_compatible" },              /* ::/96, deprecated */

@@ -45,6 +45,33 @@ static void check_invariants(const struct sluice_policy *p)
 	}
 }
 
+/* The normalisers see attacker input in the proxy and the resolver: run
+ * them on the raw bytes too, and check they are idempotent. */
+static void fuzz_normalisers(const uint8_t *data, size_t size)
+{
+	char in[4097], a[4097], b[4097];
+	int family;
+	uint8_t addr[16];
+
+	if (size >= sizeof(in))
+		return;
+	memcpy(in, data, size);
+	in[size] = '\0';
+	if (sluice_host_normalise(in, a, SLUICE_HOST_MAX + 1, NULL) == 0) {
+		if (sluice_host_normalise(a, b, SLUICE_HOST_MAX + 1, NULL) != 0 || strcmp(a, b) != 0)
+			abort();
+		if (sluice_ip_normalise(a, &family, addr) >= 0)
+			abort();
+	}
+	(void)sluice_ip_normalise(in, &family, addr);
+	if (sluice_url_path_normalise(in, a, sizeof(a), NULL) == 0) {
+		if (a[0] != '/' || strstr(a, "/../") || strstr(a, "/./"))
+			abort();
+		if (sluice_url_path_normalise(a, b, sizeof(b), NULL) != 0 || strcmp(a, b) != 0)
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sluice_policy *p = NULL;
@@ -53,6 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char buf[700], *canon;
 	int n;
 
+	fuzz_normalisers(data, size);
 	if (sluice_policy_load_buffer("fuzz.yaml", (const char *)data, size, &p, &err) != 0) {
 		if (p || !err.message[0])
 			abort();

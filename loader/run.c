@@ -141,9 +141,10 @@ static const char *errname(int e)
  * connect to 127.0.0.1:`port` (a port the policy neither allows nor
  * proxies) and a raw ICMP socket must each be refused with EPERM.  A
  * missing hook would make them fail differently (loopback, closed port):
- * harmless, and caught here.
+ * harmless, and caught here.  In audit mode the first two are let through
+ * by design; the loader then checks that both were counted as would-deny.
  */
-static void canary(int errfd, uint16_t port)
+static void canary(int errfd, uint16_t port, bool audit)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int fd, r;
@@ -153,7 +154,8 @@ static void canary(int errfd, uint16_t port)
 	if (fd < 0)
 		child_fail(errfd, 2, "canary: cannot create a UDP socket: %s", strerror(errno));
 	r = (int)sendto(fd, "x", 1, 0, (struct sockaddr *)&sin, sizeof(sin));
-	if (r >= 0 || errno != EPERM)
+	/* audit mode lets it through: the loader checks the would-deny counter instead */
+	if (!audit && (r >= 0 || errno != EPERM))
 		child_fail(errfd, 2, "canary: UDP sendto 127.0.0.1:%u from inside the cgroup was not refused (%s): hook sendmsg4 not in force",
 			   port, r >= 0 ? "sent" : errname(errno));
 	close(fd);
@@ -161,7 +163,7 @@ static void canary(int errfd, uint16_t port)
 	if (fd < 0)
 		child_fail(errfd, 2, "canary: cannot create a TCP socket: %s", strerror(errno));
 	r = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
-	if (r == 0 || errno != EPERM)
+	if (!audit && (r == 0 || errno != EPERM))
 		child_fail(errfd, 2, "canary: TCP connect 127.0.0.1:%u from inside the cgroup was not refused (%s): hook connect4 not in force",
 			   port, r == 0 ? "connected" : errname(errno));
 	close(fd);
@@ -290,7 +292,11 @@ int cmd_run(int argc, char **argv)
 	struct sluice_policy_error perr;
 	struct sluice_bpf_config cfg;
 	struct sluice_event_meta meta;
-	int ret = 2, errpipe[2] = { -1, -1 }, pidfd = -1, netns_fd = -1, port;
+	int ret = 2, errpipe[2] = { -1, -1 }, syncpipe[2] = { -1, -1 }, gopipe[2] = { -1, -1 };
+	int pidfd = -1, netns_fd = -1, port;
+	uint64_t would_before = 0;
+	bool audit;
+	char go = 0;
 	pid_t pid = -1;
 
 	memset(&st, 0, sizeof(st));
@@ -350,6 +356,7 @@ int cmd_run(int argc, char **argv)
 	if (mode)
 		st.policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	mode = st.policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
+	audit = st.policy->mode == SLUICE_MODE_AUDIT;
 
 	/* 2. the environment */
 	if (geteuid() != 0) {
@@ -496,10 +503,11 @@ int cmd_run(int argc, char **argv)
 	}
 
 	/* 7. CMD, born inside the cgroup (CLONE_INTO_CGROUP, 5.7+) */
-	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+	if (pipe2(errpipe, O_CLOEXEC) < 0 || pipe2(syncpipe, O_CLOEXEC) < 0 || pipe2(gopipe, O_CLOEXEC) < 0) {
 		log_warn("run: pipe");
 		goto out;
 	}
+	would_before = sandbox_stat(&st.sb, SLUICE_STAT_WOULD_DENY);
 	{
 		struct clone_args ca;
 
@@ -517,6 +525,8 @@ int cmd_run(int argc, char **argv)
 	}
 	if (pid == 0) {
 		close(errpipe[0]);
+		close(syncpipe[0]);
+		close(gopipe[1]);
 		prctl(PR_SET_NAME, "sluice-canary", 0, 0, 0);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
@@ -536,7 +546,12 @@ int cmd_run(int argc, char **argv)
 		 * own cgroup (the root of its cgroup namespace). */
 		if (umount2(cg2, MNT_DETACH) < 0 || mount("cgroup2", cg2, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 			child_fail(errpipe[1], 2, "cannot hide the host's cgroup2 mount %s: %s", cg2, strerror(errno));
-		canary(errpipe[1], (uint16_t)port);
+		canary(errpipe[1], (uint16_t)port, audit);
+		/* tell the loader the canary is done; wait for its go-ahead */
+		if (write(syncpipe[1], "c", 1) != 1 || read(gopipe[0], &go, 1) != 1 || go != 'g')
+			_exit(2);
+		close(syncpipe[1]);
+		close(gopipe[0]);
 		if (!keep_caps && drop_caps() < 0)
 			child_fail(errpipe[1], 2, "cannot drop capabilities: %s", strerror(errno));
 		syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -545,10 +560,32 @@ int cmd_run(int argc, char **argv)
 	}
 	close(errpipe[1]);
 	errpipe[1] = -1;
+	close(syncpipe[1]);
+	syncpipe[1] = -1;
+	close(gopipe[0]);
+	gopipe[0] = -1;
 	{
-		char buf[512];
-		ssize_t n = read(errpipe[0], buf, sizeof(buf) - 1);
+		char buf[512], c1;
+		ssize_t n;
 		int status;
+
+		/* the canary reports done (or fails, closing the pipe) */
+		if (read(syncpipe[0], &c1, 1) == 1) {
+			uint64_t would = sandbox_stat(&st.sb, SLUICE_STAT_WOULD_DENY) - would_before;
+
+			if (audit && would < 2) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				log_warnx("run: canary: the audit-mode hooks did not see the canary's connect and sendto (%llu of 2): not in force; nothing was run",
+					  (unsigned long long)would);
+				goto out;
+			}
+			if (write(gopipe[1], "g", 1) != 1) {
+				log_warn("run: canary go-ahead");
+				goto out;
+			}
+		}
+		n = read(errpipe[0], buf, sizeof(buf) - 1);
 
 		if (n > 0) {
 			buf[n] = 0;
@@ -622,6 +659,12 @@ out:
 		close(errpipe[0]);
 	if (errpipe[1] >= 0)
 		close(errpipe[1]);
+	for (int i = 0; i < 2; i++) {
+		if (syncpipe[i] >= 0)
+			close(syncpipe[i]);
+		if (gopipe[i] >= 0)
+			close(gopipe[i]);
+	}
 	if (pidfd >= 0)
 		close(pidfd);
 	if (netns_fd >= 0)

@@ -361,3 +361,19 @@ def test_local_server_inside_the_sandbox(w):
     assert r.denials() == [], r.denials()
     r = w.sluice_run(["python3", "-c", LOCAL_SERVER])
     assert "error 1" in r.stdout, r  # EPERM: loopback is not open by default
+
+
+def test_audit_mode_lets_through_and_logs_would_deny(w):
+    mark = w.mark()
+    r = w.probe("tcp", "192.0.2.10", 8080, policy=POLICY, extra=["--mode", "audit"])
+    assert r.probe()["result"] == "ok", r
+    assert w.arrived_since(mark, port=8080), "audit mode must let it through"
+    ev = r.denials()
+    assert len(ev) == 1 and ev[0]["sluice.verdict"] == "would_deny" and ev[0]["event.outcome"] == "unknown", ev
+    assert ev[0]["event.action"] == "egress-would-deny" and ev[0]["sluice.mode"] == "audit", ev
+    start = [e for e in r.events if e.get("event.action") == "sandbox-start"][0]
+    assert "mode audit" in start["message"] and start["sluice.mode"] == "audit", start
+    # what no policy could allow stays refused in audit mode
+    r = w.probe("raw", "192.0.2.10", policy=POLICY, extra=["--mode", "audit", "--keep-caps"])
+    assert r.probe()["result"] == "EPERM", r
+    assert [e["sluice.verdict"] for e in r.denials()] == ["deny"], r.denials()

@@ -708,6 +708,17 @@ static void test_limits(void **state)
 	for (int i = 0; i < 4100; i++)
 		n += (size_t)snprintf(y + n, cap - n, "  - {host: h%d.example, ports: [1], why: x}\n", i);
 	bad(y, 4, 3, "too many allow entries");
+	/* more than 256 ports in one list */
+	n = (size_t)snprintf(y, cap, HEAD "allow:\n  - host: a.example\n    why: x\n    ports: [1");
+	for (int i = 2; i <= 300; i++)
+		n += (size_t)snprintf(y + n, cap - n, ", %d", i);
+	snprintf(y + n, cap - n, "]\n");
+	bad(y, 6, 12, "too many ports (at most 256: use ranges)");
+	/* a huge mapping fails on its first unknown key, at once */
+	n = (size_t)snprintf(y, cap, HEAD);
+	for (int i = 0; i < 20000; i++)
+		n += (size_t)snprintf(y + n, cap - n, "k%d: 1\n", i);
+	bad(y, 3, 1, "unknown key 'k0' in policy");
 	free(y);
 }
 

@@ -350,16 +350,27 @@ static int want_kind(struct ctx *c, const struct ynode *key, const struct ynode 
 	return 0;
 }
 
-/* Keys must be plain or quoted strings, unique within their mapping. */
-static int check_keys(struct ctx *c, const struct ynode *map, const char *where)
+/* Keys must be plain or quoted strings, known, and unique within their
+ * mapping.  Unknown keys are refused before the duplicate test, so that
+ * test is over a handful of keys however large the mapping. */
+static int check_keys(struct ctx *c, const struct ynode *map, const char *const *known,
+		      const char *where)
 {
+	char b[64];
+
 	for (size_t i = 0; i < map->n; i += 2) {
 		const struct ynode *k = map->kids[i];
+		bool ok = false;
 
 		if (k->type != YN_SCALAR)
 			return fail(c, k, "%s: keys must be strings, not %s", where, node_kind(k));
 		if (memchr(k->value, '\0', k->len))
 			return fail(c, k, "%s: key contains a NUL byte", where);
+		for (size_t j = 0; known[j]; j++)
+			if (strcmp(k->value, known[j]) == 0)
+				ok = true;
+		if (!ok)
+			return fail(c, k, "unknown key '%s' in %s", shown(k, b, sizeof(b)), where);
 		for (size_t j = 0; j < i; j += 2)
 			if (strcmp(map->kids[j]->value, k->value) == 0)
 				return fail(c, k, "duplicate key '%s' (first at line %u)", k->value,
@@ -378,24 +389,6 @@ static const struct ynode *map_get(const struct ynode *map, const char *key,
 			return map->kids[i + 1];
 		}
 	return NULL;
-}
-
-static int unknown_keys(struct ctx *c, const struct ynode *map, const char *const *known,
-			const char *where)
-{
-	char b[64];
-
-	for (size_t i = 0; i < map->n; i += 2) {
-		const struct ynode *k = map->kids[i];
-		bool ok = false;
-
-		for (size_t j = 0; known[j]; j++)
-			if (strcmp(k->value, known[j]) == 0)
-				ok = true;
-		if (!ok)
-			return fail(c, k, "unknown key '%s' in %s", shown(k, b, sizeof(b)), where);
-	}
-	return 0;
 }
 
 /* --- small tables ----------------------------------------------------------- */
@@ -488,6 +481,8 @@ static int parse_ports(struct ctx *c, const struct ynode *key, const struct ynod
 		return -1;
 	if (v->n == 0)
 		return fail(c, v, "'ports' must not be empty (there is no \"all ports\")");
+	if (v->n > SLUICE_POLICY_MAX_PORTS)
+		return fail(c, v, "too many ports (at most %u: use ranges)", SLUICE_POLICY_MAX_PORTS);
 	e->ports = calloc(v->n, sizeof(*e->ports));
 	if (!e->ports)
 		return fail(c, v, "out of memory");
@@ -748,6 +743,8 @@ static int parse_methods(struct ctx *c, const struct ynode *key, const struct yn
 		return -1;
 	if (v->n == 0)
 		return fail(c, v, "'methods' must not be empty");
+	if (v->n > 7)
+		return fail(c, v, "too many methods (there are 7)");
 	e->methods = calloc(v->n, sizeof(*e->methods));
 	if (!e->methods)
 		return fail(c, v, "out of memory");
@@ -822,6 +819,8 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	static const char *const host_keys[] = { "host", "ports", "why", NULL };
 	static const char *const url_keys[] = { "url", "methods", "why", NULL };
 	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "why", NULL };
+	static const char *const entry_keys[] = { "host", "url", "cidr", "ports", "methods",
+						  "protocol", "why", NULL };
 	const struct ynode *kn = NULL, *v, *kind_key = NULL, *kind_val = NULL;
 	const char *kinds[] = { "host", "url", "cidr" };
 	char b[64];
@@ -831,7 +830,7 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	if (m->type != YN_MAP)
 		return fail(c, m, "allow[%u] must be a mapping (host/url/cidr, ports, why), not %s",
 			    e->index, node_kind(m));
-	if (check_keys(c, m, "allow entry") < 0)
+	if (check_keys(c, m, entry_keys, "allow entry") < 0)
 		return -1;
 	for (int i = 0; i < 3; i++) {
 		const struct ynode *k = NULL;
@@ -982,8 +981,7 @@ static int parse_dns(struct ctx *c, const struct ynode *key, const struct ynode 
 	const struct ynode *kn, *x;
 	char b[64];
 
-	if (want_kind(c, key, v, YN_MAP) < 0 || check_keys(c, v, "dns") < 0 ||
-	    unknown_keys(c, v, keys, "dns") < 0)
+	if (want_kind(c, key, v, YN_MAP) < 0 || check_keys(c, v, keys, "dns") < 0)
 		return -1;
 	x = map_get(v, "on_deny", &kn);
 	if (x) {
@@ -1003,6 +1001,8 @@ static int parse_dns(struct ctx *c, const struct ynode *key, const struct ynode 
 
 		if (want_kind(c, kn, x, YN_SEQ) < 0)
 			return -1;
+		if (x->n > SLUICE_POLICY_MAX_QTYPES)
+			return fail(c, x, "too many qtypes (at most %u)", SLUICE_POLICY_MAX_QTYPES);
 		q = calloc(x->n ? x->n : 1, sizeof(*q));
 		if (!q)
 			return fail(c, x, "out of memory");
@@ -1083,7 +1083,7 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 	if (root->type != YN_MAP)
 		return fail(c, root, "a policy must be a mapping (version, name, allow ...), not %s",
 			    node_kind(root));
-	if (check_keys(c, root, "policy") < 0 || unknown_keys(c, root, keys, "policy") < 0)
+	if (check_keys(c, root, keys, "policy") < 0)
 		return -1;
 
 	v = map_get(root, "version", &kn);

@@ -13,6 +13,8 @@
 #define SLUICE_POLICY_MAX_DEPTH   16          /* YAML nesting */
 #define SLUICE_POLICY_MAX_NODES   100000
 #define SLUICE_POLICY_MAX_ENTRIES 4096
+#define SLUICE_POLICY_MAX_PORTS   256         /* items in one ports list */
+#define SLUICE_POLICY_MAX_QTYPES  64
 #define SLUICE_PATH_MAX           2048        /* url path prefixes and request paths */
 
 /* digest.c: compute p->digest from the canonical serialisation. */

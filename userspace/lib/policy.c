@@ -431,21 +431,22 @@ const char *sluice_entry_kind_name(enum sluice_entry_kind kind)
 
 int sluice_is_public_suffix(const char *name)
 {
-	static const psl_ctx_t *psl;
-	static bool tried;
+	/* The list compiled into libpsl (a static table: no state, safe
+	 * from any thread), else the system's copy (Debian "publicsuffix"),
+	 * loaded for this one question. */
+	const psl_ctx_t *builtin = psl_builtin();
+	psl_ctx_t *loaded;
+	int r;
 
-	if (!tried) {
-		/* The list compiled into libpsl, else the system's copy (Debian
-		 * "publicsuffix").  Never freed: it lives as long as we do. */
-		psl = psl_builtin();
-		if (!psl)
-			psl = psl_latest(NULL);
-		tried = true;
-	}
-	if (!psl)
-		return -1;
 	/* With the implicit "*" rule: an unlisted single-label TLD counts. */
-	return psl_is_public_suffix(psl, name) ? 1 : 0;
+	if (builtin)
+		return psl_is_public_suffix(builtin, name) ? 1 : 0;
+	loaded = psl_latest(NULL);
+	if (!loaded)
+		return -1;
+	r = psl_is_public_suffix(loaded, name) ? 1 : 0;
+	psl_free(loaded);
+	return r;
 }
 
 /* --- entries ----------------------------------------------------------------- */

@@ -155,6 +155,11 @@ static void human_attach(json_object *resp)
 	}
 }
 
+static void human_detach(json_object *resp)
+{
+	printf("detached\n");
+}
+
 static void human_status(json_object *resp)
 {
 	json_object *arr;
@@ -297,7 +302,7 @@ int cmd_detach(int argc, char **argv)
 	req = json_object_new_object();
 	json_object_object_add(req, "cmd", json_object_new_string("detach"));
 	json_object_object_add(req, "name", json_object_new_string(argv[1]));
-	return finish(call(req), 0, NULL) == 0 ? (printf("detached %s\n", argv[1]), 0) : 2;
+	return finish(call(req), 0, human_detach);
 }
 
 int cmd_status(int argc, char **argv)

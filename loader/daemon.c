@@ -337,6 +337,11 @@ static json_object *sandbox_json(struct dsandbox *s)
 			json_object_array_add(hooks, json_object_new_string(sluice_prog_name(i)));
 	}
 	json_object_object_add(o, "hooks", hooks);
+	if (s->sb.cfg.have_proxy)
+		json_object_object_add(o, "proxy_port", json_object_new_int(s->sb.cfg.proxy4_port));
+	if (s->sb.cfg.have_dns)
+		json_object_object_add(o, "resolver_port", json_object_new_int(s->sb.cfg.dns4_port));
+	json_object_object_add(o, "netns", json_object_new_string(s->netns));
 	json_object_object_add(o, "proxy_pid", json_object_new_int(s->proxy_pid));
 	json_object_object_add(o, "resolver_pid", json_object_new_int(s->resolver_pid));
 	json_object_object_add(o, "allowed", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_ALLOWED)));

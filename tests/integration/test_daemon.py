@@ -1,0 +1,371 @@
+"""The daemon and attach: existing cgroups and containers put under a policy,
+kept there across a daemon crash, reloaded atomically, and isolated from
+each other.  Workloads are started the way a runtime would (in their cgroup
+first, then in the sandbox netns of the test world) before sluice attaches.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import world as W
+
+POLICY_A = """\
+version: 1
+name: daemon-a
+allow:
+  - cidr: 192.0.2.10/32
+    ports: [5432]
+    protocol: tcp
+    why: database
+  - host: api.example.com
+    ports: [443]
+    why: a proxied API
+"""
+
+POLICY_B = """\
+version: 1
+name: daemon-b
+allow:
+  - cidr: 192.0.2.10/32
+    ports: [5432, 9000]
+    protocol: tcp
+    why: database and a second service
+"""
+
+AGENT = os.path.join(W.ROOT, "tests", "integration", "agent.py")
+
+
+def cg2():
+    return [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
+
+
+class Daemon:
+    def __init__(self, w):
+        self.w = w
+        self.state = os.path.join(w.tmp, "state-%d" % time.monotonic_ns())
+        self.env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(self.state, "control.sock"))
+        self.events = os.path.join(self.state, "events.jsonl")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen([W.SLUICE, "daemon", "--state-dir", self.state, "--upstream-dns", "192.0.2.53",
+                                      "--proxy-arg", "--allow-private-upstream", "--proxy-arg", "192.0.2.0/24"],
+                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.w.tmp, "daemon.err"), "a"))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if self.ctl("status").returncode == 0:
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError("daemon exited: " + open(os.path.join(self.w.tmp, "daemon.err")).read())
+            time.sleep(0.05)
+        raise AssertionError("daemon did not answer")
+
+    def ctl(self, *args):
+        return subprocess.run([W.SLUICE] + list(args), capture_output=True, text=True, env=self.env, timeout=60)
+
+    def status(self):
+        r = self.ctl("status", "--json")
+        assert r.returncode == 0, r
+        return {s["name"]: s for s in json.loads(r.stdout)["sandboxes"]}
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def events_of(self, name):
+        return [e for e in W.read_events(self.events) if e.get("sluice.sandbox") == name]
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            for name in list(self.status()):
+                self.ctl("detach", name)
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        # anything a failed test left pinned or bind-mounted
+        for f in os.listdir(os.path.join(self.state, "netns")) if os.path.isdir(os.path.join(self.state, "netns")) else []:
+            subprocess.run(["umount", "-l", os.path.join(self.state, "netns", f)], capture_output=True)
+            shutil.rmtree("/sys/fs/bpf/sluice/" + f, ignore_errors=True)
+        for f in os.listdir(os.path.join(self.state, "sandboxes")) if os.path.isdir(os.path.join(self.state, "sandboxes")) else []:
+            if f.endswith(".json"):
+                shutil.rmtree("/sys/fs/bpf/sluice/" + f[:-5], ignore_errors=True)
+        try:
+            os.rmdir("/sys/fs/bpf/sluice")
+        except OSError:
+            pass
+
+
+class Workload:
+    """A process in a cgroup of its own, then in the sandbox netns (the
+    order matters: `ip netns exec` remounts /sys)."""
+
+    def __init__(self, w, name, netns=None):
+        self.w = w
+        self.cg = os.path.join(cg2(), "slctest-%s-%d" % (name, os.getpid()))
+        os.mkdir(self.cg)
+        self.dir = os.path.join(w.tmp, "agent-" + name)
+        os.mkdir(self.dir)
+        self.n = 0
+        netns = netns or w.sbx
+        self.proc = subprocess.Popen(["sh", "-c", "echo $$ > %s/cgroup.procs && exec ip netns exec %s python3 %s %s"
+                                      % (self.cg, netns, AGENT, self.dir)], start_new_session=True)
+        deadline = time.time() + 10
+        while not os.path.exists(os.path.join(self.dir, "ready")):
+            assert time.time() < deadline and self.proc.poll() is None, "agent did not start"
+            time.sleep(0.02)
+
+    def run(self, *argv, timeout=20):
+        self.n += 1
+        cmd = os.path.join(self.dir, "%04d.cmd" % self.n)
+        with open(cmd + ".tmp", "w") as f:
+            json.dump([str(a) for a in argv], f)
+        os.rename(cmd + ".tmp", cmd)
+        out = os.path.join(self.dir, "%04d.out" % self.n)
+        deadline = time.time() + timeout
+        while not os.path.exists(out):
+            assert time.time() < deadline, "agent did not answer"
+            time.sleep(0.02)
+        return open(out).read()
+
+    def probe(self, *args):
+        out = self.run(W.PROBE, *args)
+        return json.loads(out.strip().splitlines()[-1])["result"]
+
+    def flood(self, *args):
+        with open(os.path.join(self.dir, "flood.cmd.tmp"), "w") as f:
+            json.dump([W.PROBE] + [str(a) for a in args], f)
+        os.rename(os.path.join(self.dir, "flood.cmd.tmp"), os.path.join(self.dir, "flood.cmd"))
+
+    def flood_results(self):
+        try:
+            return [json.loads(l)["result"] for l in open(os.path.join(self.dir, "flood.out")) if l.strip() != "{}"]
+        except FileNotFoundError:
+            return []
+
+    def stop_flood(self):
+        open(os.path.join(self.dir, "stop-flood"), "w").close()
+
+    def close(self):
+        open(os.path.join(self.dir, "stop"), "w").close()
+        open(os.path.join(self.dir, "stop-flood"), "w").close()
+        try:
+            with open(os.path.join(self.cg, "cgroup.kill"), "w") as f:
+                f.write("1")
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except Exception:
+            pass
+        for _ in range(100):
+            try:
+                os.rmdir(self.cg)
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+def test_attach_plain_cgroup_and_netns(w):
+    d = Daemon(w)
+    a = Workload(w, "plain")
+    try:
+        assert a.probe("tcp", "192.0.2.10", 8080) == "ok"  # not filtered yet
+        pol = w.write("a.yaml", POLICY_A)
+        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", "plain")
+        assert r.returncode == 0, r
+        mark = w.mark()
+        assert a.probe("tcp", "192.0.2.10", 8080) == "EPERM"
+        assert a.probe("tcp", "192.0.2.10", 5432) == "ok"
+        assert not w.arrived_since(mark, port=8080)
+        st = d.status()["plain"]
+        assert len(st["hooks"]) == 11 and st["denied"] >= 1 and st["mode"] == "enforce", st
+        assert len(st["policy_sha256"]) == 64, st
+        time.sleep(0.3)
+        ev = [e for e in d.events_of("plain") if e.get("event.action") == "egress-denied"]
+        assert any(e["destination.port"] == 8080 for e in ev), ev
+        # `sluice events --sandbox` filters the stream
+        r = d.ctl("events", "--sandbox", "plain", "--file", d.events)
+        assert r.returncode == 0 and '"destination.port":8080' in r.stdout, r
+        assert d.ctl("detach", "plain").returncode == 0
+        assert a.probe("tcp", "192.0.2.10", 8080) == "ok"  # detach restores
+        assert "plain" not in d.status()
+    finally:
+        a.close()
+        d.close()
+
+
+def test_attach_refuses_the_root_cgroup_and_bad_policies(w):
+    d = Daemon(w)
+    try:
+        pol = w.write("a2.yaml", POLICY_A)
+        r = d.ctl("attach", "--policy", pol, "--cgroup", cg2(), "--name", "root")
+        assert r.returncode == 2 and "root of the hierarchy" in r.stderr, r
+        a = Workload(w, "badpol")
+        try:
+            bad = w.write("bad.yaml", "version: 1\nname: bad\nallow:\n  - cidr: 192.0.2.1/24\n    ports: [80]\n    why: x\n")
+            r = d.ctl("attach", "--policy", bad, "--cgroup", a.cg, "--name", "bad")
+            assert r.returncode == 2 and "bad.yaml:4:" in r.stderr, r
+            assert d.status() == {}
+            assert not os.path.exists("/sys/fs/bpf/sluice/bad")
+            assert a.probe("tcp", "192.0.2.10", 8080) == "ok"  # nothing changed
+        finally:
+            a.close()
+    finally:
+        d.close()
+
+
+def test_daemon_kill9_fails_closed_and_restart_readopts(w):
+    d = Daemon(w)
+    a = Workload(w, "k9")
+    try:
+        pol = w.write("k9.yaml", POLICY_A)
+        assert d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", "k9").returncode == 0
+        mark = w.mark()
+        a.flood("tcp", "192.0.2.10", 8080)
+        time.sleep(0.5)
+        d.kill9()
+        time.sleep(1.0)   # the flood goes on with no daemon, no proxy, no resolver
+        during = len(a.flood_results())
+        d.start()
+        st = d.status()
+        assert "k9" in st and len(st["k9"]["hooks"]) == 11, st
+        n_before = len([e for e in d.events_of("k9") if e.get("event.action") == "egress-denied"])
+        time.sleep(1.0)
+        a.stop_flood()
+        res = a.flood_results()
+        assert res and all(r == "EPERM" for r in res), set(res)
+        assert len(res) > during > 0, (len(res), during)
+        assert not w.arrived_since(mark, port=8080), "a denied connection got through"
+        time.sleep(0.3)
+        ev = [e for e in d.events_of("k9") if e.get("event.action") == "egress-denied"]
+        assert len(ev) > n_before, (len(ev), n_before)  # denials still logged after the restart
+        assert any(e.get("event.action") == "sandbox-adopt" for e in d.events_of("k9"))
+    finally:
+        a.close()
+        d.close()
+
+
+def test_reload_under_flood_never_judges_by_neither(w):
+    d = Daemon(w)
+    a = Workload(w, "reload")
+    try:
+        pa, pb = w.write("ra.yaml", POLICY_A), w.write("rb.yaml", POLICY_B)
+        assert d.ctl("attach", "--policy", pa, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", "reload").returncode == 0
+        a.flood("tcp", "192.0.2.10", 5432)   # allowed by both policies
+        digests = set()
+        for i in range(10):
+            r = d.ctl("reload", "--policy", pb if i % 2 == 0 else pa, "reload")
+            assert r.returncode == 0, r
+            digests.add(d.status()["reload"]["policy_sha256"])
+        a.stop_flood()
+        res = a.flood_results()
+        assert len(res) > 10 and all(r == "ok" for r in res), (len(res), set(res))
+        assert len(digests) == 2
+        assert d.status()["reload"]["policy_name"] == "daemon-a"
+        assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"
+        assert d.ctl("reload", "--policy", pb, "reload").returncode == 0
+        assert a.probe("tcp", "192.0.2.10", 9000) == "ok"
+        # an invalid policy changes nothing
+        bad = w.write("rbad.yaml", "version: 2\n")
+        r = d.ctl("reload", "--policy", bad, "reload")
+        assert r.returncode == 2 and "nothing changed" in r.stderr, r
+        assert d.status()["reload"]["policy_name"] == "daemon-b"
+        assert a.probe("tcp", "192.0.2.10", 9000) == "ok"
+    finally:
+        a.close()
+        d.close()
+
+
+def test_two_sandboxes_same_netns_are_isolated(w):
+    d = Daemon(w)
+    a, b = Workload(w, "iso-a"), Workload(w, "iso-b")
+    try:
+        assert d.ctl("attach", "--policy", w.write("ia.yaml", POLICY_A), "--cgroup", a.cg, "--netns", w.sbx_path,
+                     "--name", "iso-a").returncode == 0
+        assert d.ctl("attach", "--policy", w.write("ib.yaml", POLICY_B), "--cgroup", b.cg, "--netns", w.sbx_path,
+                     "--name", "iso-b").returncode == 0
+        assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"
+        assert b.probe("tcp", "192.0.2.10", 9000) == "ok"
+        assert a.probe("tcp", "192.0.2.10", 5432) == "ok"
+        st = d.status()
+        # b cannot use a's proxy (it is not b's, and no policy of b allows it)
+        assert b.probe("tcp", "127.0.0.1", st["iso-a"]["proxy_port"]) == "EPERM"
+        time.sleep(0.3)
+        ea = [e for e in d.events_of("iso-a") if e.get("event.action") == "egress-denied"]
+        eb = [e for e in d.events_of("iso-b") if e.get("event.action") == "egress-denied"]
+        assert [e["destination.port"] for e in ea] == [9000], ea
+        assert [e["destination.port"] for e in eb] == [st["iso-a"]["proxy_port"]], eb
+        assert {e["sluice.cgroup_id"] for e in ea}.isdisjoint({e["sluice.cgroup_id"] for e in eb})
+    finally:
+        a.close()
+        b.close()
+        d.close()
+
+
+def _rootfs(w):
+    root = os.path.join(w.tmp, "rootfs")
+    for sub in ("bin", "proc", "sys", "dev", "etc", "tmp"):
+        os.makedirs(os.path.join(root, sub), exist_ok=True)
+    shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))
+    for tool in ("sh", "sleep", "nc", "wget", "cat", "echo"):
+        os.symlink("busybox", os.path.join(root, "bin", tool))
+    return root
+
+
+def test_podman_container_attached_after_start(w):
+    if not shutil.which("podman") or not os.path.exists("/bin/busybox"):
+        raise W.Skip("podman or busybox-static not installed (make deps)")
+    d = Daemon(w)
+    name = "slctest%d" % os.getpid()
+    try:
+        r = subprocess.run(["podman", "run", "-d", "--name", name, "--runtime", "runc", "--cgroup-manager=cgroupfs",
+                            "--network", "none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+                            "--rootfs", _rootfs(w), "/bin/sh", "-c", "nc -ll -p 7000 -e /bin/cat & sleep 600"],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise W.Skip("podman cannot run containers here: " + r.stderr.strip()[-300:])
+
+        def ex(cmd):
+            return subprocess.run(["podman", "exec", name, "sh", "-c", cmd], capture_output=True, text=True,
+                                  timeout=60)
+        time.sleep(0.5)
+        assert "hi" in ex("echo hi | nc -w 2 127.0.0.1 7000").stdout   # before: loopback works
+        pol = w.write("pod.yaml", POLICY_A)
+        r = d.ctl("attach", "--policy", pol, "--container", name)
+        assert r.returncode == 0, r
+        assert "connections open before the attach" in r.stdout, r.stdout
+        r = ex("echo hi | nc -w 2 127.0.0.1 7000; echo rc=$?")
+        assert "Operation not permitted" in r.stderr, r
+        # a proxied port reaches sluice's proxy inside the container's netns
+        r = ex("wget -S -O- http://127.0.0.1:443/ 2>&1; echo rc=$?")
+        assert "403" in r.stdout, r
+        time.sleep(0.3)
+        ev = d.events_of(name)
+        assert any(e.get("event.action") == "egress-denied" and e.get("destination.port") == 7000 for e in ev), ev
+        r = d.ctl("events", "--sandbox", name, "--file", d.events)
+        assert '"destination.port":7000' in r.stdout
+        assert d.ctl("detach", name).returncode == 0
+        assert "hi" in ex("echo hi | nc -w 2 127.0.0.1 7000").stdout   # detach restores
+    finally:
+        subprocess.run(["podman", "rm", "-f", "-t", "0", name], capture_output=True, timeout=120)
+        d.close()
+
+
+def test_cgroup_removed_by_its_runtime_is_cleaned_up(w):
+    d = Daemon(w)
+    a = Workload(w, "gone")
+    try:
+        assert d.ctl("attach", "--policy", w.write("g.yaml", POLICY_A), "--cgroup", a.cg, "--netns", w.sbx_path,
+                     "--name", "gone").returncode == 0
+        a.close()   # kills the workload and removes its cgroup, as a runtime would
+        deadline = time.time() + 5
+        while time.time() < deadline and "gone" in d.status():
+            time.sleep(0.1)
+        assert "gone" not in d.status()
+        assert not os.path.exists("/sys/fs/bpf/sluice/gone")
+    finally:
+        a.close()
+        d.close()

@@ -71,6 +71,8 @@ static void usage_run(FILE *f)
 		"  --no-resolver        do not start the resolver (DNS fails closed)\n"
 		"  --proxy-arg ARG      pass ARG to sluice-proxy (repeatable)\n"
 		"  --resolver-arg ARG   pass ARG to sluice-resolver (repeatable)\n"
+		"  --proxy-env          also set http_proxy/https_proxy (and upper case) to the proxy;\n"
+		"                       $SLUICE_PROXY always holds its URL\n"
 		"  --keep-caps          do not drop CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF, ...\n"
 		"                       from CMD (unsafe; for testing the kernel hooks alone)\n"
 		"  -v, --verbose        diagnostics on stderr\n"
@@ -279,6 +281,7 @@ int cmd_run(int argc, char **argv)
 		{ "proxy-arg", required_argument, NULL, 'x' },
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "keep-caps", no_argument, NULL, 'k' },
+		{ "proxy-env", no_argument, NULL, 'E' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -287,7 +290,7 @@ int cmd_run(int argc, char **argv)
 		   *upstream = NULL;
 	char name[64] = "", msg[512], cg2[1024], helper[4096], line[2048];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
-	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, verbose = 0, c;
+	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	struct run_state st;
 	struct sluice_policy_error perr;
 	struct sluice_bpf_config cfg;
@@ -317,6 +320,7 @@ int cmd_run(int argc, char **argv)
 		case 'x': if (n_px < 31) proxy_extra[n_px++] = optarg; break;
 		case 'y': if (n_rx < 31) resolver_extra[n_rx++] = optarg; break;
 		case 'k': keep_caps = 1; break;
+		case 'E': proxy_env = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: usage_run(stderr); return 2;
@@ -555,6 +559,21 @@ int cmd_run(int argc, char **argv)
 		if (!keep_caps && drop_caps() < 0)
 			child_fail(errpipe[1], 2, "cannot drop capabilities: %s", strerror(errno));
 		syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+		if (cfg.have_proxy) {
+			char url[64];
+
+			/* where explicit-proxy clients find the sandbox's proxy */
+			snprintf(url, sizeof(url), "http://127.0.0.1:%u", cfg.proxy4_port);
+			setenv("SLUICE_PROXY", url, 1);
+			if (proxy_env) {
+				setenv("http_proxy", url, 1);
+				setenv("https_proxy", url, 1);
+				setenv("HTTP_PROXY", url, 1);
+				setenv("HTTPS_PROXY", url, 1);
+				unsetenv("no_proxy");
+				unsetenv("NO_PROXY");
+			}
+		}
 		execvp(argv[optind], &argv[optind]);
 		child_fail(errpipe[1], 127, "cannot execute %s: %s", argv[optind], strerror(errno));
 	}

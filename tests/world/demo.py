@@ -27,6 +27,73 @@ def show(title, r):
         print("  event: " + json.dumps(e, separators=(",", ":")))
 
 
+# the fields worth a glance in each kind of line; the full lines are in --events
+BRIEF = ["sluice.component", "event.action", "event.outcome", "event.reason", "dns.question.name",
+         "dns.response_code", "url.full", "tls.client.server_name", "http.request.method",
+         "http.response.status_code", "destination.ip", "destination.port", "rule.name"]
+
+
+def brief(e):
+    src = e.get("sluice.component") or ("kernel" if "sluice.hook" in e else "")
+    parts = ["%s=%s" % (k.split(".", 1)[-1] if k != "sluice.component" else "from", e[k]) for k in BRIEF if k in e]
+    if "sluice.hook" in e and "sluice.component" not in e:
+        parts.insert(0, "from=kernel")
+    return " ".join(parts)
+
+
+def curl_step(w, title, shell, policy, extra):
+    print("\n%s%s%s" % (BOLD, title, RESET))
+    print("%s$ sluice run --policy policies/demo.yaml ... -- sh -c '%s'%s" % (DIM, shell, RESET))
+    r = w.sluice_run(["sh", "-c", shell + " ; echo \"(exit $?)\""], policy=policy, extra=extra)
+    lines = r.stdout.strip().splitlines() or [""]
+    head = [l for l in lines if l.startswith("HTTP/") or l.lower().startswith("x-sluice")]
+    for line in (head + lines[-2:] if head else lines[-3:]):
+        print("  | " + line[:160])
+    for e in r.events:
+        if e.get("event.action") in ("sandbox-start", "sandbox-stop", "canary-denied", "resolver-start",
+                                     "proxy-start") or e.get("event.kind") == "state":
+            continue
+        print("  log: " + brief(e))
+
+
+def proxy_demo(w):
+    """curl through the proxy and the resolver: names, URLs, methods."""
+    here = os.path.join(ROOT, "tests", "integration")
+    cert, key = os.path.join(w.tmp, "cert.pem"), os.path.join(w.tmp, "key.pem")
+    W.sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+         "-subj", "/CN=api.example.com", "-addext", "subjectAltName=DNS:api.example.com")
+    w.start_server([os.path.join(here, "origin_server.py"), "--http", "8081", "--https", "8443", "--cert", cert,
+                    "--key", key, "--log", os.path.join(w.tmp, "origin.jsonl")], name="origin")
+    w.start_server([os.path.join(here, "dns_server.py"), "--listen", "192.0.2.53:53",
+                    "--zone", "api.example.com=192.0.2.10", "--zone", "files.example.com=198.51.100.10",
+                    "--zone", "denied.example.org=192.0.2.20"], name="dns")
+    # The world lives on documentation addresses, which the proxy and the
+    # resolver refuse by default (reserved, never public): the demo opens
+    # them with their test-only flags.
+    extra = ["--upstream-dns", "192.0.2.53"]
+    for c in ("192.0.2.0/24", "198.51.100.0/24"):
+        extra += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
+                  "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    print("\n%s== the proxy and the resolver ==%s  origin servers on 192.0.2.10 and 198.51.100.10 "
+          "(HTTP 8081, HTTPS 8443), DNS on 192.0.2.53" % (BOLD, RESET))
+    c = "curl -sS --max-time 10 --cacert %s " % cert
+    steps = [
+        ("HTTPS to an allowed host, transparently (the kernel redirects the connection; SNI decides)",
+         c + "https://api.example.com:8443/hello"),
+        ("the same through HTTPS_PROXY (explicit CONNECT)",
+         "HTTPS_PROXY=$SLUICE_PROXY " + c + "https://api.example.com:8443/via-proxy"),
+        ("curl --noproxy '*' is still proxied", c + "--noproxy '*' https://api.example.com:8443/noproxy"),
+        ("an allowed URL prefix over plain HTTP", c + "http://files.example.com:8081/pub/readme.txt"),
+        ("a host the policy does not name: the resolver answers NXDOMAIN, nothing leaves",
+         c + "http://denied.example.org:8081/"),
+        ("the same host through the explicit proxy: 403 from sluice", c + "-x $SLUICE_PROXY -i http://denied.example.org:8081/"),
+        ("an allowed host, a path outside the prefix", c + "-i http://files.example.com:8081/private/key"),
+        ("an allowed URL, a method the policy does not allow", c + "-i -X POST -d x http://files.example.com:8081/pub/upload"),
+    ]
+    for title, shell in steps:
+        curl_step(w, title, shell, POLICY, extra)
+
+
 def main():
     if os.geteuid() != 0:
         print("make demo needs root (BPF programs, cgroups, network namespaces)")
@@ -53,6 +120,7 @@ def main():
         print("\n%sdefault policy (no --policy): everything is refused%s" % (BOLD, RESET))
         print("%s$ sluice run --netns %s -- sluice-probe tcp 192.0.2.10 5432%s" % (DIM, w.sbx_path, RESET))
         show("default", w.probe("tcp", "192.0.2.10", "5432"))
+        proxy_demo(w)
     finally:
         w.close()
     return 0

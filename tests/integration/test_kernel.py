@@ -377,3 +377,11 @@ def test_audit_mode_lets_through_and_logs_would_deny(w):
     r = w.probe("raw", "192.0.2.10", policy=POLICY, extra=["--mode", "audit", "--keep-caps"])
     assert r.probe()["result"] == "EPERM", r
     assert [e["sluice.verdict"] for e in r.denials()] == ["deny"], r.denials()
+
+
+def test_no_bpf_permission(w):
+    """Without CAP_BPF/CAP_SYS_ADMIN the kernel refuses BPF: one line, exit 2, nothing left."""
+    p = subprocess.run(["setpriv", "--inh-caps=-bpf,-sys_admin,-perfmon", "--bounding-set=-bpf,-sys_admin,-perfmon",
+                        W.SLUICE, "run", "--", "true"], capture_output=True, text=True)
+    assert p.returncode == 2, p
+    assert "cannot load BPF programs" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -226,9 +226,9 @@ def test_sigkill_of_loader_keeps_enforcement(w):
 
 
 def test_flood_events_add_up(w):
-    """A million denied sendto()s: JSON lines + counted losses = denials, exactly."""
+    """A million denied connect()s: JSON lines + counted losses = denials, exactly."""
     n = 1000000
-    r = w.sluice_run([W.PROBE, "flood-udp", "192.0.2.10", "9999", str(n)], timeout=300)
+    r = w.sluice_run([W.PROBE, "flood-tcp", "192.0.2.10", "8080", str(n)], timeout=300)
     got = r.probe()
     assert got["result"] == "ok" and int(got["detail"]) == n, r
     ev = [e for e in r.events if e.get("event.action") == "egress-denied"]

@@ -118,6 +118,8 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	/* two generations side by side during a reload, plus slack */
 	bpf_map__set_max_entries(s->maps.sluice_allow4, 2 * (n4 + 16));
 	bpf_map__set_max_entries(s->maps.sluice_allow6, 2 * (n6 + 16));
+	/* 4 MiB: about 43,000 events of burst before losses are counted */
+	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
 
 	err = sluice_bpf__load(s);
 	if (err) {

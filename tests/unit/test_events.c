@@ -105,6 +105,46 @@ static void test_hostile_comm_is_escaped(void **state)
 	json_object_put(o);
 }
 
+/* bytes that are not UTF-8 become U+FFFD: the line stays valid JSON for
+ * strict readers (a hostile comm must not make its own denial unreadable) */
+static void test_invalid_utf8_comm_replaced(void **state)
+{
+	struct sluice_event e = { .hook = SLUICE_HOOK_CONNECT4, .reason = 1, .family = SLUICE_AF_INET, .protocol = 6, .pid = 5 };
+	static const char bad[16] = "a\xff\xc3(\xe2\x82\xed\xa0\x80\xc3\xa9\xf4\x90z";
+	struct json_tokener *tok = json_tokener_new();
+	char buf[2048];
+	json_object *o;
+	int n;
+
+	memcpy(e.comm, bad, sizeof(bad));
+	n = sluice_event_format(&e, &meta, buf, sizeof(buf));
+	assert_true(n > 0);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, buf, n + 1);
+	assert_non_null(o);
+	/* each bad byte is one U+FFFD; the valid e-acute stays */
+	assert_string_equal(str(o, "process.name"),
+			    "a\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+			    "\xc3\xa9\xef\xbf\xbd\xef\xbf\xbdz");
+	json_object_put(o);
+	json_tokener_free(tok);
+}
+
+/* any ts_ns: no signed overflow, a well-formed timestamp */
+static void test_time_extremes(void **state)
+{
+	struct sluice_event e = { .hook = SLUICE_HOOK_CONNECT4, .reason = 1, .family = SLUICE_AF_INET, .protocol = 6 };
+	char ts[40];
+	json_object *o;
+
+	e.ts_ns = (1ULL << 63) - 1000;
+	o = format(&e, &meta);
+	assert_int_equal(strlen(str(o, "@timestamp")), 27);
+	json_object_put(o);
+	sluice_format_time(-1, ts, sizeof(ts));
+	assert_string_equal(ts, "1969-12-31T23:59:59.999999Z");
+}
+
 static void test_canary_is_marked(void **state)
 {
 	struct sluice_event_meta m = meta;
@@ -167,6 +207,8 @@ int main(void)
 		cmocka_unit_test(test_tcp_v4_denial),
 		cmocka_unit_test(test_v6_and_audit),
 		cmocka_unit_test(test_hostile_comm_is_escaped),
+		cmocka_unit_test(test_invalid_utf8_comm_replaced),
+		cmocka_unit_test(test_time_extremes),
 		cmocka_unit_test(test_canary_is_marked),
 		cmocka_unit_test(test_sock_create_has_no_destination),
 		cmocka_unit_test(test_unknown_numbers_do_not_crash),

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fuzz_event_format.c - libFuzzer target for the kernel event formatter
+ * (loader/events.c): arbitrary struct sluice_event bytes through
+ * sluice_event_format(), and arbitrary strings through the "events_lost"
+ * and lifecycle lines.  Every line must be one JSON object on one line that
+ * json-c parses strictly, as valid UTF-8: the comm is chosen by the sandboxed
+ * program (prctl(PR_SET_NAME)), so a line that does not parse would let
+ * hostile code blind or break whatever reads the events.
+ *
+ * Input: the first sizeof(struct sluice_event) bytes are the event (short
+ * inputs are zero-padded); the rest is split at NUL bytes into the sandbox
+ * name, the policy name, the message of a lifecycle line and the mode.
+ * byte 0 of the rest, if present, picks the canary pid (bit 0: the event's
+ * own pid, so the canary path runs) and whether the real-time offset is a
+ * realistic one (bit 1 clear) or the extreme values (bit 1 set).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "events.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Parse `line` strictly as one JSON object (UTF-8 validated); abort if it
+ * is not, or if it holds a raw newline. */
+static void must_parse(const char *line, int n, const char *must_have)
+{
+	struct json_tokener *tok;
+	json_object *o, *v;
+
+	if (n < 0)
+		return; /* did not fit: the caller drops it, nothing half-written */
+	if ((size_t)n != strlen(line) || strchr(line, '\n') || strchr(line, '\r'))
+		abort();
+	tok = json_tokener_new();
+	if (!tok)
+		abort();
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, line, n + 1); /* with the NUL: the end of input */
+	if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+	    (size_t)json_tokener_get_parse_end(tok) < (size_t)n)
+		abort();
+	if (!json_object_is_type(o, json_type_object))
+		abort();
+	if (must_have && !json_object_object_get_ex(o, must_have, &v))
+		abort();
+	if (!json_object_object_get_ex(o, "@timestamp", &v) || !json_object_is_type(v, json_type_string))
+		abort();
+	json_object_put(o);
+	json_tokener_free(tok);
+}
+
+/* The next NUL-terminated piece of [*p, end) as a fresh string, or NULL. */
+static char *piece(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *nul;
+	size_t n;
+	char *s;
+
+	if (*p >= end)
+		return NULL;
+	nul = memchr(*p, 0, (size_t)(end - *p));
+	n = nul ? (size_t)(nul - *p) : (size_t)(end - *p);
+	s = malloc(n + 1);
+	if (!s)
+		abort();
+	memcpy(s, *p, n);
+	s[n] = 0;
+	*p += nul ? n + 1 : n;
+	return s;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sluice_event e;
+	struct sluice_event_meta m;
+	const uint8_t *p, *end = data + size;
+	char *sandbox, *policy, *message, *mode, buf[2048], small[64];
+	uint8_t ctl = 0;
+	int n;
+
+	memset(&e, 0, sizeof(e));
+	memcpy(&e, data, size < sizeof(e) ? size : sizeof(e));
+	p = size > sizeof(e) ? data + sizeof(e) : end;
+	if (p < end)
+		ctl = *p++;
+	sandbox = piece(&p, end);
+	policy = piece(&p, end);
+	message = piece(&p, end);
+	mode = piece(&p, end);
+
+	memset(&m, 0, sizeof(m));
+	m.sandbox = sandbox ? sandbox : "fuzz";
+	m.policy_name = policy ? policy : "fuzz-policy";
+	m.policy_digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	m.mode = mode;
+	m.canary_pid = (ctl & 1) ? e.pid : 0;
+	if (ctl & 2)
+		m.boot_to_real_ns = (ctl & 4) ? INT64_MAX : INT64_MIN;
+	else
+		m.boot_to_real_ns = 1764483899LL * 1000000000LL; /* 2025-11-30 */
+
+	n = sluice_event_format(&e, &m, buf, sizeof(buf));
+	must_parse(buf, n, "event.reason");
+	/* a buffer too small must say so, never write a cut line */
+	n = sluice_event_format(&e, &m, small, sizeof(small));
+	if (n >= 0)
+		must_parse(small, n, "event.reason");
+
+	n = sluice_events_lost_format(e.seq, e.cgroup_id, &m, buf, sizeof(buf));
+	must_parse(buf, n, "sluice.events_lost");
+	n = sluice_lifecycle_format("sandbox-stop", message, &m, buf, sizeof(buf));
+	must_parse(buf, n, "event.action");
+
+	(void)sluice_reason_name(e.reason);
+	(void)sluice_hook_name(e.hook);
+	free(sandbox);
+	free(policy);
+	free(message);
+	free(mode);
+	return 0;
+}

@@ -289,16 +289,22 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, struct verdict_c
  */
 enum { D_ALLOW, D_REDIRECT_PROXY, D_REDIRECT_DNS, D_EXPLICIT, D_DENY };
 
-static __always_inline int decide4(__u32 gen, struct verdict_ctx *v)
+static __always_inline bool addr6_eq(const __u32 *a, const volatile __u32 *b)
 {
-	__u32 addr = v->daddr[0];
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
 
-	if (cidr_allowed4(gen, addr, v->protocol, v->dport))
+/*
+ * The decision both families share, once the family-specific facts are
+ * known: is the destination in a cidr entry, is it the sandbox's resolver,
+ * is it the sandbox's proxy.  Returns a D_* decision; on D_DENY,
+ * v->reason says why.
+ */
+static __always_inline int decide(__u32 gen, struct verdict_ctx *v, bool in_cidr, bool is_dns, bool is_proxy)
+{
+	if (in_cidr || is_dns)
 		return D_ALLOW;
-	if (sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && v->dport == sluice_cfg.dns4_port)
-		return D_ALLOW;
-	if (v->protocol == SLUICE_IPPROTO_TCP && sluice_cfg.have_proxy &&
-	    addr == sluice_cfg.proxy4_addr && v->dport == sluice_cfg.proxy4_port)
+	if (v->protocol == SLUICE_IPPROTO_TCP && is_proxy)
 		return D_EXPLICIT;
 	if (v->dport == 53 && (v->protocol == SLUICE_IPPROTO_UDP || v->protocol == SLUICE_IPPROTO_TCP)) {
 		if (sluice_cfg.have_dns)
@@ -320,38 +326,22 @@ static __always_inline int decide4(__u32 gen, struct verdict_ctx *v)
 	return D_DENY;
 }
 
+static __always_inline int decide4(__u32 gen, struct verdict_ctx *v)
+{
+	__u32 addr = v->daddr[0];
+
+	return decide(gen, v, cidr_allowed4(gen, addr, v->protocol, v->dport),
+		      sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && v->dport == sluice_cfg.dns4_port,
+		      sluice_cfg.have_proxy && addr == sluice_cfg.proxy4_addr && v->dport == sluice_cfg.proxy4_port);
+}
+
 static __always_inline int decide6(__u32 gen, struct verdict_ctx *v)
 {
 	const __u32 *a = v->daddr;
 
-	if (cidr_allowed6(gen, a, v->protocol, v->dport))
-		return D_ALLOW;
-	if (sluice_cfg.have_dns && v->dport == sluice_cfg.dns6_port &&
-	    a[0] == sluice_cfg.dns6_addr[0] && a[1] == sluice_cfg.dns6_addr[1] &&
-	    a[2] == sluice_cfg.dns6_addr[2] && a[3] == sluice_cfg.dns6_addr[3])
-		return D_ALLOW;
-	if (v->protocol == SLUICE_IPPROTO_TCP && sluice_cfg.have_proxy && v->dport == sluice_cfg.proxy6_port &&
-	    a[0] == sluice_cfg.proxy6_addr[0] && a[1] == sluice_cfg.proxy6_addr[1] &&
-	    a[2] == sluice_cfg.proxy6_addr[2] && a[3] == sluice_cfg.proxy6_addr[3])
-		return D_EXPLICIT;
-	if (v->dport == 53 && (v->protocol == SLUICE_IPPROTO_UDP || v->protocol == SLUICE_IPPROTO_TCP)) {
-		if (sluice_cfg.have_dns)
-			return D_REDIRECT_DNS;
-		v->reason = SLUICE_REASON_NO_RESOLVER;
-		return D_DENY;
-	}
-	if (v->protocol == SLUICE_IPPROTO_TCP) {
-		if (port_proxied(gen, v->dport)) {
-			if (sluice_cfg.have_proxy)
-				return D_REDIRECT_PROXY;
-			v->reason = SLUICE_REASON_NO_PROXY;
-			return D_DENY;
-		}
-		v->reason = SLUICE_REASON_TCP_PORT;
-		return D_DENY;
-	}
-	v->reason = v->protocol == SLUICE_IPPROTO_UDP ? SLUICE_REASON_UDP : SLUICE_REASON_PROTO;
-	return D_DENY;
+	return decide(gen, v, cidr_allowed6(gen, a, v->protocol, v->dport),
+		      sluice_cfg.have_dns && v->dport == sluice_cfg.dns6_port && addr6_eq(a, sluice_cfg.dns6_addr),
+		      sluice_cfg.have_proxy && v->dport == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr));
 }
 
 /* Apply a decision for an IPv4 (or v4-mapped, if `mapped`) destination. */
@@ -545,12 +535,8 @@ static __always_inline void restore6(struct bpf_sock_addr *ctx)
 		match = (sluice_cfg.have_dns && a[3] == sluice_cfg.dns4_addr && port == sluice_cfg.dns4_port) ||
 			(sluice_cfg.have_proxy && a[3] == sluice_cfg.proxy4_addr && port == sluice_cfg.proxy4_port);
 	else
-		match = (sluice_cfg.have_dns && port == sluice_cfg.dns6_port &&
-			 a[0] == sluice_cfg.dns6_addr[0] && a[1] == sluice_cfg.dns6_addr[1] &&
-			 a[2] == sluice_cfg.dns6_addr[2] && a[3] == sluice_cfg.dns6_addr[3]) ||
-			(sluice_cfg.have_proxy && port == sluice_cfg.proxy6_port &&
-			 a[0] == sluice_cfg.proxy6_addr[0] && a[1] == sluice_cfg.proxy6_addr[1] &&
-			 a[2] == sluice_cfg.proxy6_addr[2] && a[3] == sluice_cfg.proxy6_addr[3]);
+		match = (sluice_cfg.have_dns && port == sluice_cfg.dns6_port && addr6_eq(a, sluice_cfg.dns6_addr)) ||
+			(sluice_cfg.have_proxy && port == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr));
 	if (!match || !ctx->sk)
 		return;
 	o = bpf_sk_storage_get(&sluice_sk_orig, ctx->sk, 0, 0);
@@ -770,12 +756,9 @@ int sluice_egress(struct __sk_buff *skb)
 		} else {
 			ok = cidr_allowed6(gen, v.daddr, v.protocol, v.dport) ||
 			     (sluice_cfg.have_dns && v.dport == sluice_cfg.dns6_port &&
-			      v.daddr[0] == sluice_cfg.dns6_addr[0] && v.daddr[1] == sluice_cfg.dns6_addr[1] &&
-			      v.daddr[2] == sluice_cfg.dns6_addr[2] && v.daddr[3] == sluice_cfg.dns6_addr[3]) ||
+			      addr6_eq(v.daddr, sluice_cfg.dns6_addr)) ||
 			     (sluice_cfg.have_proxy && v.protocol == SLUICE_IPPROTO_TCP &&
-			      v.dport == sluice_cfg.proxy6_port &&
-			      v.daddr[0] == sluice_cfg.proxy6_addr[0] && v.daddr[1] == sluice_cfg.proxy6_addr[1] &&
-			      v.daddr[2] == sluice_cfg.proxy6_addr[2] && v.daddr[3] == sluice_cfg.proxy6_addr[3]);
+			      v.dport == sluice_cfg.proxy6_port && addr6_eq(v.daddr, sluice_cfg.proxy6_addr));
 		}
 	} else {
 		goto drop;

@@ -97,7 +97,7 @@ static int cg_populated(const char *path)
 	return n > 0;
 }
 
-static void cg_kill_procs(const char *path)
+void cg_kill_procs(const char *path)
 {
 	char file[4096];
 	FILE *f;

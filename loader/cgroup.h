@@ -36,4 +36,8 @@ uint64_t cg_id(const char *path);
  */
 int cg_kill_and_remove(const char *path, int timeout_ms);
 
+/* SIGKILL every process in the cgroup at `path` (cgroup.kill, else each pid
+ * of cgroup.procs), without waiting or removing it. */
+void cg_kill_procs(const char *path);
+
 #endif

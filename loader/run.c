@@ -32,6 +32,7 @@
 #include "cgroup.h"
 #include "children.h"
 #include "events.h"
+#include "limits.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
@@ -75,14 +76,21 @@ static void usage_run(FILE *f)
 		"                       $SLUICE_PROXY always holds its URL\n"
 		"  --keep-caps          do not drop CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF, ...\n"
 		"                       from CMD (unsafe; for testing the kernel hooks alone)\n"
+		"  --memory SIZE        memory.max of the sandbox's cgroup (512M, 2G; cgroup v2 memory controller)\n"
+		"  --pids N             pids.max: at most N processes and threads (cgroup v2 pids controller)\n"
+		"  --cpu N              cpu.max: N CPUs' worth of time (0.5, 2; cgroup v2 cpu controller)\n"
+		"  --timeout DURATION   kill everything in the sandbox after DURATION (30, 1.5, 500ms, 10m, 2h)\n"
+		"                       and exit 124, as timeout(1).  A limit the cgroup v2 hierarchy cannot\n"
+		"                       enforce (hybrid layout) is an error (exit 2), never ignored.\n"
 		"  -v, --verbose        diagnostics on stderr\n"
 		"\n"
 		"Examples:\n"
 		"  sluice run -- curl -sS https://example.com        # denied: default policy\n"
 		"  sluice run --policy policies/python-pip.yaml --events ev.jsonl -- pip download requests\n"
 		"\n"
-		"Exit status: CMD's status (128+N if killed by signal N); 2 for a usage or\n"
-		"environment error (bad policy, no cgroup2, no BPF), nothing left behind.\n");
+		"Exit status: CMD's status (128+N if killed by signal N); 124 if --timeout expired;\n"
+		"2 for a usage or environment error (bad policy, no cgroup2, no BPF, a limit that\n"
+		"cannot be enforced), nothing left behind.\n");
 }
 
 /* Capabilities a sandboxed command must not hold: each would let it detach
@@ -281,6 +289,10 @@ int cmd_run(int argc, char **argv)
 		{ "proxy-arg", required_argument, NULL, 'x' },
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "keep-caps", no_argument, NULL, 'k' },
+		{ "memory", required_argument, NULL, 'M' },
+		{ "pids", required_argument, NULL, 'I' },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "proxy-env", no_argument, NULL, 'E' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -297,8 +309,9 @@ int cmd_run(int argc, char **argv)
 	struct sluice_event_meta meta;
 	int ret = 2, errpipe[2] = { -1, -1 }, syncpipe[2] = { -1, -1 }, gopipe[2] = { -1, -1 };
 	int pidfd = -1, netns_fd = -1, port;
-	uint64_t would_before = 0;
-	bool audit;
+	uint64_t would_before = 0, deadline = 0;
+	struct sluice_limits lim = { 0 };
+	bool audit, timed_out = false;
 	char go = 0;
 	pid_t pid = -1;
 
@@ -320,6 +333,19 @@ int cmd_run(int argc, char **argv)
 		case 'x': if (n_px < 31) proxy_extra[n_px++] = optarg; break;
 		case 'y': if (n_rx < 31) resolver_extra[n_rx++] = optarg; break;
 		case 'k': keep_caps = 1; break;
+		case 'M': case 'I': case 'C': case 'T': {
+			int r = c == 'M' ? sluice_parse_memory(optarg, &lim.memory_bytes, msg, sizeof(msg)) :
+				c == 'I' ? sluice_parse_pids(optarg, &lim.pids, msg, sizeof(msg)) :
+				c == 'C' ? sluice_parse_cpu(optarg, &lim.cpu_milli, msg, sizeof(msg)) :
+					   sluice_parse_duration(optarg, &lim.timeout_ms, msg, sizeof(msg));
+
+			if (r < 0) {
+				fprintf(stderr, "sluice: run: --%s: %s\n", c == 'M' ? "memory" : c == 'I' ? "pids" :
+					c == 'C' ? "cpu" : "timeout", msg);
+				return 2;
+			}
+			break;
+		}
 		case 'E': proxy_env = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
@@ -375,6 +401,11 @@ int cmd_run(int argc, char **argv)
 				  err == -ENOENT ? "mount cgroup v2 (unified or hybrid layout)" : strerror(-err));
 			goto out;
 		}
+	}
+	/* every limit asked for must be enforceable, before anything is made */
+	if (sluice_limits_check(&lim, cg2, "/proc/mounts", msg, sizeof(msg)) < 0) {
+		log_warnx("run: %s", msg);
+		goto out;
 	}
 	if (bpffs_ensure(SLUICE_BPFFS) < 0) {
 		log_warn("run: no BPF filesystem at %s and cannot mount one", SLUICE_BPFFS);
@@ -494,6 +525,10 @@ int cmd_run(int argc, char **argv)
 	if (st.cg_fd < 0) {
 		log_warnx("run: cannot create cgroup %s: %s", st.cg_path, strerror(-st.cg_fd));
 		st.cg_path[0] = 0;
+		goto out;
+	}
+	if (sluice_limits_apply(&lim, cg2, st.cg_parent, st.cg_path, msg, sizeof(msg)) < 0) {
+		log_warnx("run: %s; nothing was run", msg);
 		goto out;
 	}
 	if (sandbox_attach(&st.sb, st.cg_fd, msg, sizeof(msg)) < 0) {
@@ -616,6 +651,8 @@ int cmd_run(int argc, char **argv)
 	}
 	meta.canary_pid = (uint32_t)pid;
 	forward_pid = pid;
+	if (lim.timeout_ms)
+		deadline = sluice_monotonic_ms() + lim.timeout_ms;
 	{
 		char m[128];
 
@@ -638,9 +675,16 @@ int cmd_run(int argc, char **argv)
 		sluice_consumer_drain(&st.consumer);
 		if (r < 0 && errno != EINTR)
 			break;
+		/* --timeout: kill the whole cgroup once; CMD's exit ends the loop */
+		if (deadline && !timed_out && sluice_monotonic_ms() >= deadline) {
+			timed_out = true;
+			emit_line(st.events, line, sluice_lifecycle_format("sandbox-timeout",
+				  "--timeout expired: every process of the sandbox killed", &meta, line, sizeof(line)));
+			cg_kill_procs(st.cg_path);
+		}
 		if (pf[1].revents & POLLIN) {
 			if (waitpid(pid, &status, 0) == pid) {
-				ret = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+				ret = timed_out ? 124 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 				break;
 			}
 		}

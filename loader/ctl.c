@@ -144,7 +144,11 @@ static void human_attach(json_object *resp)
 	if (json_object_object_get_ex(resp, "existing_connections", &conns)) {
 		size_t n = json_object_array_length(conns);
 
+		json_object *d;
+
 		printf("connections open before the attach (not judged by the filter): %zu\n", n);
+		if (json_object_object_get_ex(resp, "destroyed", &d))
+			printf("closed with --kill-existing: %s\n", json_object_get_string(d));
 		for (size_t i = 0; i < n; i++) {
 			json_object *c = json_object_array_get_idx(conns, i);
 
@@ -190,17 +194,19 @@ int cmd_attach(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'P' },    { "container", required_argument, NULL, 'C' },
 		{ "name", required_argument, NULL, 'n' },   { "netns", required_argument, NULL, 'N' },
 		{ "mode", required_argument, NULL, 'm' },   { "json", no_argument, NULL, 'j' },
+		{ "kill-existing", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },         { 0 },
 	};
 	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL, *rt = NULL;
 	char name[64] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX];
 	long pid = 0;
-	int json = 0, c;
+	int json = 0, kill_existing = 0, c;
 	json_object *req;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'K': kill_existing = 1; break;
 		case 'p': policy = optarg; break;
 		case 'c': cgroup = optarg; break;
 		case 'P': pid = strtol(optarg, NULL, 10); break;
@@ -211,10 +217,11 @@ int cmd_attach(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'h':
 			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID)\n"
-			       "                     [--name NAME] [--netns PATH] [--mode audit|enforce] [--json]\n\n"
+			       "                     [--name NAME] [--netns PATH] [--mode audit|enforce] [--kill-existing] [--json]\n\n"
 			       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
 			       "podman or docker for the container's init pid; --pid uses that process's\n"
-			       "cgroup and network namespace.  Lists connections that were open before.\n\n"
+			       "cgroup and network namespace.  Lists connections that were open before;\n"
+			       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).\n\n"
 			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n");
 			return 0;
 		default: return 2;
@@ -284,6 +291,8 @@ int cmd_attach(int argc, char **argv)
 		json_object_object_add(req, "netns", json_object_new_string(netns));
 	if (mode)
 		json_object_object_add(req, "mode", json_object_new_string(mode));
+	if (kill_existing)
+		json_object_object_add(req, "kill_existing", json_object_new_boolean(1));
 	return finish(call(req), json, human_attach);
 }
 

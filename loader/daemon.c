@@ -41,6 +41,7 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "destroy.h"
 #include "events.h"
 #include "inspect.h"
 #include "log.h"
@@ -291,6 +292,31 @@ static bool cgroup_too_wide(const char *cg2, const char *cg)
 	return strncmp(mine, cg, n) == 0 && (mine[n] == '/' || mine[n] == 0);
 }
 
+/* Close the sockets in `conns` (from inspect_cgroup_connections) with
+ * bpf_sock_destroy, inside s's netns.  Returns the count, or an error
+ * string where the kernel cannot. */
+static json_object *kill_existing(struct dsandbox *s, json_object *conns)
+{
+	size_t n = json_object_array_length(conns), k = 0;
+	uint64_t inodes[4096];
+	char msg[512];
+	int r;
+
+	for (size_t i = 0; i < n && k < sizeof(inodes) / sizeof(inodes[0]); i++) {
+		json_object *ino;
+
+		if (json_object_object_get_ex(json_object_array_get_idx(conns, i), "inode", &ino))
+			inodes[k++] = (uint64_t)json_object_get_uint64(ino);
+	}
+	r = sluice_destroy_sockets(s->netns[0] ? s->netns : NULL, inodes, k, msg, sizeof(msg));
+	if (r < 0) {
+		emit(s, "sandbox-error", "sandbox %s: --kill-existing: %s", s->name, msg);
+		return json_object_new_string(msg);
+	}
+	emit(s, "sandbox-kill-existing", "sandbox %s: closed %d connection(s) opened before the attach", s->name, r);
+	return json_object_new_int(r);
+}
+
 /* ---- requests ------------------------------------------------------------ */
 
 static json_object *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -466,7 +492,13 @@ static json_object *do_attach(json_object *req)
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
-	json_object_object_add(o, "existing_connections", inspect_cgroup_connections(cg));
+	{
+		json_object *conns = inspect_cgroup_connections(cg), *ke;
+
+		json_object_object_add(o, "existing_connections", conns);
+		if (json_object_object_get_ex(req, "kill_existing", &ke) && json_object_get_boolean(ke))
+			json_object_object_add(o, "destroyed", kill_existing(s, conns));
+	}
 	return o;
 fail:
 	if (cg_fd >= 0)

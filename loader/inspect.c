@@ -259,6 +259,7 @@ struct json_object *inspect_cgroup_connections(const char *cg)
 					json_object_object_add(c, "pid", json_object_new_int(pids[i]));
 					json_object_object_add(c, "comm", json_object_new_string(comm));
 					json_object_object_add(c, "fd", json_object_new_int(atoi(de->d_name)));
+					json_object_object_add(c, "inode", json_object_new_uint64(inode));
 					json_object_object_add(c, "proto", json_object_new_string(tables[t]));
 					json_object_object_add(c, "local", json_object_new_string(lbuf));
 					json_object_object_add(c, "remote", json_object_new_string(rbuf));

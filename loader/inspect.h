@@ -24,8 +24,8 @@ pid_t inspect_cgroup_first_pid(const char *cg);
 
 /*
  * The TCP and UDP sockets already open by processes of cgroup `cg` (and
- * its descendants), as a JSON array of {pid, comm, fd, proto, local,
- * remote, state}: read from /proc/PID/fd and /proc/PID/net/{tcp,tcp6,udp,
+ * its descendants), as a JSON array of {pid, comm, fd, inode, proto,
+ * local, remote, state}: read from /proc/PID/fd and /proc/PID/net/{tcp,tcp6,udp,
  * udp6} (the process's own netns).  These existed before the filter and
  * are not judged by it (docs/threat-model.md).  Caller owns the result.
  */

@@ -369,3 +369,34 @@ def test_cgroup_removed_by_its_runtime_is_cleaned_up(w):
     finally:
         a.close()
         d.close()
+
+
+def test_attach_lists_and_kills_existing_connections(w):
+    """Connections opened before the attach are listed; --kill-existing
+    closes them (bpf_sock_destroy), and the workload cannot reopen them."""
+    d = Daemon(w)
+    a = Workload(w, "kill")
+    try:
+        hold = os.path.join(a.dir, "hold.out")
+        a.run("sh", "-c", "%s tcp-hold 192.0.2.10 8080 8 > %s 2>&1 &" % (W.PROBE, hold))
+        deadline = time.time() + 5
+        while time.time() < deadline and "connected" not in (open(hold).read() if os.path.exists(hold) else ""):
+            time.sleep(0.05)
+        r = d.ctl("attach", "--json", "--kill-existing", "--policy", w.write("kill.yaml", POLICY_A), "--cgroup", a.cg,
+                  "--netns", w.sbx_path, "--name", "kill")
+        assert r.returncode == 0, r
+        out = json.loads(r.stdout)
+        conns = [c for c in out["existing_connections"] if c["remote"].endswith(":8080")]
+        assert len(conns) == 1 and conns[0]["state"] == "ESTABLISHED", out["existing_connections"]
+        if isinstance(out.get("destroyed"), str):
+            raise W.Skip("kernel cannot destroy sockets: " + out["destroyed"])
+        assert out["destroyed"] >= 1, out
+        deadline = time.time() + 10
+        while time.time() < deadline and open(hold).read().count("\n") < 2:
+            time.sleep(0.1)
+        last = json.loads(open(hold).read().strip().splitlines()[-1])
+        assert last["result"] == "ECONNABORTED", last
+        assert a.probe("tcp", "192.0.2.10", 8080) == "EPERM"   # and cannot come back
+    finally:
+        a.close()
+        d.close()

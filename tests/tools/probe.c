@@ -9,6 +9,7 @@
  * ops:
  *   tcp ADDR PORT              connect, send "ping\n", read the echo
  *   tcp-peer ADDR PORT         connect, print getpeername() as detail
+ *   tcp-hold ADDR PORT SECONDS one connection, a round trip every 100 ms
  *   tcp-fastopen ADDR PORT     sendto(MSG_FASTOPEN) then read the echo
  *   udp ADDR PORT              sendto without connect, wait 1 s for the echo
  *   udp-connected ADDR PORT    connect + send + recv
@@ -58,6 +59,7 @@ static const char *errno_name(int e)
 	case EINPROGRESS: return "EINPROGRESS";
 	case ENOSYS: return "ENOSYS";
 	case EPIPE: return "EPIPE";
+	case ECONNABORTED: return "ECONNABORTED";
 	default: return "EOTHER";
 	}
 }
@@ -151,7 +153,7 @@ int main(int argc, char **argv)
 	char detail[512] = "";
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	int fd, err = 0;
+	int fd = -1, err = 0;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: sluice-probe OP ARGS... (see the source header)\n");
@@ -180,6 +182,30 @@ int main(int argc, char **argv)
 		snprintf(detail, sizeof(detail), "%s %u", ip,
 			 ntohs(peer.ss_family == AF_INET ? ((struct sockaddr_in *)&peer)->sin_port
 							 : ((struct sockaddr_in6 *)&peer)->sin6_port));
+		return report(0, detail);
+	}
+	if (!strcmp(op, "tcp-hold") && argc == 5) {
+		/* one connection, a round trip every 100 ms for SECONDS: how long it lived */
+		int ms = atoi(argv[4]) * 1000, trips = 0;
+		char buf[64];
+
+		sl = parse(argv[2], argv[3], &ss);
+		fd = socket(ss.ss_family, SOCK_STREAM, 0);
+		set_timeouts(fd, 3);
+		if (connect(fd, (struct sockaddr *)&ss, sl) < 0)
+			return report(errno, "connect");
+		printf("{\"op\":\"tcp-hold\",\"result\":\"connected\",\"errno\":0,\"detail\":\"\"}\n");
+		fflush(stdout);
+		for (int t = 0; t < ms; t += 100) {
+			if (send(fd, "ping\n", 5, MSG_NOSIGNAL) < 0 || (err = read_echo(fd, buf, sizeof(buf))) != 0) {
+				err = err ? err : errno;
+				snprintf(detail, sizeof(detail), "after %d round trips", trips);
+				return report(err, detail);
+			}
+			trips++;
+			usleep(100000);
+		}
+		snprintf(detail, sizeof(detail), "%d round trips", trips);
 		return report(0, detail);
 	}
 	if (!strcmp(op, "tcp-fastopen") && argc == 4) {

@@ -400,3 +400,47 @@ def test_attach_lists_and_kills_existing_connections(w):
     finally:
         a.close()
         d.close()
+
+
+def test_podman_internal_network(w):
+    """A container on a podman network the test creates (--internal, on a
+    documentation range): its traffic to a second container obeys the policy."""
+    if not shutil.which("podman") or not os.path.exists("/bin/busybox"):
+        raise W.Skip("podman or busybox-static not installed (make deps)")
+    d = Daemon(w)
+    tag = "%d" % os.getpid()
+    net, srv, cli = "slcnet" + tag, "slcsrv" + tag, "slccli" + tag
+    common = ["--runtime", "runc", "--cgroup-manager=cgroupfs", "--network", net, "--ulimit", "nofile=1024:1024",
+              "--ulimit", "nproc=1024:1024", "--rootfs", _rootfs(w)]
+    try:
+        r = subprocess.run(["podman", "network", "create", "--internal", "--subnet", "203.0.113.0/24", net],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise W.Skip("podman cannot create networks here: " + r.stderr.strip()[-300:])
+        for name, cmd in ((srv, "nc -ll -p 5432 -e /bin/cat & nc -ll -p 7000 -e /bin/cat & sleep 600"),
+                          (cli, "sleep 600")):
+            r = subprocess.run(["podman", "run", "-d", "--name", name] + common + ["/bin/sh", "-c", cmd],
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r
+        ip = subprocess.run(["podman", "inspect", "--format", "{{(index .NetworkSettings.Networks \"%s\").IPAddress}}"
+                             % net, srv], capture_output=True, text=True).stdout.strip()
+        assert ip.startswith("203.0.113."), ip
+
+        def ex(cmd):
+            return subprocess.run(["podman", "exec", cli, "sh", "-c", cmd], capture_output=True, text=True, timeout=60)
+        time.sleep(0.5)
+        assert "hi" in ex("echo hi | nc -w 2 %s 7000" % ip).stdout
+        pol = w.write("net.yaml", "version: 1\nname: podnet\nallow:\n  - cidr: %s/32\n    ports: [5432]\n"
+                                  "    protocol: tcp\n    why: the database container\n" % ip)
+        assert d.ctl("attach", "--policy", pol, "--container", cli).returncode == 0
+        assert "hi" in ex("echo hi | nc -w 2 %s 5432" % ip).stdout
+        r = ex("echo hi | nc -w 2 %s 7000" % ip)
+        assert "Operation not permitted" in r.stderr, r
+        time.sleep(0.3)
+        assert any(e.get("destination.ip") == ip and e.get("destination.port") == 7000 for e in d.events_of(cli))
+        assert d.ctl("detach", cli).returncode == 0
+        assert "hi" in ex("echo hi | nc -w 2 %s 7000" % ip).stdout
+    finally:
+        subprocess.run(["podman", "rm", "-f", "-t", "0", srv, cli], capture_output=True, timeout=120)
+        subprocess.run(["podman", "network", "rm", "-f", net], capture_output=True, timeout=60)
+        d.close()

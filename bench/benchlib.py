@@ -66,7 +66,7 @@ class Sandbox:
     bench moves its clients into (the command itself only holds it open)."""
 
     def __init__(self, bench, name, policy, netns, events, extra=(), timeout=30):
-        self.bench, self.name, self.events = bench, name, events
+        self.bench, self.name, self.events, self.policy_path = bench, name, events, policy
         self.cg = os.path.join(bench.cg2, "sluice", name)
         self.pin_dir = os.path.join(PIN_ROOT, name)
         argv = [SLUICE, "run", "--name", name, "--policy", policy, "--events", events]

@@ -32,7 +32,9 @@
  * Exit status: 0 ok, 1 an unexpected outcome or failed probe, 2 usage or
  * environment error.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

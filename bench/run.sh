@@ -78,16 +78,17 @@ if [ -n "$missing" ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	timeout 300 apt-get update -q >/dev/null || echo "bench: apt-get update failed; trying the install anyway" >&2
 	# tinyproxy's and squid's packages start system services; keep them
-	# from starting (the bench runs its own instances, in its namespaces)
-	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d.bench
-	chmod +x /usr/sbin/policy-rc.d.bench
-	had_policy_rc=0
-	[ -e /usr/sbin/policy-rc.d ] && had_policy_rc=1
-	[ $had_policy_rc = 1 ] || cp /usr/sbin/policy-rc.d.bench /usr/sbin/policy-rc.d
+	# from starting (the bench runs its own instances, in its namespaces).
+	# An existing policy-rc.d is left exactly as it is.
+	made_policy_rc=0
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		made_policy_rc=1
+	fi
 	timeout 600 apt-get install -y -q --no-install-recommends $missing >/dev/null ||
 		echo "bench: could not install all of:$missing (scenarios that need them will say skipped)" >&2
-	[ $had_policy_rc = 1 ] || rm -f /usr/sbin/policy-rc.d
-	rm -f /usr/sbin/policy-rc.d.bench
+	[ $made_policy_rc = 0 ] || rm -f /usr/sbin/policy-rc.d
 fi
 if ! command -v perf >/dev/null 2>&1; then
 	timeout 300 apt-get install -y -q --no-install-recommends linux-perf >/dev/null 2>&1 ||

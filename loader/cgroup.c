@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <mntent.h>
@@ -80,12 +81,34 @@ uint64_t cg_id(const char *path)
 	return st.st_ino;
 }
 
+/*
+ * Does the cgroup at `path` or any cgroup below it hold a process?  1, 0,
+ * or -errno.  cgroup.events' "populated" covers descendants; cgroup.procs
+ * lists only the cgroup's own processes, and a sandbox can move itself into
+ * a child cgroup it made (no capability needed in its own cgroup namespace).
+ */
 static int cg_populated(const char *path)
 {
 	char file[4096], buf[4096];
 	ssize_t n;
 	int fd;
 
+	snprintf(file, sizeof(file), "%s/cgroup.events", path);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		const char *p;
+
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n < 0)
+			return -errno;
+		buf[n] = 0;
+		p = strstr(buf, "populated ");
+		if (p)
+			return p[10] == '1';
+	} else if (errno == ENOENT && access(path, F_OK) < 0) {
+		return 0;
+	}
 	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
 	fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -97,12 +120,39 @@ static int cg_populated(const char *path)
 	return n > 0;
 }
 
+/* SIGKILL each pid of path/cgroup.procs and of every cgroup below it. */
+static void cg_kill_tree(const char *path, int depth)
+{
+	char file[4096];
+	struct dirent *d;
+	DIR *dir;
+	FILE *f;
+	int pid;
+
+	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
+	f = fopen(file, "re");
+	if (f) {
+		while (fscanf(f, "%d", &pid) == 1)
+			kill(pid, SIGKILL);
+		fclose(f);
+	}
+	if (depth > 64 || !(dir = opendir(path)))
+		return;
+	while ((d = readdir(dir))) {
+		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		if (snprintf(file, sizeof(file), "%s/%s", path, d->d_name) < (int)sizeof(file))
+			cg_kill_tree(file, depth + 1);
+	}
+	closedir(dir);
+}
+
 void cg_kill_procs(const char *path)
 {
 	char file[4096];
-	FILE *f;
-	int fd, pid;
+	int fd;
 
+	/* cgroup.kill (5.14+) kills the whole subtree */
 	snprintf(file, sizeof(file), "%s/cgroup.kill", path);
 	fd = open(file, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -112,13 +162,28 @@ void cg_kill_procs(const char *path)
 		if (w == 1)
 			return;
 	}
-	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
-	f = fopen(file, "re");
-	if (!f)
+	cg_kill_tree(path, 0);
+}
+
+/* rmdir every cgroup below `path`, deepest first (their processes are
+ * already dead: cgroup.kill covers descendants).  Bounded depth. */
+static void cg_remove_children(const char *path, int depth)
+{
+	char sub[4096];
+	struct dirent *d;
+	DIR *dir;
+
+	if (depth > 64 || !(dir = opendir(path)))
 		return;
-	while (fscanf(f, "%d", &pid) == 1)
-		kill(pid, SIGKILL);
-	fclose(f);
+	while ((d = readdir(dir))) {
+		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", path, d->d_name) >= (int)sizeof(sub))
+			continue;
+		cg_remove_children(sub, depth + 1);
+		rmdir(sub);
+	}
+	closedir(dir);
 }
 
 int cg_kill_and_remove(const char *path, int timeout_ms)
@@ -137,6 +202,9 @@ int cg_kill_and_remove(const char *path, int timeout_ms)
 		nanosleep(&ts, NULL);
 		waited += 10;
 	}
+	/* the sandbox may have made child cgroups (mkdir needs no capability
+	 * in its own cgroup namespace): they block rmdir, remove them first */
+	cg_remove_children(path, 0);
 	if (rmdir(path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;

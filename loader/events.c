@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -14,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include <json-c/json.h>
 
+#include "jsonstr.h"
 #include "sandbox.h"
 
 static const char *reason_names[SLUICE_REASON__MAX] = {
@@ -92,75 +92,6 @@ static const char *transport_name(unsigned proto, unsigned sock_type)
 	}
 }
 
-/*
- * A JSON string for bytes that may not be UTF-8 (comm is whatever the
- * sandboxed program set with prctl(PR_SET_NAME)): json-c escapes control
- * bytes but copies bytes >= 0x80 as they are, so each byte that does not
- * start a well-formed UTF-8 sequence (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF) becomes U+FFFD.  Otherwise a hostile
- * name makes the whole line unreadable to strict JSON readers.
- */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t need;
-	unsigned lo = 0x80, hi = 0xbf;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		need = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		need = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else {
-		return 0;
-	}
-	if (n < need || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < need; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return need;
-}
-
-static json_object *json_utf8_string(const char *str)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	size_t n = strlen((const char *)s), o = 0;
-	char *tmp = malloc(3 * n + 1);
-	json_object *j;
-
-	if (!tmp)
-		return json_object_new_string("");
-	for (size_t i = 0; i < n;) {
-		size_t k = utf8_seq_len(s + i, n - i);
-
-		if (k) {
-			memcpy(tmp + o, s + i, k);
-			o += k;
-			i += k;
-		} else {
-			memcpy(tmp + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	tmp[o] = 0;
-	j = json_object_new_string(tmp);
-	free(tmp);
-	return j;
-}
-
 /* Take a finished json object, print it compactly into buf, free it. */
 static int finish(json_object *o, char *buf, size_t len)
 {
@@ -182,11 +113,11 @@ static void add_common(json_object *o, int64_t real_ns, const struct sluice_even
 
 	sluice_format_time(real_ns, ts, sizeof(ts));
 	json_object_object_add(o, "@timestamp", json_object_new_string(ts));
-	json_object_object_add(o, "sluice.sandbox", json_utf8_string(m->sandbox));
-	json_object_object_add(o, "sluice.policy_name", json_utf8_string(m->policy_name));
-	json_object_object_add(o, "rule.ruleset", json_utf8_string(m->policy_digest));
-	json_object_object_add(o, "sluice.policy_sha256", json_utf8_string(m->policy_digest));
-	json_object_object_add(o, "sluice.mode", json_utf8_string(m->mode ? m->mode : "enforce"));
+	json_object_object_add(o, "sluice.sandbox", sluice_json_string(m->sandbox));
+	json_object_object_add(o, "sluice.policy_name", sluice_json_string(m->policy_name));
+	json_object_object_add(o, "rule.ruleset", sluice_json_string(m->policy_digest));
+	json_object_object_add(o, "sluice.policy_sha256", sluice_json_string(m->policy_digest));
+	json_object_object_add(o, "sluice.mode", sluice_json_string(m->mode ? m->mode : "enforce"));
 }
 
 int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,
@@ -214,7 +145,7 @@ int sluice_event_format(const struct sluice_event *e, const struct sluice_event_
 	if (e->pid) {
 		json_object_object_add(o, "process.pid", json_object_new_int64(e->pid));
 		json_object_object_add(o, "process.thread.id", json_object_new_int64(e->tid));
-		json_object_object_add(o, "process.name", json_utf8_string(comm));
+		json_object_object_add(o, "process.name", sluice_json_string(comm));
 		snprintf(uid, sizeof(uid), "%u", e->uid);
 		json_object_object_add(o, "user.id", json_object_new_string(uid));
 	}
@@ -269,7 +200,7 @@ int sluice_lifecycle_format(const char *action, const char *message, const struc
 	json_object_object_add(o, "event.kind", json_object_new_string("state"));
 	json_object_object_add(o, "event.action", json_object_new_string(action));
 	if (message)
-		json_object_object_add(o, "message", json_utf8_string(message));
+		json_object_object_add(o, "message", sluice_json_string(message));
 	return finish(o, buf, len);
 }
 

@@ -15,10 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jsonstr.h"
+
+/* every string through sluice_json_string: bytes that are not UTF-8 (a
+ * hostile comm, server name or path) become U+FFFD, the line stays JSON */
 static void put_str(json_object *o, const char *key, const char *v)
 {
 	if (v)
-		json_object_object_add(o, key, json_object_new_string(v));
+		json_object_object_add(o, key, sluice_json_string(v));
 }
 
 static void timestamp(char *buf, size_t len, const struct timespec *now)

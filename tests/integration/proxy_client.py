@@ -36,13 +36,14 @@ HELD = []
 
 
 def find_proxy():
-    """The proxy's listening address in this netns.  $SLUICE_PROXY if set;
-    else the loopback TCP listener that has no UDP twin on its port (the
-    resolver listens on the same port for UDP and TCP).  The sandbox cannot
-    see other processes' sockets (ss -p), hence this."""
-    env = os.environ.get("SLUICE_PROXY")
+    """The proxy's listening address in this netns: $SLUICE_PROXY (set by
+    sluice run); else the loopback TCP listener that has no UDP twin on its
+    port (the resolver listens on one port for UDP and TCP; the sandbox
+    cannot see other processes' sockets with ss -p)."""
+    env = os.environ.get("SLUICE_PROXY")   # set by sluice run: http://127.0.0.1:PORT
     if env:
-        host, port = env.rsplit(":", 1)
+        hostport = env.split("://", 1)[-1].split("/", 1)[0]
+        host, port = hostport.rsplit(":", 1)
         return host.strip("[]"), int(port)
 
     def listeners(flags):

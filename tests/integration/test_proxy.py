@@ -254,9 +254,8 @@ def test_chunked_body_reframed(w):
 def test_connect_with_curl_https_proxy(w):
     e = env(w)
     m = e.mark()
-    r = e.run(["sh", "-c", 'HTTPS_PROXY=http://$(python3 -c "import sys; sys.path.insert(0, \'%s\'); '
-               'import proxy_client as p; print(\'%%s:%%d\' %% p.find_proxy())") '
-               'curl -sS --max-time 10 --cacert %s https://api.example.com:%d/via-connect' % (HERE, e.cert, TLS_PORT)])
+    r = e.run(["sh", "-c", 'HTTPS_PROXY="$SLUICE_PROXY" curl -sS --max-time 10 --cacert %s '
+               'https://api.example.com:%d/via-connect' % (e.cert, TLS_PORT)])
     assert r.rc == 0 and json.loads(r.stdout)["path"] == "/via-connect", r
     got = e.arrived(m)
     assert len(got) == 1 and got[0]["sni"] == "api.example.com"

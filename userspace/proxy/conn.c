@@ -80,8 +80,8 @@ static void conn_log(struct conn *c)
 	if (c->have_orig)
 		r.form = c->form == PROXY_FORM_EXPLICIT ? "explicit" : "transparent";
 	r.url_full = c->url_full;
-	r.domain = c->host[0] ? c->host : NULL;
-	r.sni = c->has_sni ? c->sni : NULL;
+	r.domain = c->host && c->host[0] ? c->host : NULL;
+	r.sni = c->sni;
 	r.method = c->method;
 	r.status = c->status;
 	r.tunnel = c->kind == K_TLS || (c->kind == K_CONNECT && c->status == 200);
@@ -120,6 +120,8 @@ void conn_finish(struct conn *c)
 		close(c->cfd);
 	free(c->buf);
 	free(c->url_full);
+	free(c->host);
+	free(c->sni);
 	if (c->req) {
 		proxy_request_free(c->req);
 		free(c->req);
@@ -282,13 +284,22 @@ static int read_more(struct conn *c, size_t limit)
 	return -2;
 }
 
-static void copy_printable(char *dst, size_t dlen, const char *src)
+/* Replace *dst by a copy of src (NULL on allocation failure: only a log
+ * field is lost; callers that need the value check it). */
+static void set_str(char **dst, const char *src)
 {
-	size_t i = 0;
+	free(*dst);
+	*dst = strdup(src);
+}
 
-	for (; src[i] && i + 1 < dlen; i++)
-		dst[i] = (src[i] > 0x20 && src[i] < 0x7f) ? src[i] : '?';
-	dst[i] = '\0';
+/* Same, with bytes other than printable ASCII replaced by '?' (untrusted
+ * text bound for the log). */
+static void set_printable(char **dst, const char *src)
+{
+	set_str(dst, src);
+	for (char *p = *dst; p && *p; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			*p = '?';
 }
 
 /*
@@ -299,7 +310,7 @@ static bool apply_decision(struct conn *c, const struct proxy_decision *d)
 {
 	struct proxy *px = c->px;
 
-	snprintf(c->host, sizeof(c->host), "%s", d->host);
+	set_str(&c->host, d->host);
 	c->ip_literal = d->ip_literal;
 	c->ip_family = d->ip_family;
 	memcpy(c->ip, d->ip, sizeof(c->ip));
@@ -347,13 +358,13 @@ static void on_http_head(struct conn *c)
 	if (c->req->method_id == HTTP_CONNECT)
 		c->kind = K_CONNECT;
 	if (proxy_request_target(c->req, c->form, c->orig.dport, c->target, &err) < 0) {
-		copy_printable(c->host, sizeof(c->host), c->target->host);
+		set_printable(&c->host, c->target->host);
 		conn_reply(c, err.status, err.reason);
 		return;
 	}
 	c->port = c->target->port;
 	if (c->over_cap) {
-		copy_printable(c->host, sizeof(c->host), c->target->host);
+		set_printable(&c->host, c->target->host);
 		conn_reply(c, 503, "connection_limit");
 		return;
 	}
@@ -380,10 +391,8 @@ static void on_tls_hello(struct conn *c, const struct sni_result *h)
 	event_del(c->rev);
 	c->kind = K_TLS;
 	c->port = c->orig.dport;
-	if (h->has_sni) {
-		c->has_sni = true;
-		copy_printable(c->sni, sizeof(c->sni), h->sni);
-	}
+	if (h->has_sni)
+		set_printable(&c->sni, h->sni);
 	if (c->over_cap) {
 		conn_close(c, "connection_limit");
 		return;
@@ -399,7 +408,7 @@ static void on_tls_hello(struct conn *c, const struct sni_result *h)
 			return;
 		}
 	}
-	snprintf(c->sni, sizeof(c->sni), "%s", sni_norm);
+	set_str(&c->sni, sni_norm);
 	proxy_decide_host(px->policy, sni_norm, c->orig.dport, &d);
 	if (!apply_decision(c, &d))
 		return;
@@ -710,6 +719,10 @@ static void start_dial(struct conn *c)
 		on_resolved(c, 0, &a);
 		return;
 	}
+	if (!c->host) {
+		conn_fail(c, 503, "out_of_memory");
+		return;
+	}
 	c->res = proxy_resolve_start(px->dns, c->host, on_resolved, c);
 	if (!c->res)
 		conn_fail(c, 502, "resolve_failed");
@@ -743,7 +756,9 @@ static void start_tunnel(struct conn *c)
 		event_free(c->uev);
 		c->uev = NULL;
 	}
-	event_del(c->timer);
+	/* the relay keeps its own idle timer */
+	event_free(c->timer);
+	c->timer = NULL;
 	c->buf = NULL;
 	c->len = c->cap = 0;
 	c->phase = PH_TUNNEL;
@@ -799,14 +814,12 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, "bad_client_hello");
 		return;
 	}
-	if (h.has_sni) {
-		c->has_sni = true;
-		copy_printable(c->sni, sizeof(c->sni), h.sni);
-	}
+	if (h.has_sni)
+		set_printable(&c->sni, h.sni);
 	memset(&d, 0, sizeof(d));
 	if (proxy_check_hello(&h, c->host, sni_norm, &d) < 0) {
 		if (sni_norm[0])
-			snprintf(c->sni, sizeof(c->sni), "%s", sni_norm);
+			set_str(&c->sni, sni_norm);
 		if (px->mode == SLUICE_MODE_AUDIT) {
 			c->verdict = "would_deny";
 			if (!c->deny_reason)
@@ -817,7 +830,7 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 	} else {
-		snprintf(c->sni, sizeof(c->sni), "%s", sni_norm);
+		set_str(&c->sni, sni_norm);
 	}
 	start_tunnel(c);
 }

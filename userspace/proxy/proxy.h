@@ -135,9 +135,8 @@ struct conn {
 	const char *deny_reason;        /* the policy's denial in audit mode */
 	const char *rule;
 	const char *method;
-	char host[SLUICE_HOST_MAX + 1]; /* normalised name (or IP literal) */
-	char sni[SLUICE_HOST_MAX + 1];
-	bool has_sni;
+	char *host;                     /* normalised name (or IP literal); malloc'd */
+	char *sni;                      /* tls.client.server_name; malloc'd */
 	uint16_t port;
 	bool ip_literal;
 	int ip_family;

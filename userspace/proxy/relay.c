@@ -61,12 +61,49 @@ static void finish(struct proxy_relay *r, const char *err)
 	r->cb(r->arg, err, r->d[0].bytes, r->d[1].bytes);
 }
 
+/*
+ * Pipes are borrowed from a small pool while a direction has bytes in
+ * flight and given back when it goes idle, so an idle tunnel holds just its
+ * two sockets (and 10,000 idle tunnels do not need 40,000 pipe fds).  Only
+ * empty pipes go back to the pool.
+ */
+#define PIPE_POOL_MAX 256
+
+static int pipe_pool[PIPE_POOL_MAX][2];
+static size_t pipe_pool_n;
+
+static bool pipe_get(int p[2])
+{
+	if (pipe_pool_n) {
+		pipe_pool_n--;
+		p[0] = pipe_pool[pipe_pool_n][0];
+		p[1] = pipe_pool[pipe_pool_n][1];
+		return true;
+	}
+	return pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0;
+}
+
+static void pipe_put(int p[2], bool empty)
+{
+	if (p[0] < 0)
+		return;
+	if (empty && pipe_pool_n < PIPE_POOL_MAX) {
+		pipe_pool[pipe_pool_n][0] = p[0];
+		pipe_pool[pipe_pool_n][1] = p[1];
+		pipe_pool_n++;
+	} else {
+		close(p[0]);
+		close(p[1]);
+	}
+	p[0] = p[1] = -1;
+}
+
 /* A pipe for a direction, or copy mode when none can be had. */
 static void ensure_path(struct relay_dir *d)
 {
 	if (d->copy || d->pipe[0] >= 0)
 		return;
-	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+	if (!pipe_get(d->pipe)) {
 		d->pipe[0] = d->pipe[1] = -1;
 		d->copy = true;
 	}
@@ -124,6 +161,7 @@ static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
 		}
 		/* 3. everything sent: pass on a FIN */
 		if (d->eof) {
+			pipe_put(d->pipe, true);
 			if (!d->done) {
 				shutdown(d->dst, SHUT_WR);
 				d->done = true;
@@ -160,15 +198,15 @@ static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				/* idle: the (empty) pipe goes back to the pool */
+				pipe_put(d->pipe, true);
 				event_del(d->wev);
 				event_add(d->rev, NULL);
 				return PUMP_WAIT;
 			}
 			if (errno == EINVAL && !d->copy) {
 				/* splice not supported on this socket: copy instead */
-				close(d->pipe[0]);
-				close(d->pipe[1]);
-				d->pipe[0] = d->pipe[1] = -1;
+				pipe_put(d->pipe, true);
 				d->copy = true;
 				continue;
 			}
@@ -281,10 +319,7 @@ void relay_free(struct proxy_relay *r)
 
 		event_free(d->rev);
 		event_free(d->wev);
-		if (d->pipe[0] >= 0)
-			close(d->pipe[0]);
-		if (d->pipe[1] >= 0)
-			close(d->pipe[1]);
+		pipe_put(d->pipe, d->in_pipe == 0);
 		free(d->buf);
 	}
 	if (r->idle_ev)

@@ -4,8 +4,9 @@
  * between the client and the upstream.  Each direction goes socket -> pipe
  * -> socket with splice(2), so payload bytes are never copied through user
  * space; a direction falls back to a read/write copy through a 16 KiB
- * buffer if it cannot get a pipe.  Pipes and buffers are made when the first
- * byte arrives, so an idle tunnel holds no buffer memory.  A FIN in one
+ * buffer if it cannot get a pipe.  A direction borrows a pipe from a small
+ * pool when bytes arrive and gives it back when it goes idle, so an idle
+ * tunnel holds its two sockets and no buffer, pipe or extra descriptor.  A FIN in one
  * direction is passed on as shutdown(SHUT_WR); the relay ends when both
  * directions have ended, on an error, or after the idle timeout.
  */

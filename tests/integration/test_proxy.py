@@ -467,6 +467,19 @@ def test_documentation_addresses_need_the_hatch(w):
     assert line["event.reason"] == "no_public_address"
     assert sorted(line["sluice.dropped_answers"]) == ["192.0.2.10 documentation", "2001:db8::10 documentation"]
 
+    # a cidr entry naming the address and port makes it dialable (the kernel
+    # would let the sandbox reach it directly anyway)
+    policy = w.write("cidr-policy.yaml", POLICY + """\
+  - cidr: 192.0.2.10/32
+    ports: [%d]
+    why: the API host, also reached directly
+""" % HTTP_PORT)
+    r = e.client([{"op": "http", "via": "proxy", "send": explicit("http://api.example.com:%d/cidr" % HTTP_PORT)}],
+                 hatch=False, policy=policy)
+    assert r.results[0]["status"] == 200, r.results
+    line = only(r.proxy, url__domain="api.example.com")
+    assert line["destination.ip"] == "192.0.2.10" and line["sluice.dropped_answers"] == ["2001:db8::10 documentation"]
+
 
 # --- robustness ------------------------------------------------------------------------------
 

@@ -42,7 +42,17 @@ static const char POLICY[] =
 	"    why: downloads\n"
 	"  - url: http://files.example.com/upload\n"
 	"    methods: [PUT]\n"
-	"    why: uploads\n";
+	"    why: uploads\n"
+	"  - cidr: 10.20.0.0/16\n"
+	"    ports: [8080]\n"
+	"    why: an internal service, reached directly\n"
+	"  - cidr: fd00:1::/64\n"
+	"    ports: [8000-8100]\n"
+	"    why: internal v6\n"
+	"  - cidr: 10.30.0.0/16\n"
+	"    ports: [8080]\n"
+	"    protocol: udp\n"
+	"    why: udp only\n";
 
 static int setup_policy(void **state)
 {
@@ -666,8 +676,8 @@ static void test_address_ranges(void **state)
 		{ "192.0.2.10", "documentation" }, { "198.51.100.1", "documentation" },
 		{ "203.0.113.9", "documentation" }, { "2001:db8::10", "documentation" }, { "3fff::1", "documentation" },
 		{ "64:ff9b::1.2.3.4", "nat64" }, { "64:ff9b:1::1", "nat64" }, { "2002:c000:0204::1", "6to4" },
-		{ "192.88.99.1", "6to4" }, { "2001::1", "teredo" }, { "fc00::1", "unique_local" },
-		{ "::ffff:127.0.0.1", "loopback" }, { "::ffff:8.8.8.8", NULL }, { "::127.0.0.1", "ipv4_compatible" },
+		{ "192.88.99.1", "6to4" }, { "2001::1", "teredo" }, { "fc00::1", "ula" },
+		{ "::ffff:127.0.0.1", "loopback" }, { "::ffff:8.8.8.8", NULL }, { "::127.0.0.1", "v4_compat" },
 		{ "198.18.0.1", "benchmarking" }, { "4000::1", "not_global_unicast" },
 	};
 	struct proxy_cidr hatch[2];
@@ -700,6 +710,25 @@ static void test_address_ranges(void **state)
 	assert_int_equal(proxy_cidr_parse("example.com/8", &hatch[0]), -1);
 	assert_int_equal(proxy_cidr_parse("10.0.0.1", &hatch[0]), 0);
 	assert_int_equal(hatch[0].prefix, 32);
+}
+
+static void test_cidr_entries(void **state)
+{
+	const struct sluice_policy *p = *state;
+	uint8_t a[16] = { 0 };
+
+	inet_pton(AF_INET, "10.20.3.4", a);
+	assert_true(proxy_policy_cidr_allows(p, AF_INET, a, 8080));
+	assert_false(proxy_policy_cidr_allows(p, AF_INET, a, 8081));
+	inet_pton(AF_INET6, "::ffff:10.20.3.4", a);
+	assert_true(proxy_policy_cidr_allows(p, AF_INET6, a, 8080));
+	inet_pton(AF_INET, "10.21.0.1", a);
+	assert_false(proxy_policy_cidr_allows(p, AF_INET, a, 8080));
+	inet_pton(AF_INET, "10.30.0.1", a);
+	assert_false(proxy_policy_cidr_allows(p, AF_INET, a, 8080));   /* udp entry */
+	inet_pton(AF_INET6, "fd00:1::5", a);
+	assert_true(proxy_policy_cidr_allows(p, AF_INET6, a, 8050));
+	assert_false(proxy_policy_cidr_allows(p, AF_INET6, a, 8101));
 }
 
 static void test_flow_key(void **state)
@@ -819,6 +848,7 @@ int main(void)
 		cmocka_unit_test(test_responses),
 		cmocka_unit_test(test_error_response),
 		cmocka_unit_test(test_address_ranges),
+		cmocka_unit_test(test_cidr_entries),
 		cmocka_unit_test(test_flow_key),
 		cmocka_unit_test(test_log_line),
 	};

@@ -43,7 +43,7 @@ static const struct special_range special_ranges[] = {
 	{ AF_INET6, { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 }, 128, "metadata" }, /* fd00:ec2::254 */
 	{ AF_INET6, { 0 }, 128, "unspecified" },
 	{ AF_INET6, { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 }, 128, "loopback" },
-	{ AF_INET6, { 0 }, 96, "ipv4_compatible" },              /* ::/96, deprecated */
+	{ AF_INET6, { 0 }, 96, "v4_compat" },              /* ::/96, deprecated */
 	{ AF_INET6, { 0, 0x64, 0xff, 0x9b }, 96, "nat64" },      /* 64:ff9b::/96 */
 	{ AF_INET6, { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, "nat64" },/* 64:ff9b:1::/48 */
 	{ AF_INET6, { 0x01, 0x00 }, 64, "discard" },             /* 100::/64 */
@@ -52,7 +52,7 @@ static const struct special_range special_ranges[] = {
 	{ AF_INET6, { 0x20, 0x01, 0x00, 0x00 }, 23, "ietf_protocol" },
 	{ AF_INET6, { 0x20, 0x02 }, 16, "6to4" },
 	{ AF_INET6, { 0x3f, 0xff }, 20, "documentation" },      /* 3fff::/20 */
-	{ AF_INET6, { 0xfc }, 7, "unique_local" },
+	{ AF_INET6, { 0xfc }, 7, "ula" },
 	{ AF_INET6, { 0xfe, 0x80 }, 10, "link_local" },
 	{ AF_INET6, { 0xfe, 0xc0 }, 10, "site_local" },
 	{ AF_INET6, { 0xff }, 8, "multicast" },

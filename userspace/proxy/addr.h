@@ -35,7 +35,7 @@ bool proxy_cidr_contains(const struct proxy_cidr *c, int family, const uint8_t *
  * Which special-purpose range (RFC 6890 and successors) `addr` is in:
  * returns a stable short name ("loopback", "private", "link_local",
  * "cgnat", "metadata", "multicast", "documentation", "nat64", "6to4",
- * "teredo", "unique_local", ...) or NULL for a public unicast address.
+ * "teredo", "ula", ...) or NULL for a public unicast address.
  * Documentation ranges are special (they are reserved, never public).
  * IPv4-mapped IPv6 (::ffff:a.b.c.d) is classified as the IPv4 address.
  */

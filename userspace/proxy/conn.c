@@ -680,7 +680,8 @@ static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 			if (pass == 2 && a->family != AF_INET6)
 				continue;
 			if (!proxy_addr_dialable(a->family, a->addr, px->cfg.allow_private,
-						 px->cfg.n_allow_private, &why)) {
+						 px->cfg.n_allow_private, &why) &&
+			    !proxy_policy_cidr_allows(px->policy, a->family, a->addr, c->port)) {
 				note_dropped(c, a, why);
 				continue;
 			}

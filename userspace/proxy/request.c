@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "request.h"
 
+#include <netinet/in.h>
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -9,6 +11,8 @@
 #include <strings.h>
 
 #include <event2/buffer.h>
+
+#include "addr.h"
 
 const struct proxy_limits proxy_default_limits = {
 	.max_request_line = 8192,
@@ -639,6 +643,27 @@ const char *proxy_target_url(const struct proxy_target *t, const char *host_norm
 }
 
 /* --- decisions ---------------------------------------------------------- */
+
+bool proxy_policy_cidr_allows(const struct sluice_policy *p, int family, const uint8_t *addr,
+			      uint16_t port)
+{
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+		struct proxy_cidr c;
+
+		if (e->kind != SLUICE_ENTRY_CIDR || e->protocol != IPPROTO_TCP)
+			continue;
+		c.family = e->family;
+		memcpy(c.addr, e->addr, sizeof(c.addr));
+		c.prefix = e->prefix_len;
+		if (!proxy_cidr_contains(&c, family, addr))
+			continue;
+		for (size_t j = 0; j < e->n_ports; j++)
+			if (port >= e->ports[j].lo && port <= e->ports[j].hi)
+				return true;
+	}
+	return false;
+}
 
 static void deny(struct proxy_decision *d, int status, const char *reason, bool audit_ok)
 {

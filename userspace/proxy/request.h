@@ -166,6 +166,14 @@ struct proxy_target {
 int proxy_request_target(const struct proxy_request *req, enum proxy_form form, uint16_t orig_port,
 			 struct proxy_target *t, struct proxy_refusal *err);
 
+/*
+ * Does a `cidr` entry of the policy (protocol tcp) contain `addr` and name
+ * `port`?  Such an entry makes a special-purpose address dialable: the
+ * kernel lets the sandbox reach it directly anyway.
+ */
+bool proxy_policy_cidr_allows(const struct sluice_policy *p, int family, const uint8_t *addr,
+			      uint16_t port);
+
 /* The decision on one request or tunnel. */
 struct proxy_decision {
 	bool allow;                    /* the policy allows it */

@@ -71,6 +71,14 @@ char *proxy_log_format(const struct proxy_log_rec *r)
 	put_str(o, "event.kind", "event");
 	put_str(o, "event.category", "network");
 	put_str(o, "event.dataset", "sluice.proxy");
+	{
+		json_object *type = json_object_new_array();
+
+		json_object_array_add(type, json_object_new_string("connection"));
+		json_object_array_add(type, json_object_new_string(
+			r->verdict && strcmp(r->verdict, "deny") == 0 ? "denied" : "allowed"));
+		json_object_object_add(o, "event.type", type);
+	}
 	put_str(o, "event.action", r->action);
 	put_str(o, "event.outcome", r->outcome);
 	put_str(o, "event.reason", r->reason);

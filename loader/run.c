@@ -32,7 +32,7 @@
 #include "cgroup.h"
 #include "children.h"
 #include "events.h"
-#include "limits.h"
+#include "run_limits.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests: resource-limit options of `sluice run` (loader/limits.c). */
+/* Unit tests: resource-limit options of `sluice run` (loader/run_limits.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "run_limits.h"
 
 static void test_memory(void **state)
 {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * limits.c - parsing and enforcing `sluice run --memory/--pids/--cpu/
- * --timeout` (see limits.h).  The parsers are pure; the check and apply
+ * run_limits.c - parsing and enforcing `sluice run --memory/--pids/--cpu/
+ * --timeout` (see run_limits.h).  The parsers are pure; the check and apply
  * functions only read and write files under the cgroup v2 mount.
  */
-#include "limits.h"
+#include "run_limits.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * limits.h - resource limits for `sluice run`: --memory, --pids, --cpu
+ * run_limits.h - resource limits for `sluice run`: --memory, --pids, --cpu
  * (cgroup v2 controllers of the sandbox's cgroup) and --timeout (the
  * loader kills the whole cgroup after a wall-clock time; exit status 124,
  * as timeout(1)).
@@ -10,8 +10,8 @@
  * cgroup v1 and the v2 hierarchy (where the sandbox's cgroup lives) lacks
  * them, so `sluice run --memory 1G` there exits 2 and says so.
  */
-#ifndef SLUICE_LIMITS_H
-#define SLUICE_LIMITS_H
+#ifndef SLUICE_RUN_LIMITS_H
+#define SLUICE_RUN_LIMITS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -68,7 +68,9 @@ static size_t add_ext(const uint8_t *in, size_t len, unsigned type, const uint8_
 /* Copy a hello without its server_name extension; returns the new length. */
 static size_t drop_sni(const uint8_t *in, size_t len, uint8_t *out)
 {
-	size_t off = ext_len_off(in), p = off + 2, o = off + 2;
+	size_t off = ext_len_off(in);
+	size_t p = off + 2;    /* read position */
+	size_t o = p;          /* write position */
 
 	memcpy(out, in, off + 2);
 	while (p + 4 <= len) {

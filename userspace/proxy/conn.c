@@ -96,7 +96,7 @@ static void conn_log(struct conn *c)
 	r.policy_name = px->policy->name;
 	r.mode = px->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
-	for (size_t i = 0; i < c->n_dropped && i < PROXY_LOG_MAX_DROPPED; i++)
+	for (size_t i = 0; i < c->n_dropped && i < PROXY_DROPPED_MAX && i < PROXY_LOG_MAX_DROPPED; i++)
 		r.dropped[r.n_dropped++] = c->dropped[i];
 	if (proxy_log_write(px->log_fd, &r) < 0)
 		log_warn("access log");

@@ -57,6 +57,7 @@ int proxy_flow_key_of_fd(int fd, struct sluice_flow_key *key)
 	uint64_t cookie = 0;
 	socklen_t cl = sizeof(cookie);
 
+	memset(&ss, 0, sizeof(ss));
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
 		return -1;
 	if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &cl) < 0)

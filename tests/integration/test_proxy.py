@@ -347,6 +347,25 @@ def test_transparent_denials(w):
     assert line["destination.ip"] == "192.0.2.10"
 
 
+def test_transparent_ipv6(w):
+    e = env(w)
+    m = e.mark()
+    r = e.client([
+        {"op": "http", "via": "direct", "addr": "2001:db8::10", "port": HTTP_PORT,
+         "send": "GET /six HTTP/1.1\r\nHost: api.example.com\r\n\r\n"},
+        {"op": "tls", "via": "direct", "addr": "2001:db8::10", "port": TLS_PORT, "sni": "api.example.com",
+         "cafile": e.cert, "path": "/six-tls"},
+    ])
+    assert r.results[0]["status"] == 200 and json.loads(r.results[0]["body"])["origin"] == "2001:db8::10", r.results
+    assert r.results[1]["status"] == 200, r.results
+    assert sorted(g["path"] for g in e.arrived(m)) == ["/six", "/six-tls"]
+    for line in r.proxy:
+        assert line["event.outcome"] == "success", line
+        assert line["sluice.orig_dst"].startswith("[2001:db8::10]:"), line
+        assert line["destination.ip"] == "2001:db8::10" and line["sluice.orig_dst_mismatch"] is False, line
+        assert ":" in line["source.ip"], line
+
+
 def test_names_ip_literals_and_boundaries(w):
     e = env(w)
     m = e.mark()

@@ -201,7 +201,7 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 {
 	struct sluice_event *e;
 	__u64 seq = __sync_fetch_and_add(&sluice_seq, 1);
-	__u64 flags;
+	__u64 flags, avail;
 
 	e = bpf_ringbuf_reserve(&sluice_events, sizeof(*e), 0);
 	if (!e) {
@@ -233,7 +233,11 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 	e->reserved = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 
-	flags = bpf_ringbuf_query(&sluice_events, BPF_RB_AVAIL_DATA) >= SLUICE_WAKEUP_BYTES ?
+	/* wake the consumer once, when the backlog crosses the threshold (an
+	 * edge, not a level: under a flood a level would raise an interrupt
+	 * for every event); it polls every 100 ms for the rest */
+	avail = bpf_ringbuf_query(&sluice_events, BPF_RB_AVAIL_DATA);
+	flags = avail >= SLUICE_WAKEUP_BYTES && avail < SLUICE_WAKEUP_BYTES + 2 * sizeof(*e) ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 }

@@ -120,34 +120,128 @@ static void add_common(json_object *o, int64_t real_ns, const struct sluice_even
 	json_object_object_add(o, "sluice.mode", sluice_json_string(m->mode ? m->mode : "enforce"));
 }
 
+/*
+ * A bounded JSON line builder for the hot path (one line per denial; a
+ * flood makes millions).  json-c cost about 9 us per event here (allocation
+ * per key; bench/ scenario 3 profile), more than the consumer can afford;
+ * this writes straight into the caller's buffer.  Strings go through
+ * jb_str(), which escapes as RFC 8259 requires and replaces bytes that are
+ * not well-formed UTF-8 with U+FFFD (sluice_utf8_seq_len), like
+ * sluice_json_string() does for the json-c paths.
+ */
+struct jb {
+	char *p;
+	size_t len, cap;
+	bool over;
+};
+
+static void jb_raw(struct jb *b, const char *s, size_t n)
+{
+	if (b->over || b->len + n >= b->cap) {
+		b->over = true;
+		return;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void jb_str(struct jb *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)(s ? s : "");
+	size_t n = strlen((const char *)u);
+
+	jb_raw(b, "\"", 1);
+	for (size_t i = 0; i < n;) {
+		unsigned char c = u[i];
+
+		if (c == '"' || c == '\\') {
+			char esc[2] = { '\\', (char)c };
+
+			jb_raw(b, esc, 2);
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+			jb_raw(b, esc, 6);
+			i++;
+		} else if (c < 0x80) {
+			jb_raw(b, (const char *)&u[i], 1);
+			i++;
+		} else {
+			size_t l = sluice_utf8_seq_len(u + i, n - i);
+
+			if (l == 0) {
+				jb_raw(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+				i++;
+			} else {
+				jb_raw(b, (const char *)&u[i], l);
+				i += l;
+			}
+		}
+	}
+	jb_raw(b, "\"", 1);
+}
+
+/* ,"key": (the first key of a line has no comma) */
+static void jb_key(struct jb *b, const char *k)
+{
+	jb_raw(b, b->len > 1 ? ",\"" : "\"", b->len > 1 ? 2 : 1);
+	jb_raw(b, k, strlen(k));
+	jb_raw(b, "\":", 2);
+}
+
+static void jb_kv_str(struct jb *b, const char *k, const char *v)
+{
+	jb_key(b, k);
+	jb_str(b, v);
+}
+
+static void jb_kv_u64(struct jb *b, const char *k, uint64_t v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+
+	jb_key(b, k);
+	jb_raw(b, num, (size_t)n);
+}
+
 int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,
 			size_t len)
 {
-	json_object *o = json_object_new_object();
-	char comm[sizeof(e->comm) + 1], ip[INET6_ADDRSTRLEN] = "", uid[16];
+	struct jb b = { .p = buf, .cap = len };
+	char comm[sizeof(e->comm) + 1], ip[INET6_ADDRSTRLEN] = "", uid[16], ts[40];
 	int canary;
 	bool would = e->verdict == SLUICE_VERDICT_WOULD_DENY;
 
+	if (len == 0)
+		return -1;
 	memcpy(comm, e->comm, sizeof(e->comm));
 	comm[sizeof(e->comm)] = 0;
 	canary = m->canary_pid && e->pid == m->canary_pid && strcmp(comm, "sluice-canary") == 0;
 
 	/* unsigned: defined wrap-around for any ts_ns, never signed overflow */
-	add_common(o, (int64_t)((uint64_t)e->ts_ns + (uint64_t)m->boot_to_real_ns), m);
-	json_object_object_add(o, "event.kind", json_object_new_string("event"));
-	json_object_object_add(o, "event.category", json_object_new_string("network"));
-	json_object_object_add(o, "event.action",
-			       json_object_new_string(canary ? "canary-denied" : would ? "egress-would-deny" : "egress-denied"));
-	json_object_object_add(o, "event.outcome", json_object_new_string(would ? "unknown" : "failure"));
-	json_object_object_add(o, "event.reason", json_object_new_string(sluice_reason_name(e->reason)));
-	json_object_object_add(o, "sluice.reason_code", json_object_new_int(e->reason));
-	json_object_object_add(o, "sluice.verdict", json_object_new_string(would ? "would_deny" : "deny"));
+	sluice_format_time((int64_t)((uint64_t)e->ts_ns + (uint64_t)m->boot_to_real_ns), ts, sizeof(ts));
+	jb_raw(&b, "{", 1);
+	jb_kv_str(&b, "@timestamp", ts);
+	jb_kv_str(&b, "sluice.sandbox", m->sandbox);
+	jb_kv_str(&b, "sluice.policy_name", m->policy_name);
+	jb_kv_str(&b, "rule.ruleset", m->policy_digest);
+	jb_kv_str(&b, "sluice.policy_sha256", m->policy_digest);
+	jb_kv_str(&b, "sluice.mode", m->mode ? m->mode : "enforce");
+	jb_kv_str(&b, "event.kind", "event");
+	jb_kv_str(&b, "event.category", "network");
+	jb_kv_str(&b, "event.action", canary ? "canary-denied" : would ? "egress-would-deny" : "egress-denied");
+	jb_kv_str(&b, "event.outcome", would ? "unknown" : "failure");
+	jb_kv_str(&b, "event.reason", sluice_reason_name(e->reason));
+	jb_kv_u64(&b, "sluice.reason_code", e->reason);
+	jb_kv_str(&b, "sluice.verdict", would ? "would_deny" : "deny");
 	if (e->pid) {
-		json_object_object_add(o, "process.pid", json_object_new_int64(e->pid));
-		json_object_object_add(o, "process.thread.id", json_object_new_int64(e->tid));
-		json_object_object_add(o, "process.name", sluice_json_string(comm));
+		jb_kv_u64(&b, "process.pid", e->pid);
+		jb_kv_u64(&b, "process.thread.id", e->tid);
+		jb_kv_str(&b, "process.name", comm);
 		snprintf(uid, sizeof(uid), "%u", e->uid);
-		json_object_object_add(o, "user.id", json_object_new_string(uid));
+		jb_kv_str(&b, "user.id", uid);
 	}
 	if (e->hook != SLUICE_HOOK_SOCK_CREATE) {
 		if (e->family == SLUICE_AF_INET)
@@ -155,22 +249,27 @@ int sluice_event_format(const struct sluice_event *e, const struct sluice_event_
 		else if (e->family == SLUICE_AF_INET6)
 			inet_ntop(AF_INET6, e->daddr, ip, sizeof(ip));
 		if (ip[0])
-			json_object_object_add(o, "destination.ip", json_object_new_string(ip));
-		json_object_object_add(o, "destination.port", json_object_new_int(e->dport));
+			jb_kv_str(&b, "destination.ip", ip);
+		jb_kv_u64(&b, "destination.port", e->dport);
 	} else {
-		json_object_object_add(o, "sluice.socket_type", json_object_new_int(e->sock_type));
-		json_object_object_add(o, "sluice.socket_protocol", json_object_new_int(e->protocol));
+		jb_kv_u64(&b, "sluice.socket_type", e->sock_type);
+		jb_kv_u64(&b, "sluice.socket_protocol", e->protocol);
 	}
-	json_object_object_add(o, "network.transport", json_object_new_string(transport_name(e->protocol, e->sock_type)));
-	json_object_object_add(o, "network.type",
-			       json_object_new_string(e->family == SLUICE_AF_INET6 ? "ipv6" : e->family == SLUICE_AF_INET ? "ipv4" : "other"));
-	json_object_object_add(o, "sluice.hook", json_object_new_string(sluice_hook_name(e->hook)));
-	json_object_object_add(o, "sluice.cgroup_id", json_object_new_uint64(e->cgroup_id));
-	json_object_object_add(o, "sluice.socket_cookie", json_object_new_uint64(e->sock_cookie));
-	json_object_object_add(o, "sluice.seq", json_object_new_uint64(e->seq));
-	if (canary)
-		json_object_object_add(o, "sluice.canary", json_object_new_boolean(1));
-	return finish(o, buf, len);
+	jb_kv_str(&b, "network.transport", transport_name(e->protocol, e->sock_type));
+	jb_kv_str(&b, "network.type", e->family == SLUICE_AF_INET6 ? "ipv6" : e->family == SLUICE_AF_INET ? "ipv4" : "other");
+	jb_kv_str(&b, "sluice.hook", sluice_hook_name(e->hook));
+	jb_kv_u64(&b, "sluice.cgroup_id", e->cgroup_id);
+	jb_kv_u64(&b, "sluice.socket_cookie", e->sock_cookie);
+	jb_kv_u64(&b, "sluice.seq", e->seq);
+	if (canary) {
+		jb_key(&b, "sluice.canary");
+		jb_raw(&b, "true", 4);
+	}
+	jb_raw(&b, "}", 1);
+	if (b.over)
+		return -1;
+	buf[b.len] = 0;
+	return (int)b.len;
 }
 
 int sluice_events_lost_format(uint64_t count, uint64_t total, const struct sluice_event_meta *m,

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "policy_internal.h"
 
 #define HEAD "version: 1\nname: t\n"
 
@@ -686,7 +687,7 @@ static void test_digest_sensitive(void **state)
 static void test_limits(void **state)
 {
 	char *y;
-	size_t n = 0, cap = 5000 * 64;
+	size_t n = 0, cap = (SLUICE_POLICY_MAX_ENTRIES + 10) * 64;
 
 	(void)state;
 	/* deep nesting is refused, not recursed into */
@@ -701,11 +702,11 @@ static void test_limits(void **state)
 		/* "x: " then the 16th "[" (the root mapping is the 1st level) */
 		bad(deep, 3, 4 + 15, "nested too deeply");
 	}
-	/* more than 4096 entries */
+	/* more than SLUICE_POLICY_MAX_ENTRIES entries */
 	y = malloc(cap);
 	assert_non_null(y);
 	n += (size_t)snprintf(y + n, cap - n, HEAD "allow:\n");
-	for (int i = 0; i < 4100; i++)
+	for (int i = 0; i < SLUICE_POLICY_MAX_ENTRIES + 4; i++)
 		n += (size_t)snprintf(y + n, cap - n, "  - {host: h%d.example, ports: [1], why: x}\n", i);
 	bad(y, 4, 3, "too many allow entries");
 	/* more than 256 ports in one list */

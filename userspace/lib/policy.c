@@ -815,6 +815,76 @@ static bool same_target(const struct sluice_entry *a, const struct sluice_entry 
 	return false;
 }
 
+/* A total order on entry targets, consistent with same_target(), then by
+ * position: sorting finds duplicates in O(n log n), not O(n^2). */
+static int target_cmp(const void *pa, const void *pb)
+{
+	const struct sluice_entry *a = *(const struct sluice_entry *const *)pa;
+	const struct sluice_entry *b = *(const struct sluice_entry *const *)pb;
+	int r = (int)a->kind - (int)b->kind;
+
+	if (!r) {
+		switch (a->kind) {
+		case SLUICE_ENTRY_HOST:
+			r = (int)a->wildcard - (int)b->wildcard;
+			if (!r)
+				r = strcmp(a->host, b->host);
+			break;
+		case SLUICE_ENTRY_URL:
+			r = (int)a->url_port - (int)b->url_port;
+			if (!r)
+				r = strcmp(a->url_scheme, b->url_scheme);
+			if (!r)
+				r = strcmp(a->url_host, b->url_host);
+			if (!r)
+				r = strcmp(a->url_path, b->url_path);
+			break;
+		case SLUICE_ENTRY_CIDR:
+			r = a->family - b->family;
+			if (!r)
+				r = (int)a->prefix_len - (int)b->prefix_len;
+			if (!r)
+				r = (int)a->protocol - (int)b->protocol;
+			if (!r)
+				r = memcmp(a->addr, b->addr, 16);
+			break;
+		}
+	}
+	if (!r)
+		r = a->index < b->index ? -1 : a->index > b->index;
+	return r;
+}
+
+/*
+ * The first entry (in file order) that names the same target as an earlier
+ * one: returns its index and the earliest twin in *twin, or -1 if none.
+ */
+static long first_duplicate(const struct sluice_policy *p, size_t *twin)
+{
+	const struct sluice_entry **v = malloc((p->n_entries ? p->n_entries : 1) * sizeof(*v));
+	long best = -1;
+
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < p->n_entries; i++)
+		v[i] = &p->entries[i];
+	qsort(v, p->n_entries, sizeof(*v), target_cmp);
+	for (size_t i = 1; i < p->n_entries; i++) {
+		size_t first = i - 1;
+
+		if (!same_target(v[first], v[i]))
+			continue;
+		while (first > 0 && same_target(v[first - 1], v[i]))
+			first--;
+		if (best < 0 || v[i]->index < (size_t)best) {
+			best = (long)v[i]->index;
+			*twin = v[first]->index;
+		}
+	}
+	free(v);
+	return best;
+}
+
 static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
 {
 	static const char *const host_keys[] = { "host", "ports", "why", NULL };
@@ -1139,12 +1209,19 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 			p->n_entries = i + 1;
 			if (parse_entry(c, v->kids[i], e) < 0)
 				return -1;
-			for (size_t j = 0; j < i; j++)
-				if (same_target(&p->entries[j], e))
-					return fail(c, v->kids[i],
-						    "duplicate entry: %s %s already allowed by allow[%zu] at line %u (merge them)",
-						    sluice_entry_kind_name(e->kind), strchr(e->name, ':') + 1, j,
-						    p->entries[j].line);
+		}
+		{
+			size_t j = 0;
+			long i = first_duplicate(p, &j);
+
+			if (i >= 0) {
+				const struct sluice_entry *e = &p->entries[i];
+
+				return fail(c, v->kids[i],
+					    "duplicate entry: %s %s already allowed by allow[%zu] at line %u (merge them)",
+					    sluice_entry_kind_name(e->kind), strchr(e->name, ':') + 1, j,
+					    p->entries[j].line);
+			}
 		}
 	}
 	return 0;

@@ -9,10 +9,10 @@
 #include "policy.h"
 
 /* Hard limits on what the parser accepts (a policy is a small file). */
-#define SLUICE_POLICY_MAX_BYTES   (1u << 20)  /* 1 MiB of YAML */
+#define SLUICE_POLICY_MAX_BYTES   (64u << 20) /* 64 MiB of YAML */
 #define SLUICE_POLICY_MAX_DEPTH   16          /* YAML nesting */
-#define SLUICE_POLICY_MAX_NODES   100000
-#define SLUICE_POLICY_MAX_ENTRIES 4096
+#define SLUICE_POLICY_MAX_NODES   4000000     /* ~ 200,000 entries */
+#define SLUICE_POLICY_MAX_ENTRIES 200000      /* the benchmarks use 100,000 */
 #define SLUICE_POLICY_MAX_PORTS   256         /* items in one ports list */
 #define SLUICE_POLICY_MAX_QTYPES  64
 #define SLUICE_PATH_MAX           2048        /* url path prefixes and request paths */

@@ -192,46 +192,49 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 	return 0;
 }
 
+/*
+ * Delete every LPM entry of generation `gen` in map `fd` (keys of
+ * `keysz` bytes, the generation at offset 4).  The keys are collected in
+ * one walk first, then deleted: deleting while walking an LPM trie would
+ * restart the walk each time (quadratic on a large policy).
+ */
+static void delete_gen_map(int fd, size_t keysz, uint32_t gen)
+{
+	size_t n = 0, cap = 1024;
+	unsigned char *keys = malloc(cap * keysz), cur[32], next[32];
+	void *prev = NULL;
+
+	if (!keys)
+		return;
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		uint32_t g;
+
+		memcpy(&g, next + 4, 4);
+		if (g == gen) {
+			if (n == cap) {
+				unsigned char *nk = realloc(keys, 2 * cap * keysz);
+
+				if (!nk)
+					break;
+				keys = nk;
+				cap *= 2;
+			}
+			memcpy(keys + n * keysz, next, keysz);
+			n++;
+		}
+		memcpy(cur, next, keysz);
+		prev = cur;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, keys + i * keysz);
+	free(keys);
+}
+
 /* Delete every LPM entry of generation `gen`. */
 static void delete_gen(struct sluice_sandbox *sb, uint32_t gen)
 {
-	int fd4 = sb->map_fd[SLUICE_MAP_ALLOW4], fd6 = sb->map_fd[SLUICE_MAP_ALLOW6];
-	struct sluice_lpm4_key k4, n4, *p4 = NULL;
-	struct sluice_lpm6_key k6, n6, *p6 = NULL;
-
-	/* collect first, then delete: deleting while iterating an LPM trie restarts the walk */
-	for (;;) {
-		int found = 0;
-
-		p4 = NULL;
-		while (bpf_map_get_next_key(fd4, p4, &n4) == 0) {
-			k4 = n4;
-			p4 = &k4;
-			if (k4.gen == gen) {
-				bpf_map_delete_elem(fd4, &k4);
-				found = 1;
-				break;
-			}
-		}
-		if (!found)
-			break;
-	}
-	for (;;) {
-		int found = 0;
-
-		p6 = NULL;
-		while (bpf_map_get_next_key(fd6, p6, &n6) == 0) {
-			k6 = n6;
-			p6 = &k6;
-			if (k6.gen == gen) {
-				bpf_map_delete_elem(fd6, &k6);
-				found = 1;
-				break;
-			}
-		}
-		if (!found)
-			break;
-	}
+	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW4], sizeof(struct sluice_lpm4_key), gen);
+	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW6], sizeof(struct sluice_lpm6_key), gen);
 }
 
 int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *policy, char *msg,

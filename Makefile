@@ -6,9 +6,15 @@
 #   make fuzz     longer fuzz runs (FUZZ_SECONDS per target)
 #   make lint     clang-tidy and cppcheck, warnings as errors
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel
-# Options: V=1 (show commands), SANITIZE=1 (ASan+UBSan user space).
+# Options: V=1 (show commands), SANITIZE=1 (ASan+UBSan user space, built in
+# build-san/ so that it never mixes with build/; `make test SANITIZE=1` runs
+# the whole suite on it and fails on any sanitizer report).
 
-OUTPUT   := build
+ifeq ($(SANITIZE),1)
+OUTPUT   ?= build-san
+else
+OUTPUT   ?= build
+endif
 CLANG    ?= clang
 CC       ?= gcc
 BPFTOOL  ?= bpftool
@@ -34,7 +40,8 @@ CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-mis
 	   -fno-strict-aliasing -fstack-protector-strong -D_FORTIFY_SOURCE=2
 LDFLAGS ?=
 ifeq ($(SANITIZE),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -U_FORTIFY_SOURCE
+# -fno-sanitize-recover: undefined behaviour aborts like a memory error does
+CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -U_FORTIFY_SOURCE
 LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
@@ -151,13 +158,37 @@ $(OUTPUT)/tests/tools/%: tests/tools/%.c | $(OUTPUT)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(LDFLAGS) $< -o $@ -luring -lpthread
 
-unit: $(UNIT_BINS)
-	@set -e; pass=0; fail=0; for t in $(UNIT_BINS); do \
-		echo "== $$t"; if $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
-	echo "unit: $$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+# Under SANITIZE=1 every ASan/LSan report (of any process: the loader, the
+# proxy, the resolver, a unit test) goes to a file in $(SAN_LOGS) instead of
+# stderr (tests read stderr), and the target fails if there is one.  UBSan
+# (gcc's runtime ignores log_path) reports on stderr and aborts the process
+# (-fno-sanitize-recover), which fails the test that ran it.
+SAN_LOGS := $(abspath $(OUTPUT))/sanitizer-logs
+ifeq ($(SANITIZE),1)
+SAN_ENV   := ASAN_OPTIONS=log_path=$(SAN_LOGS)/asan:detect_leaks=1:abort_on_error=0 \
+	     UBSAN_OPTIONS=log_path=$(SAN_LOGS)/ubsan:print_stacktrace=1:halt_on_error=1 \
+	     LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp):print_suppressions=0
+SAN_RESET  = rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
+SAN_CHECK  = if [ -n "$$(ls -A $(SAN_LOGS) 2>/dev/null)" ]; then \
+		echo "sanitizer reports:"; head -n 60 $(SAN_LOGS)/*; exit 1; fi
+else
+SAN_ENV   :=
+SAN_RESET  = true
+SAN_CHECK  = true
+endif
 
+unit: $(UNIT_BINS)
+	@$(SAN_RESET); set -e; pass=0; fail=0; for t in $(UNIT_BINS); do \
+		echo "== $$t"; if $(SAN_ENV) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
+	echo "unit: $$pass passed, $$fail failed"; [ $$fail -eq 0 ]; $(SAN_CHECK)
+
+# The kernel integration tests and the attack suite (tests/attacks), on the
+# binaries of $(OUTPUT) (SLUICE_BUILD).
+INTEGRATION_TESTS := $(wildcard tests/integration/test_*.py) $(wildcard tests/attacks/test_*.py)
 integration: all
-	$(PYTHON) tests/integration/run.py
+	@$(SAN_RESET)
+	$(SAN_ENV) SLUICE_BUILD=$(abspath $(OUTPUT)) $(PYTHON) tests/integration/run.py $(INTEGRATION_TESTS)
+	@$(SAN_CHECK)
 
 test: all unit fuzz-smoke integration
 

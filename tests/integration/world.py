@@ -23,7 +23,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.path.join(ROOT, "build")
+# the binaries under test: build/, or build-san/ for `make test SANITIZE=1`
+BUILD = os.environ.get("SLUICE_BUILD") or os.path.join(ROOT, "build")
 SLUICE = os.path.join(BUILD, "sluice")
 PROBE = os.path.join(BUILD, "tests", "tools", "probe")
 

@@ -589,7 +589,9 @@ def test_no_flow_entry_and_killing_the_proxy(w):
             time.sleep(0.05)
         # the proxy's listener, seen from outside the sandbox (with owners)
         ss = w.ns(w.sbx, "ss", "-Htlnp").stdout
-        line = [l for l in ss.splitlines() if '"sluice-proxy"' in l and "127.0.0.1:" in l][0]
+        lines = [l for l in ss.splitlines() if '"sluice-proxy"' in l and "127.0.0.1:" in l]
+        assert lines, "no sluice-proxy listener in the sandbox netns: %r" % ss
+        line = lines[0]
         port = int(line.split()[3].rsplit(":", 1)[1])
         pid = int(line.split("pid=")[1].split(",")[0])
         # a connection from outside the sandbox: no flow entry, never relayed
@@ -606,7 +608,9 @@ def test_no_flow_entry_and_killing_the_proxy(w):
         if p.poll() is None:
             p.kill()
             p.wait()
-    results = json.loads([l for l in stdout.splitlines() if l.startswith("{")][-1])["results"]
+    out = [l for l in stdout.splitlines() if l.startswith("{")]
+    assert out, "client printed nothing: rc=%r stderr=%r" % (p.returncode, stderr)
+    results = json.loads(out[-1])["results"]
     assert results[0]["status"] == 200, results
     assert results[4].get("status") is None and "error" in results[4], results[4]
     assert results[5].get("status") is None and "error" in results[5], results[5]

@@ -160,15 +160,33 @@ struct conn {
 	struct proxy_relay *relay;
 };
 
-/* conn.c, used by http.c */
-void conn_finish(struct conn *c);
-void conn_fail(struct conn *c, int status, const char *reason);
-void conn_reply(struct conn *c, int status, const char *reason);
-void conn_linger(struct conn *c);
-void conn_done(struct conn *c);    /* log, then linger: the end of a good request */
+/* conn.c, also used by http.c.  Each of these may free `c`: call last. */
 
-/* http.c: forward the parsed request (c->req, c->target) on c->ufd. */
+/* Write the access-log line (once), close both sockets, free everything. */
+void conn_finish(struct conn *c);
+
+/* An error after the decision: our own HTTP answer `status` if the client
+ * has seen nothing yet (HTTP, CONNECT before "200"), else just close;
+ * `reason` is the log's event.reason. */
+void conn_fail(struct conn *c, int status, const char *reason);
+
+/* Answer `status` with X-Sluice-Denied (403) or X-Sluice-Error: reason,
+ * log the line, then linger. */
+void conn_reply(struct conn *c, int status, const char *reason);
+
+/* Close the upstream side, shutdown(SHUT_WR) the client, read and discard
+ * until it closes or --linger time passes (so that our last bytes are not
+ * lost to a reset), then conn_finish(). */
+void conn_linger(struct conn *c);
+
+/* The end of a good request: log, then linger. */
+void conn_done(struct conn *c);
+
+/* http.c: forward the parsed, allowed request (c->req, c->target, c->host)
+ * over the connected upstream socket c->ufd; ends in conn_done/conn_fail. */
 void http_start(struct conn *c);
+
+/* Free the HTTP phase's bufferevents (not the sockets).  Idempotent. */
 void http_free(struct conn *c);
 
 #endif

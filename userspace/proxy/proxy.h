@@ -175,7 +175,7 @@ void conn_fail(struct conn *c, int status, const char *reason);
 void conn_reply(struct conn *c, int status, const char *reason);
 
 /* Close the upstream side, shutdown(SHUT_WR) the client, read and discard
- * until it closes or --linger time passes (so that our last bytes are not
+ * until it closes or the linger time (2 s) passes (so that our last bytes are not
  * lost to a reset), then conn_finish(). */
 void conn_linger(struct conn *c);
 

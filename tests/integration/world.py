@@ -207,8 +207,22 @@ def read_events(path):
     return out
 
 
+def _ours(name):
+    """Is sandbox `name` one this test process made and no longer runs?
+    `run-<pid>` (sluice run's default) whose sluice is gone, or a name the
+    tests made with this process's pid in it.  Sandboxes of other runs on
+    the same machine (a concurrent bench or test run) are left alone."""
+    if name.startswith("run-") and name[4:].isdigit():
+        return not os.path.exists("/proc/" + name[4:])
+    return str(os.getpid()) in name
+
+
 def leftovers():
     """Sandboxes' cgroups and pins that a test left behind (should be none)."""
+    return [p for p in _all_sandbox_state() if _ours(os.path.basename(p))]
+
+
+def _all_sandbox_state():
     found = []
     for base in ("/sys/fs/bpf/sluice",):
         if os.path.isdir(base):

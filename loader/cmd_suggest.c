@@ -48,7 +48,8 @@
 #define WILDCARD_MIN   3           /* exact names under one parent before a wildcard is offered */
 #define URL_GROUPS_MAX 16          /* path groups per host:port before one "/" entry */
 #define PORTS_MAX      256         /* items in one ports list (the parser's limit) */
-#define ENTRIES_MAX    4096        /* entries in one policy (the parser's limit) */
+#define POLICY_TEXT_MAX (64u << 20) /* YAML the parser reads */
+#define ENTRIES_MAX    200000      /* entries in one policy (the parser's limit) */
 #define COMMENT_WIDTH  96
 
 /* Ports where direct TCP to an address a name resolved to is taken to be
@@ -502,7 +503,7 @@ struct target {
 	size_t n_pu, cap_pu;
 	struct seen seen;
 	unsigned long long denied;
-	const char *names[NAMES_KEPT];    /* cidr: names that resolved to the address */
+	const char *names[NAMES_KEPT];    /* cidr: names that resolved to the address; host: other such names */
 	size_t n_names;
 	bool named_by_url;                /* host: a url entry names it (so it resolves) */
 	bool suspect;                     /* host: the resolver flagged names as tunnel-like */
@@ -539,6 +540,8 @@ struct suggest {
 	bool rendered;
 	/* plan */
 	struct hmap targets;
+	struct hmap ag_hosts;     /* --against: exact host -> entry index + 1 */
+	bool ag_hosts_built;
 	unsigned long long n_attempts, n_allowed_already, n_unallowable;
 };
 
@@ -912,9 +915,20 @@ static void read_proxy(struct line_ctx *l, const char *action)
 		if (!port && jint(l->o, "destination.port", &dport) && dport > 0 && dport <= 65535)
 			port = (uint16_t)dport;
 	} else {
+		const char *sni = jstr(l->o, "tls.client.server_name");
+		char a[SLUICE_HOST_MAX + 1], b[SLUICE_HOST_MAX + 1];
+
 		via = VIA_CONNECT;
 		if (jint(l->o, "destination.port", &dport) && dport > 0 && dport <= 65535)
 			port = (uint16_t)dport;
+		/* audit mode logs the first would-deny reason only: a tunnel whose
+		 * TLS name is not the CONNECT host is refused in enforce mode
+		 * (sni_mismatch) whatever the policy says */
+		if (sni && sluice_host_normalise(raw, a, sizeof(a), &why) == 0 &&
+		    sluice_host_normalise(sni, b, sizeof(b), &why) == 0 && strcmp(a, b) != 0) {
+			note(s, l->file, l->lineno, "proxy sni_mismatch: a CONNECT tunnel whose TLS name differs from its host; refused in enforce mode whatever the policy says");
+			return;
+		}
 	}
 	printable(shown, sizeof(shown), raw);
 	if (!port) {
@@ -998,13 +1012,18 @@ static void read_resolver(struct line_ctx *l, const char *action, const char *ki
 		problem(s, l->file, l->lineno, "resolver line with an unknown event.action");
 		return;
 	}
-	if (!verdict || !reason || !qname || !qtype) {
-		problem(s, l->file, l->lineno, "dns-query line without sluice.verdict, event.reason, dns.question.name or dns.question.type");
+	if (!verdict || !reason) {
+		problem(s, l->file, l->lineno, "dns-query line without sluice.verdict or event.reason");
 		return;
 	}
 	printable(r, sizeof(r), reason);
+	/* refusals first: a malformed query has no question to log */
 	if (strcmp(verdict, "refuse") == 0) {
 		note(s, l->file, l->lineno, "resolver %s: refused whatever the policy says", r);
+		return;
+	}
+	if (!qname || !qtype) {
+		problem(s, l->file, l->lineno, "dns-query line without dns.question.name or dns.question.type");
 		return;
 	}
 	if (!is_one_of(verdict, (const char *const[]){ "allow", "deny", "would_deny", NULL })) {
@@ -1275,13 +1294,26 @@ static bool target_has_port(const struct target *t, uint16_t port)
 	return false;
 }
 
-static int existing_host(const struct sluice_policy *p, const char *host)
+/* The exact host entry of --against POLICY for `host`, or -1 (a map built
+ * once: policies may hold many entries). */
+static int existing_host(struct suggest *s, const char *host)
 {
-	for (size_t i = 0; p && i < p->n_entries; i++)
-		if (p->entries[i].kind == SLUICE_ENTRY_HOST && !p->entries[i].wildcard &&
-		    strcmp(p->entries[i].host, host) == 0)
-			return (int)i;
-	return -1;
+	const struct sluice_policy *p = s->o.against;
+	struct hnode *x;
+
+	if (!p)
+		return -1;
+	if (!s->ag_hosts_built) {
+		s->ag_hosts_built = true;
+		for (size_t i = 0; i < p->n_entries; i++)
+			if (p->entries[i].kind == SLUICE_ENTRY_HOST && !p->entries[i].wildcard) {
+				x = hmap_put(&s->ag_hosts, p->entries[i].host);
+				if (!x->val)
+					x->val = (void *)(uintptr_t)(i + 1);
+			}
+	}
+	x = hmap_node(&s->ag_hosts, host);
+	return x ? (int)((uintptr_t)x->val - 1) : -1;
 }
 
 static struct target *host_target(struct suggest *s, const char *host)
@@ -1294,7 +1326,7 @@ static struct target *host_target(struct suggest *s, const char *host)
 	free(key);
 	if (created) {
 		t->host = host;
-		t->existing = existing_host(s->o.against, host);
+		t->existing = existing_host(s, host);
 		t->sortkey = reversed_labels(host);
 		d = hmap_get(&s->dnames, host);
 		if (d && d->suspect) {
@@ -1577,6 +1609,15 @@ static void plan(struct suggest *s)
 			puse_add(t, k->port, VIA_DIRECT, k->seen.n, k->ip);
 			seen_merge(&t->seen, &k->seen);
 			t->denied += k->denied;
+			/* other names the address was given for: the reviewer decides */
+			for (size_t o = 0; o < n_others; o++) {
+				bool dup = false;
+
+				for (size_t x = 0; x < t->n_names; x++)
+					dup |= t->names[x] == others[o];
+				if (!dup && t->n_names < NAMES_KEPT)
+					t->names[t->n_names++] = others[o];
+			}
 			continue;
 		}
 		key = xasprintf("c\n%s\n%u", k->ip, k->proto);
@@ -1906,6 +1947,22 @@ static void target_entry(struct suggest *s, const struct target *t, struct oentr
 			fprintf(f, "%s%s", i ? ", " : "", nm);
 		}
 		fprintf(f, " in the resolver's answers; a cidr entry because the proxy passes only HTTP and TLS (the port is not a web port, or it is UDP)");
+		fclose(f);
+		oentry_note(e, buf);
+	}
+	if (t->kind == SLUICE_ENTRY_HOST && t->n_names) {
+		char *buf = NULL, nm[SLUICE_HOST_MAX + 1];
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		if (!f)
+			oom();
+		fprintf(f, "review: the address reached directly also answered for ");
+		for (size_t i = 0; i < t->n_names; i++) {
+			printable(nm, sizeof(nm), t->names[i]);
+			fprintf(f, "%s%s", i ? ", " : "", nm);
+		}
+		fprintf(f, "; this name was the latest resolved before the connection");
 		fclose(f);
 		oentry_note(e, buf);
 	}
@@ -2299,16 +2356,19 @@ static bool build(struct suggest *s, struct render *r)
 	}
 	r->es = xcalloc(r->n, sizeof(*r->es));
 	k = 0;
-	for (size_t i = 0; ag && i < ag->n_entries; i++) {
-		const struct target *w = NULL;
+	if (ag) {
+		const struct target **widen = xcalloc(ag->n_entries, sizeof(*widen));
 
-		for (size_t j = 0; j < nt && !w; j++)
-			if (tv[j]->existing == (int)i)
-				w = tv[j];
-		if (w)
-			target_entry(s, w, &r->es[k++]);
-		else
-			existing_entry(&ag->entries[i], &r->es[k++]);
+		for (size_t j = 0; j < nt; j++)
+			if (tv[j]->existing >= 0 && (size_t)tv[j]->existing < ag->n_entries)
+				widen[tv[j]->existing] = tv[j];
+		for (size_t i = 0; i < ag->n_entries; i++) {
+			if (widen[i])
+				target_entry(s, widen[i], &r->es[k++]);
+			else
+				existing_entry(&ag->entries[i], &r->es[k++]);
+		}
+		free(widen);
 	}
 	for (size_t i = 0; i < nt; i++)
 		if (tv[i]->existing < 0)
@@ -3058,6 +3118,7 @@ void suggest_free(struct suggest *s)
 	hmap_free(&s->dnames, free_dname);
 	hmap_free(&s->daddrs, free_daddr);
 	hmap_free(&s->targets, free_target);
+	hmap_free(&s->ag_hosts, NULL);
 	hmap_free(&s->notes, free_note);
 	hmap_free(&s->portless, NULL);
 	hmap_free(&s->policies, free);
@@ -3134,10 +3195,10 @@ static char *slurp(const char *path)
 
 	if (!f)
 		return NULL;
-	buf = xcalloc((1u << 20) + 2, 1);
-	n = fread(buf, 1, (1u << 20) + 1, f);
+	buf = xcalloc(POLICY_TEXT_MAX + 2, 1);
+	n = fread(buf, 1, POLICY_TEXT_MAX + 1, f);
 	fclose(f);
-	if (n > (1u << 20) || memchr(buf, '\0', n)) {
+	if (n > POLICY_TEXT_MAX || memchr(buf, '\0', n)) {
 		free(buf);
 		return NULL;
 	}

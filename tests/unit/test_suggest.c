@@ -523,7 +523,13 @@ static void test_names_from_the_resolver(void **state)
 	tls("txt.example.com", 443, false);
 	dns("idle.example.com", "A", "192.0.2.99", "would_deny", "name_not_allowed");
 	kernel("203.0.113.50", 443, "tcp", false);     /* no name: cidr */
+	dns("old.example.com", "A", "203.0.113.60", "would_deny", "name_not_allowed");
+	dns("shared.example.com", "A", "203.0.113.60", "would_deny", "name_not_allowed");
+	kernel("203.0.113.60", 443, "tcp", false);     /* two names, one address: the latest */
 	run(&r);
+	assert_non_null(sluice_policy_match_host(r.p, "shared.example.com", 443));
+	assert_false(sluice_policy_allows_name(r.p, "old.example.com"));
+	assert_has(r.text, "# review: the address reached directly also answered for old.example.com;");
 	assert_int_equal(r.c.skipped, 0);
 	assert_non_null(sluice_policy_match_host(r.p, "web.example.com", 443));
 	assert_false(cidr_allows(r.p, "198.51.100.8", 6, 443));
@@ -565,8 +571,13 @@ static void test_notes_and_lost_events(void **state)
 	logline("\"sluice.component\":\"resolver\",\"event.dataset\":\"sluice.resolver\",\"event.action\":\"dns-query\","
 	     "\"event.reason\":\"zone_transfer\",\"sluice.verdict\":\"refuse\",\"dns.question.name\":\"example.com\","
 	     "\"dns.question.type\":\"AXFR\"");
+	/* audit mode logs the first reason only (host_not_allowed): the SNI says the rest */
+	logline("\"sluice.component\":\"proxy\",\"event.dataset\":\"sluice.proxy\",\"event.action\":\"proxy-connect\","
+		"\"event.reason\":\"host_not_allowed\",\"sluice.verdict\":\"would_deny\",\"url.domain\":\"api.example.com\","
+		"\"tls.client.server_name\":\"other.example.com\",\"destination.port\":443");
 	run(&r);
-	assert_int_equal(r.c.noted, 6);
+	assert_int_equal(r.c.noted, 7);
+	assert_has(r.text, "proxy sni_mismatch");
 	assert_int_equal(r.c.skipped, 0);
 	assert_int_equal(r.c.events_lost, 12);
 	assert_int_equal(r.exit_status, 1);   /* the logs are incomplete */

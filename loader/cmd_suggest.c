@@ -272,8 +272,28 @@ static bool is_web_port(uint16_t port)
 	return false;
 }
 
+/* The RR types the policy format knows by name (sluice_qtype_name()), once. */
+struct qnames {
+	uint16_t type[64];
+	const char *name[64];
+	size_t n;
+};
+
+static void qnames_init(struct qnames *q)
+{
+	q->n = 0;
+	for (unsigned t = 1; t <= 65535 && q->n < 64; t++) {
+		const char *n = sluice_qtype_name((uint16_t)t);
+
+		if (n) {
+			q->type[q->n] = (uint16_t)t;
+			q->name[q->n++] = n;
+		}
+	}
+}
+
 /* RR type number of a name as the resolver logs it ("TXT", "TYPE65"), 0 if unknown. */
-static uint16_t qtype_number(const char *name)
+static uint16_t qtype_number(const struct qnames *q, const char *name)
 {
 	char *end;
 	unsigned long v;
@@ -283,12 +303,9 @@ static uint16_t qtype_number(const char *name)
 		v = strtoul(name + 4, &end, 10);
 		return (!errno && !*end && v > 0 && v <= 65535) ? (uint16_t)v : 0;
 	}
-	for (unsigned t = 1; t <= 65535; t++) {
-		const char *n = sluice_qtype_name((uint16_t)t);
-
-		if (n && strcmp(n, name) == 0)
-			return (uint16_t)t;
-	}
+	for (size_t i = 0; i < q->n; i++)
+		if (strcmp(q->name[i], name) == 0)
+			return q->type[i];
 	return 0;
 }
 
@@ -541,6 +558,8 @@ struct suggest {
 	/* plan */
 	struct hmap targets;
 	struct hmap ag_hosts;     /* --against: exact host -> entry index + 1 */
+	struct hmap views;        /* "policy\nhost" -> struct view */
+	struct qnames qnames;
 	bool ag_hosts_built;
 	unsigned long long n_attempts, n_allowed_already, n_unallowable;
 };
@@ -1059,7 +1078,7 @@ static void read_resolver(struct line_ctx *l, const char *action, const char *ki
 	seen_add(&d->seen, l->ts, l->run, 1);
 	if (strcmp(verdict, "deny") == 0 && strcmp(reason, "name_not_allowed") == 0)
 		d->denied++;
-	t = qtype_number(qtype);
+	t = qtype_number(&s->qnames, qtype);
 	if (t) {
 		bool have = false;
 
@@ -1360,11 +1379,60 @@ static bool cidr_allows(const struct sluice_policy *p, int family, const uint8_t
 	return false;
 }
 
-static bool pobs_allowed(const struct sluice_policy *p, const struct pobs *o)
+/*
+ * The policy library's matchers walk every entry; logs hold many attempts
+ * per name and policies may hold many entries.  A view is `p` with only the
+ * host and url entries that match `host` (shallow copies, in order), built
+ * once per name: the same matchers then give the same answers, faster.
+ */
+struct view {
+	struct sluice_policy p;
+};
+
+static const struct sluice_policy *view_for(struct suggest *s, const struct sluice_policy *p, const char *host)
 {
+	char *key = xasprintf("%p\n%s", (const void *)p, host);
+	struct hnode *x = hmap_put(&s->views, key);
+	struct view *v = x->val;
+
+	free(key);
+	if (!v) {
+		v = xcalloc(1, sizeof(*v));
+		v->p = *p;
+		v->p.entries = NULL;
+		v->p.n_entries = 0;
+		for (size_t i = 0; i < p->n_entries; i++) {
+			const struct sluice_entry *e = &p->entries[i];
+
+			if ((e->kind == SLUICE_ENTRY_HOST || e->kind == SLUICE_ENTRY_URL) && sluice_host_match(e, host)) {
+				v->p.entries = xrealloc(v->p.entries, v->p.n_entries + 1, sizeof(*v->p.entries));
+				v->p.entries[v->p.n_entries++] = *e;
+			}
+		}
+		x->val = v;
+	}
+	return &v->p;
+}
+
+static void free_view(void *x)
+{
+	struct view *v = x;
+
+	free(v->p.entries);
+	free(v);
+}
+
+static bool pobs_allowed(struct suggest *s, const struct sluice_policy *p, const struct pobs *o)
+{
+	p = view_for(s, p, o->host);
 	if (o->via == VIA_HTTP && sluice_policy_match_url(p, "http", o->host, o->port, o->method, o->path))
 		return true;
 	return sluice_policy_match_host(p, o->host, o->port) != NULL;
+}
+
+static bool name_allowed_on(struct suggest *s, const struct sluice_policy *p, const char *name, uint16_t port)
+{
+	return sluice_policy_match_host(view_for(s, p, name), name, port) != NULL;
 }
 
 /* The name an address was most likely reached by: a name of the same run
@@ -1575,7 +1643,7 @@ static void plan(struct suggest *s)
 		struct target *t;
 
 		s->n_attempts += pv[i]->seen.n;
-		if (ag && pobs_allowed(ag, pv[i])) {
+		if (ag && pobs_allowed(s, ag, pv[i])) {
 			s->n_allowed_already += pv[i]->seen.n;
 			pv[i] = NULL;
 			continue;
@@ -1600,7 +1668,7 @@ static void plan(struct suggest *s)
 		s->n_attempts += k->seen.n;
 		name = correlate(s, k, others, &n_others);
 		if (ag && (cidr_allows(ag, k->family, k->addr, k->proto, k->port) ||
-			   (name && k->proto == IPPROTO_TCP && sluice_policy_match_host(ag, name, k->port)))) {
+			   (name && k->proto == IPPROTO_TCP && name_allowed_on(s, ag, name, k->port)))) {
 			s->n_allowed_already += k->seen.n;
 			continue;
 		}
@@ -2300,7 +2368,7 @@ static unsigned long long check_allowed(struct suggest *s, const struct sluice_p
 	for (size_t i = 0; i < n; i++) {
 		const struct pobs *o = v[i];
 
-		if (!pobs_allowed(p, o)) {
+		if (!pobs_allowed(s, p, o)) {
 			fprintf(diag, "sluice policy suggest: internal error: %s %s:%u%s is not allowed by the result\n",
 				via_text(o->via), o->host, o->port, o->path ? o->path : "");
 			bad++;
@@ -2317,13 +2385,15 @@ static unsigned long long check_allowed(struct suggest *s, const struct sluice_p
 
 		if (cidr_allows(p, k->family, k->addr, k->proto, k->port))
 			continue;
-		if (name && k->proto == IPPROTO_TCP && sluice_policy_match_host(p, name, k->port))
+		if (name && k->proto == IPPROTO_TCP && name_allowed_on(s, p, name, k->port))
 			continue;
 		fprintf(diag, "sluice policy suggest: internal error: %s %s port %u is not allowed by the result\n",
 			k->proto == IPPROTO_TCP ? "tcp" : "udp", k->ip, k->port);
 		bad++;
 	}
 	free(v);
+	/* views are keyed by the policy's address: `p` is freed after this */
+	hmap_free(&s->views, free_view);
 	return bad;
 }
 
@@ -3063,6 +3133,7 @@ struct suggest *suggest_new(const struct suggest_opts *o)
 		oom();
 	memcpy(s->default_digest, def->digest, sizeof(s->default_digest));
 	sluice_policy_free(def);
+	qnames_init(&s->qnames);
 	return s;
 }
 
@@ -3119,6 +3190,7 @@ void suggest_free(struct suggest *s)
 	hmap_free(&s->daddrs, free_daddr);
 	hmap_free(&s->targets, free_target);
 	hmap_free(&s->ag_hosts, NULL);
+	hmap_free(&s->views, free_view);
 	hmap_free(&s->notes, free_note);
 	hmap_free(&s->portless, NULL);
 	hmap_free(&s->policies, free);

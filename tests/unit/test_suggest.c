@@ -191,7 +191,7 @@ static void run_opts(struct result *r, const char *name, const struct sluice_pol
 	assert_non_null(diag);
 	s = suggest_new(&o);
 	assert_non_null(s);
-	in = fmemopen(log_buf, log_len ? log_len : 1, "r");
+	in = log_len ? fmemopen(log_buf, log_len, "r") : fopen("/dev/null", "r");   /* fmemopen wants a size */
 	assert_non_null(in);
 	assert_int_equal(suggest_read(s, "f.jsonl", in), 0);
 	fclose(in);
@@ -523,6 +523,7 @@ static void test_names_from_the_resolver(void **state)
 	tls("txt.example.com", 443, false);
 	dns("idle.example.com", "A", "192.0.2.99", "would_deny", "name_not_allowed");
 	kernel("203.0.113.50", 443, "tcp", false);     /* no name: cidr */
+	kernel("2001:db8::77", 5353, "udp", false);    /* IPv6: /128 */
 	dns("old.example.com", "A", "203.0.113.60", "would_deny", "name_not_allowed");
 	dns("shared.example.com", "A", "203.0.113.60", "would_deny", "name_not_allowed");
 	kernel("203.0.113.60", 443, "tcp", false);     /* two names, one address: the latest */
@@ -541,6 +542,8 @@ static void test_names_from_the_resolver(void **state)
 	assert_true(cidr_allows(r.p, "192.0.2.77", 17, 8125));
 	assert_true(sluice_policy_allows_name(r.p, "stats.example.com"));
 	assert_true(cidr_allows(r.p, "203.0.113.50", 6, 443));
+	assert_true(cidr_allows(r.p, "2001:db8::77", 17, 5353));
+	assert_has(r.text, "  - cidr: \"2001:db8::77/128\"\n    ports: [5353]\n    protocol: udp\n");
 	assert_true(sluice_policy_allows_qtype(r.p, 16));
 	assert_true(sluice_policy_allows_qtype(r.p, 1) && sluice_policy_allows_qtype(r.p, 28));
 	assert_has(r.text, "  qtypes: [A, AAAA, TXT]\n");
@@ -614,6 +617,19 @@ static void test_untrusted_text_cannot_inject_yaml(void **state)
 	assert_string_equal(r.p->entries[0].url_path, "/a%22b");
 	assert_lacks(r.text, "\n  - host: evil");
 	assert_lacks(r.text, "\n- cidr");
+	result_free(&r);
+}
+
+static void test_empty_input(void **state)
+{
+	struct result r;
+
+	log_reset("audit");
+	run(&r);
+	assert_int_equal(r.c.lines, 0);
+	assert_int_equal(r.exit_status, 0);
+	assert_int_equal(r.p->n_entries, 0);
+	assert_has(r.text, "allow: []\n");
 	result_free(&r);
 }
 
@@ -945,6 +961,7 @@ int main(void)
 		cmocka_unit_test(test_names_from_the_resolver),
 		cmocka_unit_test(test_notes_and_lost_events),
 		cmocka_unit_test(test_untrusted_text_cannot_inject_yaml),
+		cmocka_unit_test(test_empty_input),
 		cmocka_unit_test(test_bad_name_option),
 		cmocka_unit_test(test_against_smallest_additions),
 		cmocka_unit_test(test_against_quotes_block_style),

@@ -498,7 +498,7 @@ def run_row(w, row):
 def _make(i, row):
     def t(w):
         run_row(w, row)
-    t.__name__ = "test_%02d_" % i + "_".join("".join(ch if ch.isalnum() else " " for ch in row[0].lower()).split())
+    t.__name__ = "test_" + "_".join("".join(ch if ch.isalnum() else " " for ch in row[0].lower()).split())
     # the runner orders tests by line: keep the table's order
     t.__code__ = t.__code__.replace(co_firstlineno=i + 1)
     return t
@@ -506,6 +506,7 @@ def _make(i, row):
 
 for _i, _row in enumerate(ATTACKS):
     _t = _make(_i, _row)
+    assert _t.__name__ not in globals(), "two rows named %s" % _row[0]
     globals()[_t.__name__] = _t
 
 
@@ -583,6 +584,63 @@ def test_limit_L1_a_socket_passed_in_is_not_judged(w):
     assert got["result"] == "ok" and "passed in" in got["echoed"], got
     assert w.arrived_since(mark, port=8080), "expected the limit: the passed-in socket reaches a denied port"
     assert not [e for e in lines if e.get("event.action", "").startswith("egress-")], lines
+
+
+def _connected_in_sandbox_netns(w, port):
+    """A TCP socket connected to 192.0.2.10:port from the sandbox's netns
+    but created outside the sandbox (as a launcher would): the fd of a helper
+    that passes it over a socketpair."""
+    import socket as S
+    a, b = S.socketpair(S.AF_UNIX, S.SOCK_STREAM)
+    helper = ("import socket\n"
+              "u = socket.socket(fileno=%d)\n"
+              "t = socket.create_connection(('192.0.2.10', %d), timeout=5)\n"
+              "socket.send_fds(u, [b'x'], [t.fileno()])\n" % (b.fileno(), port))
+    p = subprocess.Popen(["ip", "netns", "exec", w.sbx, "python3", "-c", helper], pass_fds=[b.fileno()])
+    b.close()
+    msg, fds, _, _ = S.recv_fds(a, 16, 1)
+    p.wait()
+    a.close()
+    return S.socket(fileno=fds[0])
+
+
+def test_inherited_descriptors_are_closed(w):
+    """sluice run closes every descriptor above 2 before CMD starts: a socket
+    the launcher leaked (fd 7 here, connected to a denied port) is not there
+    inside."""
+    import socket as S
+    t = _connected_in_sandbox_netns(w, 8080)
+    os.dup2(t.fileno(), 7)
+    try:
+        p = subprocess.run([W.SLUICE, "run", "--netns", w.sbx_path, "--", "python3", "-c",
+                            "import os\ntry:\n    os.write(7, b'inherited\\n'); print('WROTE')\n"
+                            "except OSError as e:\n    print('errno', e.errno)"],
+                           capture_output=True, text=True, timeout=60, pass_fds=[7])
+    finally:
+        os.close(7)
+    assert "errno 9" in p.stdout, p   # EBADF
+    t.settimeout(0.5)
+    try:
+        echoed = t.recv(100)
+    except S.timeout:
+        echoed = b""
+    t.close()
+    assert echoed == b"", "the sandbox wrote on the inherited socket: %r" % echoed
+
+
+def test_limit_L1_stdout_socket_is_a_channel(w):
+    """Descriptors 0-2 are passed as they are: if the launcher gives CMD a
+    socket as stdout, CMD writes to it, judged by nobody (the socket is the
+    launcher's)."""
+    t = _connected_in_sandbox_netns(w, 8080)
+    p = subprocess.run([W.SLUICE, "run", "--netns", w.sbx_path, "--events", os.path.join(w.tmp, "l1b.jsonl"), "--",
+                        "sh", "-c", "echo through-stdout"],
+                       stdout=t.fileno(), stderr=subprocess.PIPE, text=True, timeout=60)
+    assert p.returncode == 0, p
+    t.settimeout(3)
+    echoed = t.recv(100)
+    t.close()
+    assert b"through-stdout" in echoed, "expected the limit: the echo server got CMD's stdout (%r)" % echoed
 
 
 def test_limit_L3_a_unix_socket_to_a_host_daemon(w):

@@ -69,7 +69,7 @@ static struct {
 	char state_dir[200];
 	char sock_path[PATH_MAX];
 	char events_path[PATH_MAX];
-	FILE *events;
+	int events;                 /* O_APPEND fd, one write per line */
 	struct event_base *base;
 	struct dsandbox *sandboxes;
 	char proxy_bin[PATH_MAX], resolver_bin[PATH_MAX];
@@ -90,8 +90,7 @@ static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (sluice_lifecycle_format(action, msg, s ? &s->meta : &m, line, sizeof(line)) > 0) {
-		fprintf(D.events, "%s\n", line);
-		fflush(D.events);
+		sluice_write_line(D.events, line, strlen(line));
 	}
 	log_info("%s", msg);
 }
@@ -586,7 +585,9 @@ static void on_client(evutil_socket_t fd, short what, void *arg)
 	const char *cmd;
 
 	event_free(ev);
-	/* one request line (SO_RCVTIMEO bounds a slow client) */
+	/* one request line (SO_RCVTIMEO bounds a slow client); memchr reads
+	 * only the `got` bytes received */
+	/* cppcheck-suppress uninitvar */
 	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
 		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
 
@@ -872,10 +873,8 @@ int cmd_daemon(int argc, char **argv)
 	unlink(D.sock_path);
 
 	{
-		int fd = open(D.events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-
-		D.events = fd >= 0 ? fdopen(fd, "a") : NULL;
-		if (!D.events) {
+		D.events = open(D.events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (D.events < 0) {
 			log_warn("daemon: cannot open %s", D.events_path);
 			return 2;
 		}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <bpf/libbpf.h>
@@ -303,6 +304,19 @@ int sluice_lifecycle_format(const char *action, const char *message, const struc
 	return finish(o, buf, len);
 }
 
+int sluice_write_line(int fd, const char *line, size_t len)
+{
+	struct iovec iov[2] = { { .iov_base = (void *)line, .iov_len = len }, { .iov_base = "\n", .iov_len = 1 } };
+	ssize_t w;
+
+	do {
+		w = writev(fd, iov, 2);
+	} while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	return (size_t)w == len + 1 ? 0 : -EIO;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct sluice_consumer *c = ctx;
@@ -314,19 +328,18 @@ static int on_event(void *ctx, void *data, size_t size)
 	n = sluice_event_format(data, c->meta, line, sizeof(line));
 	if (n < 0)
 		return 0;
-	fputs(line, c->out);
-	fputc('\n', c->out);
+	sluice_write_line(c->out_fd, line, (size_t)n);
 	c->received++;
 	return 0;
 }
 
 int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
-			 const struct sluice_event_meta *meta, FILE *out)
+			 const struct sluice_event_meta *meta, int out_fd)
 {
 	memset(c, 0, sizeof(*c));
 	c->sb = sb;
 	c->meta = meta;
-	c->out = out;
+	c->out_fd = out_fd;
 	c->rb = ring_buffer__new(sandbox_events_fd(sb), on_event, c, NULL);
 	if (!c->rb)
 		return -errno;
@@ -354,13 +367,12 @@ int sluice_consumer_drain(struct sluice_consumer *c)
 
 		/* events lost before this point were never queued, so reporting
 		 * after draining keeps lines + losses exact */
-		if (sluice_events_lost_format(lost - c->lost_reported, lost, c->meta, line, sizeof(line)) > 0) {
-			fputs(line, c->out);
-			fputc('\n', c->out);
-		}
+		int n = sluice_events_lost_format(lost - c->lost_reported, lost, c->meta, line, sizeof(line));
+
+		if (n > 0)
+			sluice_write_line(c->out_fd, line, (size_t)n);
 		c->lost_reported = lost;
 	}
-	fflush(c->out);
 	return (int)(c->received - before);
 }
 

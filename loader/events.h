@@ -60,14 +60,21 @@ struct sluice_consumer {
 	struct ring_buffer *rb;
 	struct sluice_sandbox *sb;
 	const struct sluice_event_meta *meta;
-	FILE *out;
+	int out_fd;                 /* lines are appended with one write each */
 	uint64_t lost_reported;     /* events_lost already written */
 	uint64_t received;          /* events written */
 };
 
-/* Set up consumption of sb's ring buffer.  Returns 0 or -errno. */
+/*
+ * Append `line` (len bytes, no newline) and a newline to `fd` with ONE
+ * writev(2): with O_APPEND, lines of the loader, the proxy and the resolver
+ * sharing a file never interleave.  Retries on EINTR.  Returns 0 or -errno.
+ */
+int sluice_write_line(int fd, const char *line, size_t len);
+
+/* Set up consumption of sb's ring buffer; lines go to out_fd.  Returns 0 or -errno. */
 int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
-			 const struct sluice_event_meta *meta, FILE *out);
+			 const struct sluice_event_meta *meta, int out_fd);
 
 /* epoll fd that becomes readable when events are ready (batched wakeups:
  * poll it with a finite timeout, then call sluice_consumer_drain). */

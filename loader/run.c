@@ -192,7 +192,7 @@ struct run_state {
 	char cg_path[4096];
 	char cg_parent[4096];
 	int cg_fd;
-	FILE *events;
+	int events;                 /* fd: 2 (stderr) or the --events file */
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 };
@@ -226,8 +226,8 @@ static void run_cleanup(struct run_state *st)
 		close(st->cg_fd);
 	if (st->policy)
 		sluice_policy_free(st->policy);
-	if (st->events && st->events != stderr)
-		fclose(st->events);
+	if (st->events > 2)
+		close(st->events);
 }
 
 /* Pick a TCP/UDP port on 127.0.0.1 that this policy must deny. */
@@ -266,13 +266,10 @@ static int have_set_retval(void)
 	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
 }
 
-static void emit_line(FILE *f, const char *line, int n)
+static void emit_line(int fd, const char *line, int n)
 {
-	if (n > 0) {
-		fputs(line, f);
-		fputc('\n', f);
-		fflush(f);
-	}
+	if (n > 0)
+		sluice_write_line(fd, line, (size_t)n);
 }
 
 int cmd_run(int argc, char **argv)
@@ -419,13 +416,13 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	if (events_path) {
-		st.events = fopen(events_path, "ae");
-		if (!st.events) {
+		st.events = open(events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (st.events < 0) {
 			log_warn("run: cannot open events file %s", events_path);
 			goto out;
 		}
 	} else {
-		st.events = stderr;
+		st.events = STDERR_FILENO;
 	}
 	libbpf_set_print(libbpf_quiet);
 

@@ -385,3 +385,20 @@ def test_no_bpf_permission(w):
                         W.SLUICE, "run", "--", "true"], capture_output=True, text=True)
     assert p.returncode == 2, p
     assert "cannot load BPF programs" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_event_lines_never_interleave(w):
+    """The loader, the proxy and the resolver append to one --events file at
+    once: every line must still be one whole JSON object."""
+    if not os.path.exists(os.path.join(W.BUILD, "sluice-resolver")):
+        raise W.Skip("sluice-resolver not built")
+    script = ("%s flood-udp 192.0.2.10 9999 50000 > /dev/null & "
+              "for i in $(seq 1 150); do %s dns 192.0.2.53 name$i.example.com > /dev/null; done; wait") % (
+                  W.PROBE, W.PROBE)
+    r = w.sluice_run(["sh", "-c", script], policy=POLICY, extra=["--upstream-dns", "192.0.2.53"], timeout=120)
+    # read_events() already parsed every line as JSON; count both sources
+    kernel = [e for e in r.events if e.get("event.action") == "egress-denied"]
+    lost = sum(e["sluice.events_lost"] for e in r.events if e.get("event.action") == "events_lost")
+    dns = [e for e in r.events if e.get("event.action") == "dns-query"]
+    assert len(kernel) + lost == 50000, (len(kernel), lost)
+    assert len(dns) == 150, len(dns)

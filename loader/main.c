@@ -21,6 +21,7 @@ static void usage(FILE *f)
 		"  run [OPTIONS] -- CMD [ARGS...]   run CMD in a fresh filtered cgroup\n"
 		"  policy check [--json] FILE...    validate and lint policies (exit 0 clean, 1 warnings, 2 errors)\n"
 		"  policy diff [--json] OLD NEW     what a policy change opens and closes\n"
+		"  policy suggest EVENTS.jsonl...   a policy that allows what the logs saw (audit -> enforce)\n"
 		"  daemon                           hold attached sandboxes (control socket " SLUICE_CONTROL_SOCK ")\n"
 		"  attach --policy FILE (--cgroup PATH | --pid PID | --container ID) [--name NAME]\n"
 		"                                   put an existing cgroup or container under a policy\n"

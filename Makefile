@@ -219,11 +219,23 @@ fuzz: $(FUZZ_BINS)
 demo: all
 	$(PYTHON) tests/world/demo.py
 
+# Configuration: .clang-tidy (checks, and why some are off) and
+# .cppcheck-suppressions.  clang-tidy sees the sources as clang compiles them
+# (-U_FORTIFY_SOURCE: glibc's fortify wrappers confuse the analyzer).
+# LINT_SKEL_FILES call a generated skeleton's open_and_load: clang-analyzer 14
+# assumes libbpf (a system header) frees nothing, so bpftool's own error path
+# (bpf_object__destroy_skeleton) reads as a leak in build/*.skel.h, which
+# NOLINT cannot reach; unix.Malloc is off for those files only.
 LINT_SRCS := $(LIB_SRCS) $(wildcard loader/*.c) $(wildcard userspace/proxy/*.c) $(wildcard userspace/resolver/*.c)
+LINT_SKEL_FILES := $(filter loader/destroy.c,$(LINT_SRCS))
+LINT_FLAGS := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	-U_FORTIFY_SOURCE $(INCLUDES) -Iloader
 lint: $(SKELS)
 	cppcheck --error-exitcode=1 --enable=warning,portability --inline-suppr --quiet \
 		--suppressions-list=.cppcheck-suppressions $(INCLUDES) $(LINT_SRCS)
-	clang-tidy --quiet --warnings-as-errors='*' $(LINT_SRCS) -- $(CFLAGS) $(INCLUDES) -Iloader
+	clang-tidy --quiet --warnings-as-errors='*' $(filter-out $(LINT_SKEL_FILES),$(LINT_SRCS)) -- $(LINT_FLAGS)
+	$(if $(LINT_SKEL_FILES),clang-tidy --quiet --warnings-as-errors='*' --checks=-clang-analyzer-unix.Malloc \
+		$(LINT_SKEL_FILES) -- $(LINT_FLAGS))
 
 bench: all
 	bash bench/run.sh

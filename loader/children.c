@@ -95,7 +95,7 @@ int sluice_listeners_open(struct sluice_listeners *l, const char *netns_path, in
 			  int want_dns, struct sluice_bpf_config *cfg, char *msg, size_t msglen)
 {
 	int self_ns = -1, target_ns = -1, err = 0;
-	uint16_t port;
+	uint16_t port = 0;
 
 	l->proxy4 = l->proxy6 = l->dns_udp4 = l->dns_udp6 = l->dns_tcp4 = l->dns_tcp6 = -1;
 	if (netns_path) {

@@ -2100,7 +2100,7 @@ static void yq(FILE *f, const char *s)
  * `item`: a list item ("# - " then "#   "). */
 static void ycomment_x(FILE *f, const char *prefix, const char *indent, const char *text, bool item)
 {
-	char buf[2048];
+	char buf[2048] = "";
 	const char *p = buf;
 	bool first = true;
 
@@ -2422,6 +2422,7 @@ static bool build(struct suggest *s, struct render *r)
 		fprintf(s->diag, "sluice policy suggest: %zu entries needed, more than a policy may hold (%u): "
 			"split the logs by job\n", r->n, (unsigned)ENTRIES_MAX);
 		free(tv);
+		r->n = 0; /* render_free() walks r->es[0..n): es is not allocated */
 		return false;
 	}
 	r->es = xcalloc(r->n, sizeof(*r->es));
@@ -2775,7 +2776,8 @@ static size_t find_key(const struct src *sr, size_t from, size_t to, const char 
 	size_t kn = strlen(key);
 
 	for (size_t i = from; i <= to && i <= sr->n; i++) {
-		const char *l = sr->line[i - 1], *k = l + indent_of(l), *v;
+		/* from >= 1 (a policy line number), so i - 1 < sr->n */
+		const char *l = sr->line[i - 1], *k = l + indent_of(l), *v; /* NOLINT(clang-analyzer-core.NullDereference) */
 
 		if (k[0] == '-' && k[1] == ' ')
 			k += 2 + indent_of(k + 2);
@@ -2822,8 +2824,8 @@ static void entry_lines(const struct src *sr, const struct sluice_policy *p, siz
 
 static void lines_out(FILE *f, char mark, const struct src *sr, size_t from, size_t to)
 {
-	for (size_t i = from; i <= to && i <= sr->n; i++)
-		fprintf(f, "%c %s\n", mark, sr->line[i - 1]);
+	for (size_t i = from; i <= to && i <= sr->n; i++) /* from >= 1: a line number */
+		fprintf(f, "%c %s\n", mark, sr->line[i - 1]); /* NOLINT(clang-analyzer-core.NullDereference) */
 }
 
 static void qtypes_list(FILE *f, const uint16_t *t, size_t n)
@@ -2902,7 +2904,8 @@ static void diff_text(struct suggest *s, struct render *r, const struct sluice_p
 		fprintf(f, "@@ %s (line %u): add %s @@\n", ag->entries[e->existing].name, ag->entries[e->existing].line, key);
 		if (at) {
 			lines_out(f, '-', &sr, at, last);
-			pad = xasprintf("%.*s", (int)lead, sr.line[at - 1]);
+			/* at != 0: find_key found line `at` of sr */
+			pad = xasprintf("%.*s", (int)lead, sr.line[at - 1]); /* NOLINT(clang-analyzer-core.NullDereference) */
 		} else if (from >= 1 && from <= sr.n) {
 			/* not written (url methods default to GET, HEAD): a new line after the first */
 			const char *l = sr.line[from - 1], *k = l + indent_of(l);

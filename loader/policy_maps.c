@@ -167,7 +167,7 @@ static int plan_family(const struct sluice_policy *p, int family, uint32_t gen, 
 		snprintf(what, sizeof(what), "%s/%u", abuf, pre[k].len);
 		/* the prefix itself and every shorter one that contains it */
 		for (int li = 0; li < nlens && lens[li] <= (int)pre[k].len; li++) {
-			struct prefix key, *hit;
+			struct prefix key = { 0 }, *hit;
 
 			mask_to(key.addr, pre[k].addr, (unsigned)lens[li], alen);
 			key.len = (unsigned)lens[li];

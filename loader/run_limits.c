@@ -272,7 +272,7 @@ int sluice_limits_check(const struct sluice_limits *l, const char *cg2, const ch
 {
 	struct need need[3];
 	size_t n = needed(l, need);
-	char path[4096], ctl[1024];
+	char path[4096], ctl[1024] = "";
 	int err;
 
 	if (!n)
@@ -323,7 +323,7 @@ static int write_file(const char *path, const char *value, char *msg, size_t msg
 /* Add `controller` to dir/cgroup.subtree_control unless it is there. */
 static int enable_in(const char *dir, const char *controller, char *msg, size_t msglen)
 {
-	char path[4096], cur[1024], plus[64];
+	char path[4096], cur[1024] = "", plus[64];
 
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
 	if (read_small(path, cur, sizeof(cur)) == 0 && has_word(cur, controller, " \n"))

@@ -183,6 +183,49 @@ static void canary(int errfd, uint16_t port, bool audit)
 			   fd >= 0 ? "created" : errname(errno));
 }
 
+static volatile pid_t init_child;
+
+static void init_forward(int sig)
+{
+	if (init_child > 0)
+		kill(init_child, sig);
+}
+
+/*
+ * pid 1 of the sandbox's pid namespace, after forking CMD: forward the
+ * signals a user sends (sluice run forwards them here), reap every orphan,
+ * and exit with CMD's status (128+N if signal N killed it) once CMD is
+ * gone; the kernel then kills whatever else is left in the namespace.
+ */
+static void __attribute__((noreturn)) sandbox_init(int errfd, pid_t cmd)
+{
+	static const int fwd[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+	struct sigaction sa;
+	int status = 0;
+
+	close(errfd); /* CMD holds its own copy until exec */
+	prctl(PR_SET_NAME, "sluice-init", 0, 0, 0);
+	init_child = cmd;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = init_forward;
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		sigaction(fwd[i], &sa, NULL);
+	for (;;) {
+		int st;
+		pid_t w = waitpid(-1, &st, 0);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			break;
+		if (w == cmd) {
+			status = st;
+			break;
+		}
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 2);
+}
+
 struct run_state {
 	struct sluice_policy *policy;
 	struct sluice_sandbox sb;
@@ -310,7 +353,7 @@ int cmd_run(int argc, char **argv)
 	struct sluice_limits lim = { 0 };
 	bool audit, timed_out = false;
 	char go = 0;
-	pid_t pid = -1;
+	pid_t pid = -1, cmd_pid;
 
 	memset(&st, 0, sizeof(st));
 	st.cg_fd = -1;
@@ -548,7 +591,7 @@ int cmd_run(int argc, char **argv)
 		struct clone_args ca;
 
 		memset(&ca, 0, sizeof(ca));
-		ca.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;
+		ca.flags = CLONE_INTO_CGROUP | CLONE_PIDFD | CLONE_NEWPID;
 		ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
 		ca.exit_signal = SIGCHLD;
 		ca.cgroup = (uint64_t)st.cg_fd;
@@ -582,12 +625,29 @@ int cmd_run(int argc, char **argv)
 		 * own cgroup (the root of its cgroup namespace). */
 		if (umount2(cg2, MNT_DETACH) < 0 || mount("cgroup2", cg2, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 			child_fail(errpipe[1], 2, "cannot hide the host's cgroup2 mount %s: %s", cg2, strerror(errno));
+		/* a /proc of the sandbox's own pid namespace */
+		umount2("/proc", MNT_DETACH);
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			child_fail(errpipe[1], 2, "cannot mount /proc for the sandbox's pid namespace: %s", strerror(errno));
 		canary(errpipe[1], (uint16_t)port, audit);
 		/* tell the loader the canary is done; wait for its go-ahead */
 		if (write(syncpipe[1], "c", 1) != 1 || read(gopipe[0], &go, 1) != 1 || go != 'g')
 			_exit(2);
 		close(syncpipe[1]);
 		close(gopipe[0]);
+		/*
+		 * We are pid 1 of the sandbox's own pid namespace: CMD sees only
+		 * its own processes in a fresh /proc, so no /proc/PID/root of a
+		 * host process leads it back to the host's mount namespace (and
+		 * its cgroup2 and bpffs mounts: docs/threat-model.md, F1 and F2).
+		 * This process stays as the namespace's init: it reaps, forwards
+		 * signals and exits with CMD's status.
+		 */
+		cmd_pid = fork();
+		if (cmd_pid < 0)
+			child_fail(errpipe[1], 2, "fork: %s", strerror(errno));
+		if (cmd_pid > 0)
+			sandbox_init(errpipe[1], cmd_pid);
 		if (!keep_caps && drop_caps() < 0)
 			child_fail(errpipe[1], 2, "cannot drop capabilities: %s", strerror(errno));
 		syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);

@@ -365,14 +365,23 @@ def become(uid, gid):
 
 
 def victim_ids(pid):
-    st = open("/proc/%s/status" % pid).read()
+    """uid and gid of host process `pid`, or None when the sandbox cannot
+    see it (sluice run gives CMD its own pid namespace and /proc)."""
+    try:
+        st = open("/proc/%s/status" % pid).read()
+    except OSError:
+        return None
     uid = int(st.split("Uid:")[1].split()[0])
     gid = int(st.split("Gid:")[1].split()[0])
     return uid, gid
 
 
 def op_setuid_escape(pid, cg2, addr, port):
-    uid, gid = victim_ids(pid)
+    ids = victim_ids(pid)
+    if ids is None:
+        res, echo = connect_result(addr, port)
+        return out(res, victim="ENOENT")
+    uid, gid = ids
     steps = {"become": become(uid, gid)}
     try:
         with open("/proc/%s/root%s/cgroup.procs" % (pid, cg2), "w") as f:
@@ -385,7 +394,11 @@ def op_setuid_escape(pid, cg2, addr, port):
 
 
 def op_setuid_detach(pid, name, addr, port):
-    uid, gid = victim_ids(pid)
+    ids = victim_ids(pid)
+    if ids is None:
+        res, echo = connect_result(addr, port)
+        return out(res, victim="ENOENT", detached=[])
+    uid, gid = ids
     steps = {"become": become(uid, gid), "detached": []}
     pins = "/proc/%s/root/sys/fs/bpf/sluice/%s" % (pid, name)
     try:

@@ -78,24 +78,18 @@ POLICY_RELAY = POLICY + """\
     why: the relay's own port
 """
 
-F1 = ("FINDING F1 (cgroup escape): root in the sandbox setresuid()s to the uid of any unprivileged host "
-      "process keeping its capabilities (PR_SET_KEEPCAPS; CAP_SETUID/CAP_SETGID/CAP_DAC_OVERRIDE are not "
-      "dropped), opens /proc/PID/root (same pid namespace; a same-uid process passes the ptrace check) to "
-      "reach the host's cgroup2 mount and writes its pid into the root cgroup's cgroup.procs (no nsdelegate): "
-      "it leaves the filtered cgroup and connects anywhere, with no event.  Fix (loader/run.c): drop CAP_SETUID, "
-      "CAP_SETGID, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER (or run CMD as an unprivileged uid), "
-      "a PID namespace and fresh /proc for CMD, cgroup2 mounted with nsdelegate")
-F2 = ("FINDING F2 (filter detach): the same path reaches /sys/fs/bpf/sluice/NAME through /proc/PID/root; "
-      "BPF_OBJ_GET on the pinned links needs only file access (CAP_DAC_OVERRIDE) and BPF_LINK_DETACH "
-      "no capability: every hook of the sandbox (and of any other sandbox) is detached, silently.  Fix as "
-      "F1 (the capabilities and the pid namespace), and keep pins out of reach of any uid the sandbox can take")
+# F1 and F2 (docs/threat-model.md, "Fixed"): root in the sandbox took the uid
+# of an unprivileged host process and reached the host's mount namespace
+# through its /proc/PID/root (cgroup escape; detaching the pinned links).
+# sluice run now gives CMD its own pid namespace and /proc: the rows below
+# check that the host process is out of sight and the attack goes nowhere.
 
 # --- the table -----------------------------------------------------------------------------
 # (name, attack, command (sh -c, run inside the sandbox; {attacker} is attacker.py), policy,
 #  want (fields of the attacker's result), log (stream, fields) or None,
 #  nothing ((server, port): must have received nothing), xfail (a finding) or None)
 A = "python3 {attacker} "
-# CMD as an unprivileged user without capabilities (the mitigation of F1, F2)
+# CMD as an unprivileged user without capabilities (defence in depth for F1, F2)
 NOBODY = "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all "
 DENIED = ("kernel", {"event.reason": "tcp_port_not_allowed", "destination.ip": "192.0.2.10", "destination.port": 8080})
 ATTACKS = [
@@ -145,10 +139,11 @@ ATTACKS = [
     ("cgroup: setuid to an unprivileged host process",
      "take the uid of an unprivileged host process keeping capabilities, reach the host's cgroup2 through "
      "its /proc/PID/root, move into the root cgroup, connect",
-     A + "setuid-escape {victim} {cg2} 192.0.2.10 8080", POLICY, {"result": "EPERM"}, DENIED, [("echo", 8080)], F1),
+     A + "setuid-escape {victim} {cg2} 192.0.2.10 8080", POLICY, {"result": "EPERM", "victim": "ENOENT"}, DENIED,
+     [("echo", 8080)], None),
     ("cgroup: the same, CMD run as an unprivileged user",
-     "the mitigation for F1: sluice run -- setpriv --reuid=65534 ... CMD; the same attack finds no capability",
-     NOBODY + A + "setuid-escape {victim} {cg2} 192.0.2.10 8080", POLICY, {"result": "EPERM", "move": "EACCES"},
+     "as an unprivileged user too (sluice run -- setpriv --reuid=65534 ... CMD): the host process is out of sight",
+     NOBODY + A + "setuid-escape {victim} {cg2} 192.0.2.10 8080", POLICY, {"result": "EPERM", "victim": "ENOENT"},
      DENIED, [("echo", 8080)], None),
     # bpf
     ("bpf(): load, create, get by id",
@@ -163,12 +158,12 @@ ATTACKS = [
     ("bpffs: setuid to an unprivileged host process, detach",
      "take the uid of an unprivileged host process keeping capabilities, BPF_OBJ_GET the sandbox's pinned "
      "links through its /proc/PID/root, BPF_LINK_DETACH them, connect",
-     A + "setuid-detach {victim} {name} 192.0.2.10 8080", POLICY, {"result": "EPERM", "detached": []},
-     DENIED, [("echo", 8080)], F2),
+     A + "setuid-detach {victim} {name} 192.0.2.10 8080", POLICY, {"result": "EPERM", "detached": [], "victim": "ENOENT"},
+     DENIED, [("echo", 8080)], None),
     ("bpffs: the same, CMD run as an unprivileged user",
-     "the mitigation for F2: as an unprivileged uid the pinned links are out of reach (bpffs is 0700 root)",
+     "as an unprivileged user too: the host process and the pins are out of reach",
      NOBODY + A + "setuid-detach {victim} {name} 192.0.2.10 8080", POLICY,
-     {"result": "EPERM", "detached": [], "pins": "EACCES"}, DENIED, [("echo", 8080)], None),
+     {"result": "EPERM", "detached": [], "victim": "ENOENT"}, DENIED, [("echo", 8080)], None),
     # DNS
     ("DNS tunnelling under an allowed wildcard",
      "20 queries for random 50-character labels under *.tunnel.example.org",

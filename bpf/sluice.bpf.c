@@ -348,14 +348,14 @@ static __always_inline int decide6(__u32 gen, struct verdict_ctx *v)
 		      sluice_cfg.have_proxy && v->dport == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr));
 }
 
-/* Apply a decision for an IPv4 (or v4-mapped, if `mapped`) destination. */
-static __always_inline int apply4(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen, bool mapped)
+/*
+ * What applying a decision means for both families.  Returns the program's
+ * return value, or -1 when the destination must be rewritten to the proxy
+ * or the resolver (the caller does that for its family); *flags then says
+ * which (SLUICE_ORIG_REDIRECTED or SLUICE_ORIG_DNS).
+ */
+static __always_inline int settle(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen, int d, __u8 *flags)
 {
-	int d = decide4(gen, v);
-	__u32 to = 0;
-	__u16 to_port = 0;
-	__u8 flags = 0;
-
 	switch (d) {
 	case D_ALLOW:
 		stat_inc(SLUICE_STAT_ALLOWED);
@@ -365,62 +365,10 @@ static __always_inline int apply4(struct bpf_sock_addr *ctx, struct verdict_ctx 
 		remember(ctx, v, SLUICE_ORIG_EXPLICIT);
 		return SYS_PROCEED;
 	case D_REDIRECT_PROXY:
-		to = sluice_cfg.proxy4_addr;
-		to_port = sluice_cfg.proxy4_port;
-		flags = SLUICE_ORIG_REDIRECTED;
+		*flags = SLUICE_ORIG_REDIRECTED;
 		break;
 	case D_REDIRECT_DNS:
-		to = sluice_cfg.dns4_addr;
-		to_port = sluice_cfg.dns4_port;
-		flags = SLUICE_ORIG_DNS;
-		break;
-	default: {
-		bool always = false;
-		int ret = deny(v, gen, bpf_get_socket_cookie(ctx), always);
-
-		if (ret == SYS_PROCEED)
-			remember(ctx, v, SLUICE_ORIG_AUDIT);
-		return ret;
-	}
-	}
-	stat_inc(SLUICE_STAT_REDIRECTED);
-	remember(ctx, v, flags);
-	if (mapped) {
-		ctx->user_ip6[0] = 0;
-		ctx->user_ip6[1] = 0;
-		ctx->user_ip6[2] = bpf_htonl(0x0000ffff);
-		ctx->user_ip6[3] = to;
-	} else {
-		ctx->user_ip4 = to;
-	}
-	ctx_set_port(ctx, to_port);
-	return SYS_PROCEED;
-}
-
-static __always_inline int apply6(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen)
-{
-	int d = decide6(gen, v);
-	const volatile __u32 *to;
-	__u16 to_port;
-	__u8 flags;
-
-	switch (d) {
-	case D_ALLOW:
-		stat_inc(SLUICE_STAT_ALLOWED);
-		return SYS_PROCEED;
-	case D_EXPLICIT:
-		stat_inc(SLUICE_STAT_REDIRECTED);
-		remember(ctx, v, SLUICE_ORIG_EXPLICIT);
-		return SYS_PROCEED;
-	case D_REDIRECT_PROXY:
-		to = sluice_cfg.proxy6_addr;
-		to_port = sluice_cfg.proxy6_port;
-		flags = SLUICE_ORIG_REDIRECTED;
-		break;
-	case D_REDIRECT_DNS:
-		to = sluice_cfg.dns6_addr;
-		to_port = sluice_cfg.dns6_port;
-		flags = SLUICE_ORIG_DNS;
+		*flags = SLUICE_ORIG_DNS;
 		break;
 	default: {
 		int ret = deny(v, gen, bpf_get_socket_cookie(ctx), false);
@@ -431,12 +379,46 @@ static __always_inline int apply6(struct bpf_sock_addr *ctx, struct verdict_ctx 
 	}
 	}
 	stat_inc(SLUICE_STAT_REDIRECTED);
-	remember(ctx, v, flags);
+	remember(ctx, v, *flags);
+	return -1;
+}
+
+/* Apply a decision for an IPv4 (or v4-mapped, if `mapped`) destination. */
+static __always_inline int apply4(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen, bool mapped)
+{
+	__u8 flags = 0;
+	int ret = settle(ctx, v, gen, decide4(gen, v), &flags);
+	bool dns = flags == SLUICE_ORIG_DNS;
+	__u32 to = dns ? sluice_cfg.dns4_addr : sluice_cfg.proxy4_addr;
+
+	if (ret >= 0)
+		return ret;
+	if (mapped) {
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = bpf_htonl(0x0000ffff);
+		ctx->user_ip6[3] = to;
+	} else {
+		ctx->user_ip4 = to;
+	}
+	ctx_set_port(ctx, dns ? sluice_cfg.dns4_port : sluice_cfg.proxy4_port);
+	return SYS_PROCEED;
+}
+
+static __always_inline int apply6(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen)
+{
+	__u8 flags = 0;
+	int ret = settle(ctx, v, gen, decide6(gen, v), &flags);
+	bool dns = flags == SLUICE_ORIG_DNS;
+	const volatile __u32 *to = dns ? sluice_cfg.dns6_addr : sluice_cfg.proxy6_addr;
+
+	if (ret >= 0)
+		return ret;
 	ctx->user_ip6[0] = to[0];
 	ctx->user_ip6[1] = to[1];
 	ctx->user_ip6[2] = to[2];
 	ctx->user_ip6[3] = to[3];
-	ctx_set_port(ctx, to_port);
+	ctx_set_port(ctx, dns ? sluice_cfg.dns6_port : sluice_cfg.proxy6_port);
 	return SYS_PROCEED;
 }
 

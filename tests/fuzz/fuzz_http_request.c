@@ -6,14 +6,18 @@
  * fixed policy, the head rebuilt for upstream, and the body re-framing.
  * The first input byte picks the form and the original port.
  * Invariants: the rebuilt head is itself a head the scanner accepts, with
- * one Host and "Connection: close"; decisions never allow an IP literal.
+ * one Host, and "Connection: close" unless the upstream connection is to be
+ * kept (then no Connection header at all); decisions never allow an IP
+ * literal.
  *
  *   make build/fuzz/fuzz_http_request
  *   build/fuzz/fuzz_http_request -max_total_time=120 tests/fuzz/corpus/fuzz_http_request
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 
@@ -43,7 +47,7 @@ static void sink(void *arg, const char *data, size_t len)
 	*total += len;
 }
 
-static void check_rebuilt(struct evbuffer *out)
+static void check_rebuilt(struct evbuffer *out, bool keep_alive)
 {
 	size_t len = evbuffer_get_length(out), hl = 0;
 	const char *p = (const char *)evbuffer_pullup(out, -1);
@@ -55,8 +59,13 @@ static void check_rebuilt(struct evbuffer *out)
 		abort();
 	if (proxy_request_parse(&again, p, len, &err) != 0)
 		abort();
-	if (!again.host || !memmem(p, len, "\r\nConnection: close\r\n", 21))
+	if (!again.host)
 		abort();
+	if (!keep_alive && !memmem(p, len, "\r\nConnection: close\r\n", 21))
+		abort();
+	for (size_t i = 0; keep_alive && i < again.n_headers; i++)
+		if (again.headers[i].name_len == 10 && !strncasecmp(again.headers[i].name, "connection", 10))
+			abort();
 	proxy_request_free(&again);
 }
 
@@ -100,9 +109,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				struct evbuffer *out = evbuffer_new();
 
 				/* (the proxy adds up to 3 lines: Host, framing, Connection) */
-				if (proxy_build_request_head(&req, t, d.host, out) == 0 &&
+				bool keep = data[0] & 8;
+
+				if (proxy_build_request_head(&req, t, d.host, keep, out) == 0 &&
 				    req.n_headers + 3 <= PROXY_MAX_HEADERS)
-					check_rebuilt(out);
+					check_rebuilt(out, keep);
 				evbuffer_free(out);
 			}
 		}
@@ -125,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct evbuffer *out = evbuffer_new();
 			bool done = false;
 
-			(void)proxy_build_response_head(&r, out);
+			(void)proxy_build_response_head(&r, data[0] & 8, out);
 			evbuffer_free(out);
 			(void)proxy_response_feed(&r, buf + hl, size - hl, &done, &err);
 		}

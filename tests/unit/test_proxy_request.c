@@ -285,6 +285,52 @@ static void test_body_feed(void **state)
 	evbuffer_free(out);
 }
 
+/* Whether the client asks to keep its connection, and where a pipelined
+ * request begins: each request is parsed on its own. */
+static void test_keep_alive(void **state)
+{
+	static const struct {
+		const char *head;
+		bool keep;
+	} cases[] = {
+		{ "GET http://a.example/ HTTP/1.1\r\n\r\n", true },
+		{ "GET http://a.example/ HTTP/1.1\r\nConnection: keep-alive\r\n\r\n", true },
+		{ "GET http://a.example/ HTTP/1.1\r\nConnection: close\r\n\r\n", false },
+		{ "GET http://a.example/ HTTP/1.1\r\nConnection: x-foo, close\r\n\r\n", false },
+		{ "GET http://a.example/ HTTP/1.1\r\nConnection: Close\r\n\r\n", false },
+		{ "GET http://a.example/ HTTP/1.0\r\n\r\n", false },
+		{ "GET http://a.example/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", true },
+	};
+	static const char two[] = "POST http://a.example/ HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+				  "GET http://b.example/ HTTP/1.1\r\n\r\n";
+	struct proxy_request req;
+	struct proxy_refusal err;
+	const char *reason;
+	bool done = false;
+	size_t hl = 0;
+	ssize_t used;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(parse(cases[i].head, &req, &reason), 0);
+		if (req.keep_alive != cases[i].keep)
+			fail_msg("keep_alive %d for %s", req.keep_alive, cases[i].head);
+		proxy_request_free(&req);
+	}
+	/* two requests back to back: the first ends after its body, the second
+	 * is a head of its own */
+	assert_int_equal(proxy_head_scan(two, sizeof(two) - 1, &proxy_default_limits, true, &hl, &err),
+			 PROXY_SCAN_COMPLETE);
+	assert_int_equal(proxy_request_parse(&req, two, hl, &err), 0);
+	used = proxy_body_feed(&req, two + hl, sizeof(two) - 1 - hl, &done, &err);
+	assert_int_equal(used, 3);
+	assert_true(done);
+	proxy_request_free(&req);
+	assert_int_equal(parse(two + hl + 3, &req, &reason), 0);
+	assert_string_equal(req.target, "http://b.example/");
+	assert_true(req.keep_alive);
+	proxy_request_free(&req);
+}
+
 /* --- targets ----------------------------------------------------------------------- */
 
 static int target(const char *head, enum proxy_form form, uint16_t port, struct proxy_target *t,
@@ -529,8 +575,9 @@ static void test_build_request_head(void **state)
 	char *s;
 
 	assert_int_equal(parse(head, &req, &reason), 0);
+	assert_true(req.keep_alive);
 	assert_int_equal(proxy_request_target(&req, PROXY_FORM_EXPLICIT, 3128, t, &err), 0);
-	assert_int_equal(proxy_build_request_head(&req, t, "api.example.com", out), 0);
+	assert_int_equal(proxy_build_request_head(&req, t, "api.example.com", false, out), 0);
 	s = head_str(out);
 	assert_string_equal(s,
 			    "POST /y?q=1 HTTP/1.1\r\n"
@@ -540,11 +587,23 @@ static void test_build_request_head(void **state)
 			    "Connection: close\r\n"
 			    "\r\n");
 	free(s);
+	/* a connection the proxy means to reuse: HTTP/1.1's default, no
+	 * Connection header (the client's never passes) */
+	assert_int_equal(proxy_build_request_head(&req, t, "api.example.com", true, out), 0);
+	s = head_str(out);
+	assert_string_equal(s,
+			    "POST /y?q=1 HTTP/1.1\r\n"
+			    "Accept: */*\r\n"
+			    "Host: api.example.com:8080\r\n"
+			    "Transfer-Encoding: chunked\r\n"
+			    "\r\n");
+	free(s);
 	proxy_request_free(&req);
 
 	assert_int_equal(parse("GET http://[2001:db8::1]/ HTTP/1.0\r\nContent-Length: 0\r\n\r\n", &req, &reason), 0);
+	assert_false(req.keep_alive);   /* HTTP/1.0 without keep-alive */
 	assert_int_equal(proxy_request_target(&req, PROXY_FORM_EXPLICIT, 3128, t, &err), 0);
-	assert_int_equal(proxy_build_request_head(&req, t, "2001:db8::1", out), 0);
+	assert_int_equal(proxy_build_request_head(&req, t, "2001:db8::1", false, out), 0);
 	s = head_str(out);
 	assert_string_equal(s, "GET / HTTP/1.1\r\nHost: [2001:db8::1]\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 	free(s);
@@ -581,22 +640,58 @@ static void test_responses(void **state)
 				  "Keep-Alive: 5\r\nProxy-Authenticate: x\r\nContent-Length: 5\r\nX-End: 1\r\n\r\n",
 				  false, &r, &reason), 0);
 	assert_int_equal(r.status, 200);
-	assert_int_equal(proxy_build_response_head(&r, out), 0);
+	assert_false(r.needs_eof);
+	assert_true(r.keep_alive);
+	assert_int_equal(proxy_build_response_head(&r, false, out), 0);
 	s = head_str(out);
 	assert_string_equal(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-End: 1\r\nConnection: close\r\n\r\n");
+	free(s);
+	assert_int_equal(proxy_build_response_head(&r, true, out), 0);
+	s = head_str(out);
+	assert_string_equal(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-End: 1\r\nConnection: keep-alive\r\n\r\n");
 	free(s);
 	assert_int_equal(proxy_response_feed(&r, "helloMORE", 9, &done, &err), 5);
 	assert_true(done);
 
+	/* the origin closes after this one: delimited, but not reusable */
+	assert_int_equal(response("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+				  false, &r, &reason), 0);
+	assert_false(r.needs_eof);
+	assert_false(r.keep_alive);
+	/* HTTP/1.0: reusable only with keep-alive; the client gets the
+	 * proxy's own version */
+	assert_int_equal(response("HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n", false, &r, &reason), 0);
+	assert_false(r.keep_alive);
+	assert_int_equal(proxy_build_response_head(&r, true, out), 0);
+	s = head_str(out);
+	assert_string_equal(s, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n");
+	free(s);
+	assert_int_equal(response("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+				  false, &r, &reason), 0);
+	assert_true(r.keep_alive);
+	/* no body by status: delimited */
+	assert_int_equal(response("HTTP/1.1 204 No Content\r\n\r\n", false, &r, &reason), 0);
+	assert_false(r.needs_eof);
+	assert_true(r.keep_alive);
+	assert_int_equal(response("HTTP/1.1 304 Not Modified\r\n\r\n", false, &r, &reason), 0);
+	assert_false(r.needs_eof);
+
 	/* chunked: passed through raw, ends at the last chunk */
 	assert_int_equal(response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", false, &r, &reason), 0);
+	assert_false(r.needs_eof);
+	assert_true(r.keep_alive);
 	done = false;
 	assert_int_equal(proxy_response_feed(&r, chunked, sizeof(chunked) - 1, &done, &err),
 			 strstr(chunked, "HTTP/") - chunked);
 	assert_true(done);
 
-	/* close-delimited: ends at EOF */
+	/* close-delimited: ends at EOF, never reused, never kept */
 	assert_int_equal(response("HTTP/1.0 200 OK\r\n\r\n", false, &r, &reason), 0);
+	assert_true(r.needs_eof);
+	assert_false(r.keep_alive);
+	assert_int_equal(response("HTTP/1.1 200 OK\r\n\r\n", false, &r, &reason), 0);
+	assert_true(r.needs_eof);
+	assert_false(r.keep_alive);
 	done = false;
 	assert_int_equal(proxy_response_feed(&r, "abc", 3, &done, &err), 3);
 	assert_false(done);
@@ -606,12 +701,15 @@ static void test_responses(void **state)
 	/* HEAD: no body whatever Content-Length says */
 	assert_int_equal(response("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", true, &r, &reason), 0);
 	assert_true(r.message_complete);
+	assert_false(r.needs_eof);
+	assert_int_equal(response("HTTP/1.1 200 OK\r\n\r\n", true, &r, &reason), 0);
+	assert_false(r.needs_eof);
 
 	/* 1xx is a complete message and keeps no Connection: close */
 	assert_int_equal(response("HTTP/1.1 100 Continue\r\n\r\n", false, &r, &reason), 0);
 	assert_int_equal(r.status, 100);
 	assert_true(r.message_complete);
-	assert_int_equal(proxy_build_response_head(&r, out), 0);
+	assert_int_equal(proxy_build_response_head(&r, true, out), 0);
 	s = head_str(out);
 	assert_string_equal(s, "HTTP/1.1 100 Continue\r\n\r\n");
 	free(s);
@@ -627,7 +725,7 @@ static void test_error_response(void **state)
 	struct evbuffer *out = evbuffer_new();
 	char *s, *body;
 
-	assert_int_equal(proxy_error_response(403, "host_not_allowed", out), 0);
+	assert_int_equal(proxy_error_response(403, "host_not_allowed", false, out), 0);
 	s = head_str(out);
 	assert_non_null(strstr(s, "HTTP/1.1 403 Forbidden\r\n"));
 	assert_non_null(strstr(s, "\r\nX-Sluice-Denied: host_not_allowed\r\n"));
@@ -641,10 +739,11 @@ static void test_error_response(void **state)
 		assert_non_null(strstr(s, want));
 	}
 	free(s);
-	assert_int_equal(proxy_error_response(502, "no_public_address", out), 0);
+	assert_int_equal(proxy_error_response(502, "no_public_address", true, out), 0);
 	s = head_str(out);
 	assert_non_null(strstr(s, "HTTP/1.1 502 Bad Gateway\r\n"));
 	assert_non_null(strstr(s, "\r\nX-Sluice-Error: no_public_address\r\n"));
+	assert_non_null(strstr(s, "\r\nConnection: keep-alive\r\n"));
 	assert_null(strstr(s, "X-Sluice-Denied"));
 	free(s);
 	evbuffer_free(out);
@@ -829,8 +928,81 @@ static void test_log_line(void **state)
 	assert_false(json_object_object_get_ex(j, "http.request.bytes", &v));
 	assert_false(json_object_object_get_ex(j, "url.full", &v));
 	assert_false(json_object_object_get_ex(j, "http.response.status_code", &v));
+	assert_false(json_object_object_get_ex(j, "sluice.request_seq", &v));
+	assert_false(json_object_object_get_ex(j, "sluice.upstream_reused", &v));
 	json_object_put(j);
 	free(s);
+
+	/* an HTTP request, the second on its connection, over a pooled upstream */
+	r.tunnel = false;
+	r.request_seq = 2;
+	r.upstream_conn = 2;
+	s = proxy_log_format(&r);
+	j = json_tokener_parse(s);
+	assert_non_null(j);
+	INT("sluice.request_seq", 2);
+	assert_true(json_object_object_get_ex(j, "sluice.upstream_reused", &v) && json_object_get_boolean(v));
+	json_object_put(j);
+	free(s);
+	r.upstream_conn = 1;
+	s = proxy_log_format(&r);
+	j = json_tokener_parse(s);
+	assert_true(json_object_object_get_ex(j, "sluice.upstream_reused", &v) && !json_object_get_boolean(v));
+	json_object_put(j);
+	free(s);
+}
+
+/* hostile bytes in any string field (comm, URL, names): escaped, non-UTF-8
+ * bytes become U+FFFD, the line stays strict JSON; long fields do not
+ * truncate it */
+static void test_log_line_hostile_strings(void **state)
+{
+	static const char bad[] = "a\xff\xc3(\xe2\x82\xed\xa0\x80\xc3\xa9\xf4\x90z";
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_port = htons(5555) };
+	struct json_tokener *tok = json_tokener_new();
+	struct sluice_orig o;
+	struct proxy_log_rec r;
+	json_object *j, *v;
+	char *s, *url = malloc(20001);
+
+	memset(&o, 0, sizeof(o));
+	memset(&r, 0, sizeof(r));
+	o.pid = 7;
+	memcpy(o.comm, "\"}\n{\"x\\\x01\x7f", 9);
+	memset(url, 'u', 20000);
+	url[20000] = '\0';
+	r.action = "proxy-http";
+	r.verdict = "deny";
+	r.reason = "host_not_allowed";
+	r.domain = bad;
+	r.url_full = url;
+	r.src = (struct sockaddr *)&src;
+	r.orig = &o;
+	r.req_bytes = r.resp_bytes = -1;
+	r.orig_dst_mismatch = -1;
+	r.dropped[r.n_dropped++] = "\"q\"";
+	s = proxy_log_format(&r);
+	assert_non_null(s);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	j = json_tokener_parse_ex(tok, s, (int)strlen(s) + 1);
+	assert_non_null(j);
+	assert_true(json_object_object_get_ex(j, "url.domain", &v));
+	assert_string_equal(json_object_get_string(v),
+			    "a\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+			    "\xc3\xa9\xef\xbf\xbd\xef\xbf\xbdz");
+	assert_true(json_object_object_get_ex(j, "process.name", &v));
+	assert_string_equal(json_object_get_string(v), "\"}\n{\"x\\\x01\x7f");
+	assert_true(json_object_object_get_ex(j, "url.full", &v));
+	assert_int_equal(strlen(json_object_get_string(v)), 20000);
+	assert_true(json_object_object_get_ex(j, "event.type", &v));
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 1)), "denied");
+	assert_true(json_object_object_get_ex(j, "sluice.dropped_answers", &v));
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 0)), "\"q\"");
+	assert_false(json_object_object_get_ex(j, "http.request.bytes", &v));
+	json_object_put(j);
+	json_tokener_free(tok);
+	free(s);
+	free(url);
 }
 
 int main(void)
@@ -840,6 +1012,7 @@ int main(void)
 		cmocka_unit_test(test_precheck),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_body_feed),
+		cmocka_unit_test(test_keep_alive),
 		cmocka_unit_test(test_targets),
 		cmocka_unit_test(test_decide_host),
 		cmocka_unit_test(test_decide_http),
@@ -851,6 +1024,7 @@ int main(void)
 		cmocka_unit_test(test_cidr_entries),
 		cmocka_unit_test(test_flow_key),
 		cmocka_unit_test(test_log_line),
+		cmocka_unit_test(test_log_line_hostile_strings),
 	};
 
 	return cmocka_run_group_tests(tests, setup_policy, teardown_policy);

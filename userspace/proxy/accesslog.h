@@ -44,6 +44,8 @@ struct proxy_log_rec {
 	const char *policy_name;
 	const char *mode;             /* sluice.mode: enforce | audit */
 	int orig_dst_mismatch;        /* -1 unknown, 0, 1 */
+	int request_seq;              /* HTTP: the request's place on its client connection (1, 2, ...); 0 = none */
+	int upstream_conn;            /* HTTP: 0 none, 1 a new upstream connection, 2 a pooled one */
 	const char *dropped[PROXY_LOG_MAX_DROPPED];  /* "addr range" of refused DNS answers */
 	size_t n_dropped;
 };

@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +20,18 @@
 #include <event2/event.h>
 
 #include "accesslog.h"
+#include "dnscache.h"
 #include "flow.h"
 #include "log.h"
 #include "relay.h"
 #include "sni.h"
+#include "upool.h"
 
 #define READ_INITIAL 1024        /* first allocation, made when the first byte arrives */
 #define TLS_PEEK_MAX 32768       /* raw bytes of a ClientHello we are willing to buffer */
 #define TLS_CONTENT_HANDSHAKE 0x16
 
+static void on_client_io(evutil_socket_t fd, short what, void *arg);
 static void on_client_read(evutil_socket_t fd, short what, void *arg);
 static void on_hello_read(evutil_socket_t fd, short what, void *arg);
 static void on_linger_read(evutil_socket_t fd, short what, void *arg);
@@ -35,6 +39,48 @@ static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void start_dial(struct conn *c);
 static void start_tunnel(struct conn *c);
 static void on_upstream_first(evutil_socket_t fd, short what, void *arg);
+static void process_http(struct conn *c);
+
+/* --- per-request structures ------------------------------------------------ */
+
+/*
+ * A request's parsed head (about 3 KiB) and target (about 16 KiB) are
+ * allocated for every request; a few are kept for the next ones instead of
+ * going back to malloc (which showed in the profile).  Single-threaded.
+ */
+#define SPARE_MAX 16
+static struct proxy_request *spare_req[SPARE_MAX];
+static struct proxy_target *spare_target[SPARE_MAX];
+static size_t n_spare_req, n_spare_target;
+
+static void req_release(struct conn *c)
+{
+	if (c->req) {
+		proxy_request_free(c->req);
+		if (n_spare_req < SPARE_MAX)
+			spare_req[n_spare_req++] = c->req;
+		else
+			free(c->req);
+		c->req = NULL;
+	}
+	if (c->target) {
+		if (n_spare_target < SPARE_MAX)
+			spare_target[n_spare_target++] = c->target;
+		else
+			free(c->target);
+		c->target = NULL;
+	}
+}
+
+static bool req_alloc(struct conn *c)
+{
+	/* (proxy_request_parse() and proxy_request_target() initialise them) */
+	c->req = n_spare_req ? spare_req[--n_spare_req] : malloc(sizeof(*c->req));
+	c->target = n_spare_target ? spare_target[--n_spare_target] : malloc(sizeof(*c->target));
+	if (c->req)
+		memset(c->req, 0, offsetof(struct proxy_request, headers));
+	return c->req && c->target;
+}
 
 /* --- logging and teardown ------------------------------------------------ */
 
@@ -96,6 +142,12 @@ static void conn_log(struct conn *c)
 	r.policy_name = px->policy->name;
 	r.mode = px->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
+	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
+		r.request_seq = (int)c->nreq + 1;
+	if (c->kind == K_HTTP && c->req_ok) {
+		if (c->have_dst)
+			r.upstream_conn = c->reused ? 2 : 1;
+	}
 	for (size_t i = 0; i < c->n_dropped && i < PROXY_DROPPED_MAX && i < PROXY_LOG_MAX_DROPPED; i++)
 		r.dropped[r.n_dropped++] = c->dropped[i];
 	if (proxy_log_write(px->log_fd, &r) < 0)
@@ -105,13 +157,14 @@ static void conn_log(struct conn *c)
 void conn_finish(struct conn *c)
 {
 	conn_log(c);
-	proxy_resolve_abandon(c->res);
+	proxy_lookup_cancel(c->lookup);
 	http_free(c);
 	relay_free(c->relay);
 	if (c->rev)
 		event_free(c->rev);
 	if (c->uev)
 		event_free(c->uev);
+	proxy_io_free(c->uio);
 	if (c->timer)
 		event_free(c->timer);
 	if (c->ufd >= 0)
@@ -122,11 +175,7 @@ void conn_finish(struct conn *c)
 	free(c->url_full);
 	free(c->host);
 	free(c->sni);
-	if (c->req) {
-		proxy_request_free(c->req);
-		free(c->req);
-	}
-	free(c->target);
+	req_release(c);
 	free(c->cands);
 	for (size_t i = 0; i < c->n_dropped; i++)
 		free(c->dropped[i]);
@@ -154,6 +203,8 @@ void conn_linger(struct conn *c)
 		event_free(c->uev);
 		c->uev = NULL;
 	}
+	proxy_io_free(c->uio);
+	c->uio = NULL;
 	if (c->ufd >= 0) {
 		close(c->ufd);
 		c->ufd = -1;
@@ -162,40 +213,61 @@ void conn_linger(struct conn *c)
 	c->buf = NULL;
 	c->len = c->cap = 0;
 	c->phase = PH_LINGER;
-	if (shutdown(c->cfd, SHUT_WR) < 0 || !c->timer) {
+	if (shutdown(c->cfd, SHUT_WR) < 0 || !c->timer || !c->rev) {
 		conn_finish(c);
 		return;
 	}
-	if (c->rev)
-		event_free(c->rev);
-	c->rev = event_new(c->px->base, c->cfd, EV_READ | EV_PERSIST, on_linger_read, c);
-	if (!c->rev) {
-		conn_finish(c);
-		return;
-	}
-	event_add(c->rev, NULL);
+	conn_client_reading(c, true);
 	event_del(c->timer);
 	event_add(c->timer, &c->px->tv_linger);
+}
+
+/*
+ * May the client connection stay open after our own answer `status`?  Only
+ * when the request was parsed and read whole (no body: nothing of it is
+ * left unread, so the next byte starts the next request), the client asked
+ * for keep-alive, nothing was forwarded yet, and the answer is not one that
+ * ends the connection anyway (408, 503).  CONNECT never: its client may
+ * already have sent TLS bytes.
+ */
+static bool reply_keeps(const struct conn *c, int status)
+{
+	return c->px->cfg.keepalive_timeout_ms && c->kind == K_HTTP && c->req_ok && c->req &&
+	       c->req->message_complete && c->req->keep_alive && c->phase <= PH_CONNECT && !c->over_cap &&
+	       status != 408 && status != 503;
 }
 
 void conn_reply(struct conn *c, int status, const char *reason)
 {
 	struct evbuffer *b = evbuffer_new();
+	bool keep = reply_keeps(c, status);
+	ssize_t w = -1;
+	size_t n = 0;
 
 	c->failed = true;
 	c->reason = reason;
 	c->status = status;
 	if (c->req_bytes < 0)
 		c->req_bytes = (int64_t)(c->head_len ? c->head_len : c->len);
-	if (b && proxy_error_response(status, reason, b) == 0) {
-		size_t n = evbuffer_get_length(b);
-		unsigned char *p = evbuffer_pullup(b, -1);
-		ssize_t w = p ? send(c->cfd, p, n, MSG_NOSIGNAL) : -1;
+	if (b && proxy_error_response(status, reason, keep, b) == 0) {
+		unsigned char *p;
 
+		n = evbuffer_get_length(b);
+		p = evbuffer_pullup(b, -1);
+		w = p ? send(c->cfd, p, n, MSG_NOSIGNAL) : -1;
 		c->resp_bytes = w > 0 ? w : 0;
 	}
 	if (b)
 		evbuffer_free(b);
+	if (keep && w == (ssize_t)n && n > 0) {
+		/* the bytes after the head are the next request's */
+		c->len -= c->head_len;
+		if (c->len)
+			memmove(c->buf, c->buf + c->head_len, c->len);
+		c->head_len = 0;
+		conn_keepalive(c);
+		return;
+	}
 	conn_log(c);
 	conn_linger(c);
 }
@@ -206,6 +278,102 @@ void conn_done(struct conn *c)
 	conn_linger(c);
 }
 
+/* Forget the request that just ended (its line is written). */
+static void request_reset(struct conn *c)
+{
+	proxy_lookup_cancel(c->lookup);
+	c->lookup = NULL;
+	http_free(c);
+	if (c->uev) {
+		event_free(c->uev);
+		c->uev = NULL;
+	}
+	proxy_io_free(c->uio);
+	c->uio = NULL;
+	if (c->ufd >= 0) {
+		close(c->ufd);
+		c->ufd = -1;
+	}
+	free(c->url_full);
+	c->url_full = NULL;
+	free(c->host);
+	c->host = NULL;
+	free(c->sni);
+	c->sni = NULL;
+	req_release(c);
+	free(c->cands);
+	c->cands = NULL;
+	c->cand_i = 0;
+	for (size_t i = 0; i < c->n_dropped; i++)
+		free(c->dropped[i]);
+	c->n_dropped = 0;
+	c->verdict = "deny";
+	c->reason = c->deny_reason = c->rule = c->method = NULL;
+	c->logged = c->failed = c->have_dst = c->reused = c->retried = c->req_ok = false;
+	c->ip_literal = false;
+	c->port = 0;
+	c->orig_dst_mismatch = -1;
+	c->status = 0;
+	c->req_bytes = c->resp_bytes = -1;
+	c->head_len = 0;
+}
+
+static void start_request_clock(struct conn *c)
+{
+	clock_gettime(CLOCK_REALTIME, &c->t_real);
+	clock_gettime(CLOCK_MONOTONIC, &c->t_mono);
+}
+
+void conn_keepalive(struct conn *c)
+{
+	struct proxy *px = c->px;
+
+	conn_log(c);
+	/* bytes the client sent after the request (pipelining) were left in
+	 * the HTTP phase's input buffer, or are still in c->buf */
+	if (c->http) {
+		struct evbuffer *in = http_client_input(c);
+		size_t n = in ? evbuffer_get_length(in) : 0;
+
+		free(c->buf);
+		c->buf = NULL;
+		c->len = c->cap = 0;
+		if (n) {
+			c->buf = malloc(n);
+			if (!c->buf) {
+				conn_finish(c);
+				return;
+			}
+			c->cap = c->len = (size_t)evbuffer_remove(in, c->buf, n);
+		}
+	} else if (!c->len) {
+		free(c->buf);
+		c->buf = NULL;
+		c->cap = 0;
+	}
+	request_reset(c);
+	c->nreq++;
+	c->phase = PH_READ;
+	c->kind = K_HTTP;   /* a kept connection speaks HTTP: no more sniffing */
+	if (!c->rev || !c->timer) {
+		c->logged = true;
+		conn_finish(c);
+		return;
+	}
+	/* the same read event (its callback follows the phase): the socket's
+	 * epoll registration does not change between requests */
+	conn_client_reading(c, true);
+	event_del(c->timer);
+	if (c->len) {
+		/* the next request is already here */
+		start_request_clock(c);
+		event_add(c->timer, &px->tv_header);
+		process_http(c);
+		return;
+	}
+	event_add(c->timer, &px->tv_keepalive);
+}
+
 void conn_fail(struct conn *c, int status, const char *reason)
 {
 	/* an HTTP answer is possible while nothing else was sent to the client */
@@ -213,6 +381,45 @@ void conn_fail(struct conn *c, int status, const char *reason)
 		conn_reply(c, status, reason);
 	else
 		conn_close(c, reason);
+}
+
+void conn_client_reading(struct conn *c, bool on)
+{
+	if (on == c->rev_on || !c->rev)
+		return;
+	c->rev_on = on;
+	if (on)
+		event_add(c->rev, NULL);
+	else
+		event_del(c->rev);
+}
+
+/* The client socket is readable: what that means depends on the phase.
+ * One event for the connection's life, so that moving from one phase (or
+ * request) to the next costs no epoll_ctl. */
+static void on_client_io(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	switch (c->phase) {
+	case PH_READ:
+		on_client_read(fd, what, c);
+		return;
+	case PH_HELLO:
+		on_hello_read(fd, what, c);
+		return;
+	case PH_LINGER:
+		on_linger_read(fd, what, c);
+		return;
+	case PH_HTTP:
+		http_client_readable(c);
+		return;
+	default:
+		/* resolving or connecting: the bytes wait (paused only when
+		 * some come, which is rare) */
+		conn_client_reading(c, false);
+		return;
+	}
 }
 
 static void on_linger_read(evutil_socket_t fd, short what, void *arg)
@@ -232,6 +439,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 	switch (c->phase) {
 	case PH_READ:
+		if (c->nreq && !c->len) {
+			/* idle between requests: nothing to log */
+			c->logged = true;
+			conn_finish(c);
+			return;
+		}
 		if (c->kind == K_HTTP || (c->kind == K_UNKNOWN && c->form == PROXY_FORM_EXPLICIT && c->len))
 			conn_reply(c, 408, "header_timeout");
 		else
@@ -243,6 +456,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	case PH_RESOLVE:
 	case PH_CONNECT:
 		conn_fail(c, 504, "connect_timeout");
+		return;
+	case PH_HTTP:
+		http_timeout(c);
 		return;
 	default:
 		conn_finish(c);
@@ -340,11 +556,8 @@ static void on_http_head(struct conn *c)
 	struct proxy_decision d;
 	char url[PROXY_TARGET_MAX + SLUICE_HOST_MAX + 32];
 
-	event_del(c->rev);
 	c->kind = K_HTTP;
-	c->req = calloc(1, sizeof(*c->req));
-	c->target = malloc(sizeof(*c->target));
-	if (!c->req || !c->target) {
+	if (!req_alloc(c)) {
 		conn_reply(c, 503, "out_of_memory");
 		return;
 	}
@@ -354,6 +567,7 @@ static void on_http_head(struct conn *c)
 		conn_reply(c, err.status, err.reason);
 		return;
 	}
+	c->req_ok = true;
 	c->method = c->req->method;
 	if (c->req->method_id == HTTP_CONNECT)
 		c->kind = K_CONNECT;
@@ -388,7 +602,7 @@ static void on_tls_hello(struct conn *c, const struct sni_result *h)
 	struct proxy_decision d;
 	char sni_norm[SLUICE_HOST_MAX + 1];
 
-	event_del(c->rev);
+	conn_client_reading(c, false);
 	c->kind = K_TLS;
 	c->port = c->orig.dport;
 	if (h->has_sni)
@@ -463,10 +677,23 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	size_t limit = c->kind == K_TLS ? TLS_PEEK_MAX
 		     : c->kind == K_HTTP ? c->px->cfg.limits.max_head + 1 : READ_INITIAL;
+	bool idle = c->nreq && !c->len;
 	int r = read_more(c, limit);
 
 	if (r == 0)
 		return;
+	if (idle && r < 0 && r != -3) {
+		/* a kept-alive connection closed between requests */
+		c->logged = true;
+		conn_finish(c);
+		return;
+	}
+	if (idle) {
+		/* the next request starts: its own clock and header deadline */
+		start_request_clock(c);
+		event_del(c->timer);
+		event_add(c->timer, &c->px->tv_header);
+	}
 	if (r == -1) {
 		conn_close(c, c->len ? "client_closed" : "client_closed_early");
 		return;
@@ -523,24 +750,13 @@ static void note_dropped(struct conn *c, const struct proxy_addr *a, const char 
 
 static void dial_next(struct conn *c);
 
-static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
+/* c->ufd is connected to the vetted c->dst: go on with the request. */
+static void upstream_ready(struct conn *c)
 {
-	struct conn *c = arg;
-	int err = 0;
-	socklen_t el = sizeof(err);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
-		err = errno;
-	if (err) {
-		log_debug("connect to upstream failed: %s", strerror(err));
-		close(c->ufd);
-		c->ufd = -1;
-		c->have_dst = false;
-		dial_next(c);
-		return;
+	if (c->uev) {
+		event_free(c->uev);
+		c->uev = NULL;
 	}
-	event_free(c->uev);
-	c->uev = NULL;
 	free(c->cands);
 	c->cands = NULL;
 	event_del(c->timer);
@@ -567,18 +783,8 @@ static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
 		memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
 		c->len -= c->head_len;
 		c->head_len = 0;
-		proxy_request_free(c->req);
-		free(c->req);
-		c->req = NULL;
-		free(c->target);
-		c->target = NULL;
+		req_release(c);
 		c->phase = PH_HELLO;
-		event_free(c->rev);
-		c->rev = event_new(c->px->base, c->cfd, EV_READ | EV_PERSIST, on_hello_read, c);
-		if (!c->rev) {
-			conn_close(c, "out_of_memory");
-			return;
-		}
 		/* watch the upstream too: a server-first protocol sends no ClientHello */
 		c->uev = event_new(c->px->base, c->ufd, EV_READ, on_upstream_first, c);
 		if (!c->uev) {
@@ -586,7 +792,7 @@ static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		event_add(c->uev, NULL);
-		event_add(c->rev, NULL);
+		conn_client_reading(c, true);
 		event_add(c->timer, &c->px->tv_header);
 		if (c->len)
 			on_hello_read(c->cfd, 0, c);
@@ -598,6 +804,70 @@ static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+		err = errno;
+	if (err) {
+		log_debug("connect to upstream failed: %s", strerror(err));
+		close(c->ufd);
+		c->ufd = -1;
+		c->have_dst = false;
+		dial_next(c);
+		return;
+	}
+	upstream_ready(c);
+}
+
+static void sa_of(const struct proxy_addr *a, uint16_t port, union proxy_sa *sa, socklen_t *sl)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (a->family == AF_INET) {
+		sa->in.sin_family = AF_INET;
+		sa->in.sin_port = htons(port);
+		memcpy(&sa->in.sin_addr, a->addr, 4);
+		*sl = sizeof(sa->in);
+	} else {
+		sa->in6.sin6_family = AF_INET6;
+		sa->in6.sin6_port = htons(port);
+		memcpy(&sa->in6.sin6_addr, a->addr, 16);
+		*sl = sizeof(sa->in6);
+	}
+}
+
+/* An idle pooled connection to one of the vetted candidates, for the same
+ * name and port (plain HTTP only).  True when c->ufd is now one. */
+static bool take_pooled(struct conn *c)
+{
+	/* a request http.c may send again on a new connection if the pooled
+	 * one turns out closed needs no check before (saves a syscall) */
+	bool replayable;
+
+	if (!c->px->upool || c->kind != K_HTTP || !c->host || !c->req)
+		return false;
+	replayable = http_replayable(c);
+	for (size_t i = 0; i < c->cands->n; i++) {
+		union proxy_sa sa;
+		socklen_t sl;
+		int fd;
+
+		sa_of(&c->cands->a[i], c->port, &sa, &sl);
+		fd = proxy_upool_take(c->px->upool, &sa.sa, c->host, !replayable, &c->uio);
+		if (fd >= 0) {
+			c->ufd = fd;
+			c->dst = sa;
+			c->have_dst = true;
+			c->reused = true;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void dial_next(struct conn *c)
 {
 	while (c->cands && c->cand_i < c->cands->n) {
@@ -606,18 +876,7 @@ static void dial_next(struct conn *c)
 		socklen_t sl;
 		int fd;
 
-		memset(&sa, 0, sizeof(sa));
-		if (a->family == AF_INET) {
-			sa.in.sin_family = AF_INET;
-			sa.in.sin_port = htons(c->port);
-			memcpy(&sa.in.sin_addr, a->addr, 4);
-			sl = sizeof(sa.in);
-		} else {
-			sa.in6.sin6_family = AF_INET6;
-			sa.in6.sin6_port = htons(c->port);
-			memcpy(&sa.in6.sin6_addr, a->addr, 16);
-			sl = sizeof(sa.in6);
-		}
+		sa_of(a, c->port, &sa, &sl);
 		fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0) {
 			log_warn("upstream socket");
@@ -649,7 +908,7 @@ static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 	struct proxy *px = c->px;
 	bool orig_seen = false;
 
-	c->res = NULL;
+	c->lookup = NULL;
 	if (err) {
 		conn_fail(c, 502, "resolve_failed");
 		return;
@@ -699,6 +958,46 @@ static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 	}
 	c->cand_i = 0;
 	c->phase = PH_CONNECT;
+	if (take_pooled(c)) {
+		upstream_ready(c);
+		return;
+	}
+	dial_next(c);
+}
+
+void conn_redial(struct conn *c)
+{
+	struct proxy_addr a;
+
+	/* the address was vetted for this request; a new connection to it */
+	memset(&a, 0, sizeof(a));
+	a.family = c->dst.sa.sa_family;
+	if (a.family == AF_INET)
+		memcpy(a.addr, &c->dst.in.sin_addr, 4);
+	else
+		memcpy(a.addr, &c->dst.in6.sin6_addr, 16);
+	http_upstream_reset(c);
+	if (c->ufd >= 0) {
+		close(c->ufd);
+		c->ufd = -1;
+	}
+	free(c->cands);
+	c->cands = calloc(1, sizeof(*c->cands));
+	if (!c->cands) {
+		c->failed = true;
+		c->reason = "out_of_memory";
+		conn_finish(c);
+		return;
+	}
+	c->cands->n = 1;
+	c->cands->a[0] = a;
+	c->cand_i = 0;
+	c->reused = false;
+	c->retried = true;
+	c->have_dst = false;
+	c->phase = PH_CONNECT;
+	event_del(c->timer);
+	event_add(c->timer, &c->px->tv_connect);
 	dial_next(c);
 }
 
@@ -724,8 +1023,17 @@ static void start_dial(struct conn *c)
 		conn_fail(c, 503, "out_of_memory");
 		return;
 	}
-	c->res = proxy_resolve_start(px->dns, c->host, on_resolved, c);
-	if (!c->res)
+	{
+		struct proxy_addrs cached;
+
+		/* a kept answer is vetted again by on_resolved like a new one */
+		if (proxy_dnscache_get(px->dnscache, c->host, &cached)) {
+			on_resolved(c, 0, &cached);
+			return;
+		}
+	}
+	c->lookup = proxy_dnscache_lookup(px->dnscache, c->host, on_resolved, c);
+	if (!c->lookup)
 		conn_fail(c, 502, "resolve_failed");
 }
 
@@ -880,13 +1188,13 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 	c->form = (c->orig.flags & SLUICE_ORIG_EXPLICIT) ? PROXY_FORM_EXPLICIT : PROXY_FORM_TRANSPARENT;
 	c->over_cap = px->n_conns > px->cfg.max_conns;
 
-	c->rev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_client_read, c);
+	c->rev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_client_io, c);
 	c->timer = evtimer_new(px->base, on_timer, c);
 	if (!c->rev || !c->timer) {
 		conn_close(c, "out_of_memory");
 		return;
 	}
-	event_add(c->rev, NULL);
+	conn_client_reading(c, true);
 	event_add(c->timer, &px->tv_header);
 }
 
@@ -901,5 +1209,11 @@ void proxy_config_defaults(struct proxy_config *cfg)
 	cfg->idle_timeout_ms = 300000;
 	cfg->connect_timeout_ms = 10000;
 	cfg->linger_ms = 2000;
+	cfg->keepalive_timeout_ms = 60000;
+	cfg->upstream_idle_ms = 10000;
+	cfg->upstream_pool = 32;
+	cfg->upstream_pool_total = 256;
+	cfg->dns_cache_entries = 1024;
+	cfg->dns_max_ttl = 60;
 	cfg->limits = proxy_default_limits;
 }

@@ -1,26 +1,42 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http.c - forwarding one decided plain-HTTP request.  The upstream gets the
- * rebuilt head (origin-form, hop-by-hop and proxy headers dropped,
- * "Connection: close") and the body re-framed by the proxy (chunked bodies
- * are decoded and re-chunked, so only the proxy's framing reaches the
- * origin).  The response head is rebuilt the same way; its body is passed
- * through as is while http-parser finds its end.  After one response the
- * client connection is closed ("Connection: close"): one request per
- * connection, both sides.
+ * rebuilt head (origin-form, hop-by-hop and proxy headers dropped) and the
+ * body re-framed by the proxy (chunked bodies are decoded and re-chunked, so
+ * only the proxy's framing reaches the origin).  The response head is
+ * rebuilt the same way; its body is passed through as is while http-parser
+ * finds its end.
+ *
+ * Then each side is kept only when it is safe to: the upstream connection
+ * goes back to the pool (upool.h) only after a response that was delimited
+ * (Content-Length or chunked) and complete, with the request sent whole and
+ * not a byte more from the origin; the client connection stays open for its
+ * next request (conn_keepalive) only when it asked for that, its request was
+ * read whole and the response was delimited.  Otherwise "Connection: close".
+ *
+ * I/O: one persistent read event per socket (the connection's c->rev,
+ * whose callback follows the phase, and the upstream socket's c->uio, whose
+ * handler goes to the pool with the socket), so that a socket stays
+ * registered with epoll from one phase and one request to the next; bytes
+ * are written at once when they are queued, and a write event exists only
+ * while a socket does not take them.  A small request and its response cost
+ * a read and a write on each side, and no epoll_ctl.
  */
 #include "proxy.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "upool.h"
+
 #define HTTP_HIGH_WATER (256 * 1024)   /* queued bytes before reading the other side pauses */
-#define HTTP_READ_MAX   (64 * 1024)
+#define HTTP_READ_MAX   (16 * 1024)    /* one read */
 
 static const struct proxy_limits response_limits = {
 	.max_request_line = 16384,   /* the status line */
@@ -29,14 +45,28 @@ static const struct proxy_limits response_limits = {
 };
 
 struct conn_http {
-	struct bufferevent *cbev, *ubev;
+	struct evbuffer *up_out;       /* for the upstream, not yet taken by its socket */
+	struct evbuffer *up_in;        /* from the upstream, not yet used */
+	struct evbuffer *cl_out;       /* for the client, not yet taken */
+	struct evbuffer *cl_in;        /* from the client after the head: body, then the next request */
+	struct event *up_wev;          /* writable: only while up_out waits */
+	struct event *cl_wev;          /* writable: only while cl_out waits */
 	struct proxy_response resp;
+	bool up_reading;               /* c->uio is added */
 	bool req_done;
 	bool resp_head_done;
 	bool resp_done;
 	bool sent_any;                 /* response bytes were queued for the client */
+	bool got_any;                  /* bytes came from the upstream */
 	bool head_request;
+	bool up_keep;                  /* the upstream was offered a persistent connection */
+	bool client_keep;              /* the client was told "keep-alive" */
+	bool client_eof;               /* the client half-closed after its request */
 };
+
+static void on_upstream_io(void *owner, short what);
+static void on_client_writable(evutil_socket_t fd, short what, void *arg);
+static void on_upstream_writable(evutil_socket_t fd, short what, void *arg);
 
 void http_free(struct conn *c)
 {
@@ -44,12 +74,115 @@ void http_free(struct conn *c)
 
 	if (!h)
 		return;
-	if (h->cbev)
-		bufferevent_free(h->cbev);
-	if (h->ubev)
-		bufferevent_free(h->ubev);
+	if (h->up_wev)
+		event_free(h->up_wev);
+	if (h->cl_wev)
+		event_free(h->cl_wev);
+	if (h->up_out)
+		evbuffer_free(h->up_out);
+	if (h->up_in)
+		evbuffer_free(h->up_in);
+	if (h->cl_out)
+		evbuffer_free(h->cl_out);
+	if (h->cl_in)
+		evbuffer_free(h->cl_in);
+	/* (the read events are the connection's) */
 	free(h);
 	c->http = NULL;
+}
+
+struct evbuffer *http_client_input(struct conn *c)
+{
+	return c->http ? c->http->cl_in : NULL;
+}
+
+void http_upstream_reset(struct conn *c)
+{
+	struct conn_http *h = c->http;
+
+	if (!h)
+		return;
+	if (h->up_wev) {
+		event_free(h->up_wev);
+		h->up_wev = NULL;
+	}
+	proxy_io_free(c->uio);
+	c->uio = NULL;
+	h->up_reading = false;
+	evbuffer_drain(h->up_out, evbuffer_get_length(h->up_out));
+	evbuffer_drain(h->up_in, evbuffer_get_length(h->up_in));
+	h->resp_head_done = h->resp_done = h->got_any = false;
+}
+
+static void touch(struct conn *c)
+{
+	/* the idle timeout counts from the last byte moved */
+	event_add(c->timer, &c->px->tv_idle);
+}
+
+static void client_reading(struct conn *c, bool on)
+{
+	conn_client_reading(c, on);
+}
+
+static void upstream_reading(struct conn *c, bool on)
+{
+	struct conn_http *h = c->http;
+
+	if (on == h->up_reading || !c->uio)
+		return;
+	h->up_reading = on;
+	if (on)
+		event_add(c->uio, NULL);
+	else
+		event_del(c->uio);
+}
+
+/* Read what is there into `buf` (through the stack: no buffer space is
+ * held for a read that finds nothing).  Returns bytes read, 0 at EOF, -1
+ * when there is nothing now (EAGAIN), -2 on an error. */
+static ssize_t read_into(int fd, struct evbuffer *buf)
+{
+	char tmp[HTTP_READ_MAX];
+	ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+	if (n > 0 && evbuffer_add(buf, tmp, (size_t)n) < 0)
+		return -2;
+	return n;
+}
+
+/* Write what `out` holds to `fd` now; what the socket does not take waits
+ * for `*wev` (created on demand).  Returns 0, or -1 on a socket error. */
+static int flush(struct conn *c, int fd, struct evbuffer *out, struct event **wev,
+		 event_callback_fn cb)
+{
+	while (evbuffer_get_length(out)) {
+		int n = evbuffer_write(out, fd);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return -1;
+			break;
+		}
+		if (n == 0)
+			break;
+	}
+	if (evbuffer_get_length(out)) {
+		if (!*wev) {
+			*wev = event_new(c->px->base, fd, EV_WRITE | EV_PERSIST, cb, c);
+			if (!*wev)
+				return -1;
+		}
+		if (!event_pending(*wev, EV_WRITE, NULL))
+			event_add(*wev, NULL);
+	} else if (*wev && event_pending(*wev, EV_WRITE, NULL)) {
+		event_del(*wev);
+	}
+	return 0;
 }
 
 /* End with an error: our own answer if the client has seen nothing yet. */
@@ -65,18 +198,94 @@ static void http_abort(struct conn *c, int status, const char *reason)
 	conn_finish(c);
 }
 
+/* The response is out, all of it: keep the client connection or close it. */
 static void http_complete(struct conn *c)
 {
-	/* the response is out: log it, then close politely */
-	conn_done(c);
+	struct conn_http *h = c->http;
+
+	if (h->client_keep && !h->client_eof)
+		conn_keepalive(c);
+	else
+		conn_done(c);
+}
+
+/*
+ * A pooled connection the origin closed while it sat idle (the close and
+ * our request crossed): nothing came back, so nothing was processed that we
+ * know of.  Only a request without a body and with a safe method is sent
+ * again, once, on a new connection.
+ */
+bool http_replayable(const struct conn *c)
+{
+	enum http_method m = c->req->method_id;
+
+	return c->req->message_complete && (m == HTTP_GET || m == HTTP_HEAD || m == HTTP_OPTIONS);
+}
+
+static bool retry_allowed(const struct conn *c)
+{
+	const struct conn_http *h = c->http;
+
+	return c->reused && !c->retried && !h->got_any && !h->sent_any && http_replayable(c);
+}
+
+/* The upstream socket failed (`reason`): try again, or give up. */
+static void upstream_failed(struct conn *c, int status, const char *reason)
+{
+	if (!c->http->resp_head_done && retry_allowed(c)) {
+		conn_redial(c);
+		return;
+	}
+	http_abort(c, status, reason);
+}
+
+/* Returns false when the connection was ended. */
+static bool flush_upstream(struct conn *c)
+{
+	struct conn_http *h = c->http;
+
+	if (c->ufd < 0)
+		return true;
+	if (flush(c, c->ufd, h->up_out, &h->up_wev, on_upstream_writable) < 0) {
+		upstream_failed(c, 502, "upstream_error");
+		return false;
+	}
+	/* the upstream takes the body again: read the client again */
+	if (!h->req_done && !h->client_eof && evbuffer_get_length(h->up_out) <= HTTP_HIGH_WATER)
+		client_reading(c, true);
+	return true;
+}
+
+/* Returns false when the connection was ended (or completed). */
+static bool flush_client(struct conn *c)
+{
+	struct conn_http *h = c->http;
+
+	if (flush(c, c->cfd, h->cl_out, &h->cl_wev, on_client_writable) < 0) {
+		c->failed = true;
+		c->reason = "client_error";
+		conn_finish(c);
+		return false;
+	}
+	if (evbuffer_get_length(h->cl_out))
+		return true;
+	if (h->resp_done) {
+		http_complete(c);
+		return false;
+	}
+	if (!h->resp_done)
+		upstream_reading(c, true);
+	return true;
 }
 
 /* Request body bytes, decoded by http-parser: re-framed toward upstream. */
 static void body_out(void *arg, const char *data, size_t len)
 {
 	struct conn *c = arg;
-	struct evbuffer *out = bufferevent_get_output(c->http->ubev);
+	struct evbuffer *out = c->http->up_out;
 
+	if (c->http->resp_done)
+		return;   /* the response is already complete: the connection closes */
 	if (c->req->chunked) {
 		evbuffer_add_printf(out, "%zx\r\n", len);
 		evbuffer_add(out, data, len);
@@ -91,66 +300,124 @@ static void request_done(struct conn *c)
 	struct conn_http *h = c->http;
 
 	h->req_done = true;
-	if (c->req->chunked)
-		evbuffer_add(bufferevent_get_output(h->ubev), "0\r\n\r\n", 5);
-	bufferevent_disable(h->cbev, EV_READ);
+	if (c->req->chunked && !h->resp_done)
+		evbuffer_add(h->up_out, "0\r\n\r\n", 5);
 }
 
-/* Feed client bytes into the request parser.  Returns the bytes used, or -1
- * when the connection was ended. */
-static ssize_t feed_request(struct conn *c, const char *p, size_t n)
+/* Feed the client's bytes (cl_in) into the request until it is complete.
+ * Returns false when the connection was ended. */
+static bool feed_request(struct conn *c)
 {
-	struct proxy_refusal err = { 400, "bad_body" };
-	bool done = false;
-	ssize_t used = proxy_body_feed(c->req, p, n, &done, &err);
-
-	if (used < 0) {
-		http_abort(c, err.status, err.reason);
-		return -1;
-	}
-	c->req_bytes += used;
-	if (done)
-		request_done(c);
-	return used;
-}
-
-static void on_client_read(struct bufferevent *bev, void *arg)
-{
-	struct conn *c = arg;
 	struct conn_http *h = c->http;
-	struct evbuffer *in = bufferevent_get_input(bev);
 
-	while (!h->req_done && evbuffer_get_length(in)) {
+	while (!h->req_done && evbuffer_get_length(h->cl_in)) {
+		struct proxy_refusal err = { 400, "bad_body" };
 		struct evbuffer_iovec v;
+		bool done = false;
 		ssize_t used;
 
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+		if (evbuffer_peek(h->cl_in, -1, NULL, &v, 1) < 1)
 			break;
-		used = feed_request(c, v.iov_base, v.iov_len);
-		if (used < 0)
-			return;
-		evbuffer_drain(in, (size_t)used);
-		if (!h->req_done && (size_t)used < v.iov_len)
+		used = proxy_body_feed(c->req, v.iov_base, v.iov_len, &done, &err);
+		if (used < 0) {
+			http_abort(c, err.status, err.reason);
+			return false;
+		}
+		evbuffer_drain(h->cl_in, (size_t)used);
+		c->req_bytes += used;
+		if (done)
+			request_done(c);
+		else if ((size_t)used < v.iov_len)
 			break;
 	}
-	if (h->req_done) {
-		/* bytes after the request (pipelining) are not forwarded */
-		evbuffer_drain(in, evbuffer_get_length(in));
+	return true;
+}
+
+/*
+ * The client's bytes.  While the request's body comes, they go upstream;
+ * after the request they are the next request's (pipelining): kept, up to
+ * a head's worth, and read only when the response is out (requests on one
+ * connection are served one after the other).
+ */
+void http_client_readable(struct conn *c)
+{
+	struct conn_http *h = c->http;
+	ssize_t n = read_into(c->cfd, h->cl_in);
+
+	if (n == -1)
+		return;
+	if (n == 0 && h->req_done) {
+		/* the client half-closed after its request: answer, then close */
+		h->client_eof = true;
+		client_reading(c, false);
 		return;
 	}
-	if (evbuffer_get_length(bufferevent_get_output(h->ubev)) > HTTP_HIGH_WATER)
-		bufferevent_disable(h->cbev, EV_READ);
+	if (n <= 0) {
+		c->failed = true;
+		c->reason = n == 0 ? "client_closed" : "client_error";
+		conn_finish(c);
+		return;
+	}
+	touch(c);
+	if (h->req_done) {
+		if (evbuffer_get_length(h->cl_in) > c->px->cfg.limits.max_head)
+			client_reading(c, false);
+		return;
+	}
+	if (!feed_request(c) || !flush_upstream(c))
+		return;
+	if (h->req_done || evbuffer_get_length(h->up_out) > HTTP_HIGH_WATER) {
+		/* done (what follows waits for the response), or the upstream
+		 * is slow: pause */
+		if (!h->req_done || evbuffer_get_length(h->cl_in) > c->px->cfg.limits.max_head)
+			client_reading(c, false);
+	}
+}
+
+static void on_upstream_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	touch(c);
+	flush_upstream(c);
+}
+
+static void on_client_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	touch(c);
+	flush_client(c);
 }
 
 static void response_done(struct conn *c)
 {
 	struct conn_http *h = c->http;
+	struct proxy *px = c->px;
+	bool reuse = px->upool && h->up_keep && h->resp.keep_alive && h->req_done &&
+		     evbuffer_get_length(h->up_in) == 0 && evbuffer_get_length(h->up_out) == 0;
 
 	h->resp_done = true;
-	bufferevent_disable(h->ubev, EV_READ);
-	evbuffer_drain(bufferevent_get_input(h->ubev), evbuffer_get_length(bufferevent_get_input(h->ubev)));
-	if (evbuffer_get_length(bufferevent_get_output(h->cbev)) == 0)
-		http_complete(c);
+	/* the upstream side is finished: back to the pool (with its read
+	 * event, so that the socket stays registered), or closed */
+	if (h->up_wev) {
+		event_free(h->up_wev);
+		h->up_wev = NULL;
+	}
+	if (reuse) {
+		if (!h->up_reading && c->uio)
+			event_add(c->uio, NULL);   /* the pool watches it */
+		proxy_upool_put(px->upool, c->ufd, c->uio, &c->dst.sa, c->host);
+	} else {
+		proxy_io_free(c->uio);
+		close(c->ufd);
+	}
+	h->up_reading = false;
+	c->uio = NULL;
+	c->ufd = -1;
+	if (!h->req_done)
+		client_reading(c, false);   /* the rest of the body is not needed: the connection closes */
+	flush_client(c);
 }
 
 /* Parse response heads (1xx ones are passed on, then the final one).
@@ -158,13 +425,14 @@ static void response_done(struct conn *c)
 static int read_response_head(struct conn *c)
 {
 	struct conn_http *h = c->http;
-	struct evbuffer *in = bufferevent_get_input(h->ubev);
-	struct evbuffer *out = bufferevent_get_output(h->cbev);
+	struct evbuffer *in = h->up_in;
+	struct evbuffer *out = h->cl_out;
 
 	for (;;) {
 		struct proxy_refusal err = { 502, "bad_upstream_response" };
 		size_t len = evbuffer_get_length(in), want, hl = 0, before;
 		const char *p;
+		bool keep = false;
 
 		if (len == 0)
 			return 0;
@@ -187,8 +455,15 @@ static int read_response_head(struct conn *c)
 			http_abort(c, 502, err.reason);
 			return -1;
 		}
+		if (h->resp.status >= 200) {
+			/* the client connection may stay: it asked to, its request
+			 * is read whole, and this response has a delimited body */
+			keep = c->px->cfg.keepalive_timeout_ms && c->req->keep_alive && h->req_done &&
+			       !h->client_eof && !h->resp.needs_eof;
+			h->client_keep = keep;
+		}
 		before = evbuffer_get_length(out);
-		if (proxy_build_response_head(&h->resp, out) < 0) {
+		if (proxy_build_response_head(&h->resp, keep, out) < 0) {
 			http_abort(c, 503, "out_of_memory");
 			return -1;
 		}
@@ -203,16 +478,22 @@ static int read_response_head(struct conn *c)
 	}
 }
 
-static void on_upstream_read(struct bufferevent *bev, void *arg)
+/* What came from upstream: the head, then the body up to its end. */
+static void process_response(struct conn *c)
 {
-	struct conn *c = arg;
 	struct conn_http *h = c->http;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	struct evbuffer *out = bufferevent_get_output(h->cbev);
+	struct evbuffer *in = h->up_in;
 
 	if (!h->resp_head_done) {
-		if (read_response_head(c) <= 0)
+		int r = read_response_head(c);
+
+		if (r < 0)
+			return;   /* ended */
+		if (r == 0) {
+			if (evbuffer_get_length(h->cl_out))
+				flush_client(c);   /* a 1xx */
 			return;
+		}
 		if (h->resp.message_complete) {
 			response_done(c);
 			return;
@@ -231,7 +512,7 @@ static void on_upstream_read(struct bufferevent *bev, void *arg)
 			http_abort(c, err.status, err.reason);
 			return;
 		}
-		evbuffer_remove_buffer(in, out, (size_t)used);
+		evbuffer_remove_buffer(in, h->cl_out, (size_t)used);
 		c->resp_bytes += used;
 		if (done) {
 			response_done(c);
@@ -240,123 +521,128 @@ static void on_upstream_read(struct bufferevent *bev, void *arg)
 		if ((size_t)used < v.iov_len)
 			break;
 	}
-	if (evbuffer_get_length(out) > HTTP_HIGH_WATER)
-		bufferevent_disable(h->ubev, EV_READ);
-}
-
-static void on_upstream_write(struct bufferevent *bev, void *arg)
-{
-	struct conn *c = arg;
-	struct conn_http *h = c->http;
-
-	/* the upstream took the queued request bytes: read the client again */
-	if (!h->req_done)
-		bufferevent_enable(h->cbev, EV_READ);
-}
-
-static void on_client_write(struct bufferevent *bev, void *arg)
-{
-	struct conn *c = arg;
-	struct conn_http *h = c->http;
-
-	if (h->resp_done) {
-		http_complete(c);
+	if (!flush_client(c))
 		return;
-	}
-	bufferevent_enable(h->ubev, EV_READ);
+	if (evbuffer_get_length(h->cl_out) > HTTP_HIGH_WATER)
+		upstream_reading(c, false);   /* the client is slow: pause */
 }
 
-static void on_upstream_event(struct bufferevent *bev, short what, void *arg)
+static void on_upstream_eof(struct conn *c)
 {
-	struct conn *c = arg;
 	struct conn_http *h = c->http;
+	struct proxy_refusal err = { 502, "upstream_truncated" };
+	bool done = false;
 
-	if (what & BEV_EVENT_EOF) {
-		struct proxy_refusal err = { 502, "upstream_truncated" };
-		bool done = false;
-
-		if (!h->resp_head_done) {
+	if (!h->resp_head_done) {
+		if (!h->got_any || !evbuffer_get_length(h->up_in))
+			upstream_failed(c, 502, "upstream_closed");
+		else
 			http_abort(c, 502, "upstream_closed");
-			return;
-		}
-		/* close-delimited bodies end here */
-		if (proxy_response_feed(&h->resp, NULL, 0, &done, &err) < 0 || !done) {
-			http_abort(c, 502, "upstream_truncated");
-			return;
-		}
-		response_done(c);
 		return;
 	}
-	if (what & BEV_EVENT_TIMEOUT) {
+	/* close-delimited bodies end here */
+	if (proxy_response_feed(&h->resp, NULL, 0, &done, &err) < 0 || !done) {
+		http_abort(c, 502, "upstream_truncated");
+		return;
+	}
+	h->resp.keep_alive = false;
+	response_done(c);
+}
+
+static void on_upstream_io(void *owner, short what)
+{
+	struct conn *c = owner;
+	struct conn_http *h = c->http;
+	ssize_t n = read_into(c->ufd, h->up_in);
+
+	if (n == -1)
+		return;
+	if (n == 0) {
+		on_upstream_eof(c);
+		return;
+	}
+	if (n < 0) {
+		upstream_failed(c, 502, "upstream_error");
+		return;
+	}
+	h->got_any = true;
+	touch(c);
+	process_response(c);
+}
+
+void http_timeout(struct conn *c)
+{
+	if (c->http && !c->http->sent_any) {
 		http_abort(c, 504, "idle_timeout");
 		return;
 	}
-	http_abort(c, 502, "upstream_error");
-}
-
-static void on_client_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct conn *c = arg;
-	struct conn_http *h = c->http;
-
-	if ((what & BEV_EVENT_EOF) && h->req_done) {
-		/* the client half-closed after its request: fine */
-		bufferevent_disable(bev, EV_READ);
-		return;
-	}
 	c->failed = true;
-	c->reason = (what & BEV_EVENT_TIMEOUT) ? "idle_timeout"
-		  : (what & BEV_EVENT_EOF) ? "client_closed" : "client_error";
+	c->reason = "idle_timeout";
 	conn_finish(c);
 }
 
 void http_start(struct conn *c)
 {
 	struct proxy *px = c->px;
-	struct conn_http *h = calloc(1, sizeof(*h));
-	struct timeval *idle = &px->tv_idle;
+	struct conn_http *h = c->http;
+	bool retry = h != NULL;
 
 	if (!h) {
-		conn_fail(c, 503, "out_of_memory");
-		return;
-	}
-	c->http = h;
-	if (c->rev) {
-		event_free(c->rev);
-		c->rev = NULL;
+		h = calloc(1, sizeof(*h));
+		if (!h) {
+			conn_fail(c, 503, "out_of_memory");
+			return;
+		}
+		c->http = h;
+		h->up_out = evbuffer_new();
+		h->up_in = evbuffer_new();
+		h->cl_out = evbuffer_new();
+		h->cl_in = evbuffer_new();
+		if (!h->up_out || !h->up_in || !h->cl_out || !h->cl_in) {
+			http_abort(c, 503, "out_of_memory");
+			return;
+		}
 	}
 	h->head_request = c->req->method_id == HTTP_HEAD;
-	h->ubev = bufferevent_socket_new(px->base, c->ufd, 0);
-	h->cbev = bufferevent_socket_new(px->base, c->cfd, 0);
-	if (!h->ubev || !h->cbev ||
-	    proxy_build_request_head(c->req, c->target, c->host, bufferevent_get_output(h->ubev)) < 0) {
+	h->up_keep = px->upool != NULL;
+	if (proxy_build_request_head(c->req, c->target, c->host, h->up_keep, h->up_out) < 0) {
 		http_abort(c, 503, "out_of_memory");
 		return;
 	}
+	/* the upstream socket's read event: a pooled one's changes hands */
+	if (c->uio)
+		proxy_io_set(c->uio, on_upstream_io, c);
+	else
+		c->uio = proxy_io_new(px->base, c->ufd, on_upstream_io, c);
+	if (!c->uio) {
+		http_abort(c, 503, "out_of_memory");
+		return;
+	}
+	h->up_reading = true;   /* (proxy_io events are added) */
 	c->req_bytes = (int64_t)c->head_len;
 	c->resp_bytes = 0;
 	c->req->body_cb = body_out;
 	c->req->body_arg = c;
-	if (c->req->message_complete) {
-		request_done(c);
-	} else if (c->len > c->head_len) {
-		/* body bytes that came with the head */
-		if (feed_request(c, c->buf + c->head_len, c->len - c->head_len) < 0)
+	if (!retry) {
+		/* bytes that came with the head: body, then maybe the next
+		 * request; c->buf keeps the head (c->req points into it) until
+		 * the request ends */
+		if (c->len > c->head_len &&
+		    evbuffer_add(h->cl_in, c->buf + c->head_len, c->len - c->head_len) < 0) {
+			http_abort(c, 503, "out_of_memory");
+			return;
+		}
+		c->len = c->head_len;
+		if (c->req->message_complete)
+			request_done(c);
+		else if (!feed_request(c))
 			return;
 	}
-	/* the head's bytes are no longer needed (the upstream head is built) */
-	free(c->buf);
-	c->buf = NULL;
-	c->len = c->cap = c->head_len = 0;
-	free(c->target);
-	c->target = NULL;
-
-	bufferevent_setcb(h->ubev, on_upstream_read, on_upstream_write, on_upstream_event, c);
-	bufferevent_setcb(h->cbev, on_client_read, on_client_write, on_client_event, c);
-	bufferevent_setwatermark(h->ubev, EV_READ, 0, HTTP_READ_MAX);
-	bufferevent_setwatermark(h->cbev, EV_READ, 0, HTTP_READ_MAX);
-	bufferevent_set_timeouts(h->ubev, idle, idle);
-	bufferevent_set_timeouts(h->cbev, idle, idle);
-	bufferevent_enable(h->ubev, EV_READ | EV_WRITE);
-	bufferevent_enable(h->cbev, h->req_done ? EV_WRITE : EV_READ | EV_WRITE);
+	/* (a retry is a request without a body: nothing more to send) */
+	event_del(c->timer);
+	touch(c);
+	upstream_reading(c, true);
+	if (!h->req_done || evbuffer_get_length(h->cl_in) <= px->cfg.limits.max_head)
+		client_reading(c, !h->client_eof);
+	flush_upstream(c);
 }

@@ -22,9 +22,11 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "dnscache.h"
 #include "flow.h"
 #include "log.h"
 #include "proxy.h"
+#include "upool.h"
 
 static void usage(FILE *f)
 {
@@ -53,6 +55,15 @@ static void usage(FILE *f)
 		"  --header-timeout SEC       to receive a request head / ClientHello (default 10)\n"
 		"  --idle-timeout SEC         tunnel or request without traffic (default 300)\n"
 		"  --connect-timeout SEC      resolve + connect upstream (default 10)\n"
+		"  --keepalive-timeout SEC    client connection idle between requests (default 60;\n"
+		"                             0: one request per connection)\n"
+		"  --upstream-pool N          idle upstream connections kept per (address, port, name)\n"
+		"                             (default 32; 0: a new connection per request)\n"
+		"  --upstream-pool-total N    idle upstream connections kept in all (default 256)\n"
+		"  --upstream-idle-timeout SEC  an idle pooled upstream connection (default 10)\n"
+		"  --dns-cache N              names whose answers are kept (default 1024; 0: none)\n"
+		"  --dns-max-ttl SEC          longest an answer is kept, whatever its TTL (default 60;\n"
+		"                             0: no cache)\n"
 		"  -v, --verbose              debug diagnostics on stderr\n"
 		"  -h, --help                 this text\n"
 		"\n"
@@ -209,6 +220,12 @@ int main(int argc, char **argv)
 		{ "header-timeout", required_argument, NULL, 'H' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "connect-timeout", required_argument, NULL, 'C' },
+		{ "keepalive-timeout", required_argument, NULL, 'K' },
+		{ "upstream-pool", required_argument, NULL, 'P' },
+		{ "upstream-pool-total", required_argument, NULL, 'T' },
+		{ "upstream-idle-timeout", required_argument, NULL, 'U' },
+		{ "dns-cache", required_argument, NULL, 'D' },
+		{ "dns-max-ttl", required_argument, NULL, 'X' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -259,6 +276,12 @@ int main(int argc, char **argv)
 		case 'H': cfg->header_timeout_ms = 1000 * parse_uint("--header-timeout", optarg, 1, 3600); break;
 		case 'I': cfg->idle_timeout_ms = 1000 * parse_uint("--idle-timeout", optarg, 1, 86400); break;
 		case 'C': cfg->connect_timeout_ms = 1000 * parse_uint("--connect-timeout", optarg, 1, 3600); break;
+		case 'K': cfg->keepalive_timeout_ms = 1000 * parse_uint("--keepalive-timeout", optarg, 0, 3600); break;
+		case 'P': cfg->upstream_pool = parse_uint("--upstream-pool", optarg, 0, 4096); break;
+		case 'T': cfg->upstream_pool_total = parse_uint("--upstream-pool-total", optarg, 0, 65536); break;
+		case 'U': cfg->upstream_idle_ms = 1000 * parse_uint("--upstream-idle-timeout", optarg, 1, 3600); break;
+		case 'D': cfg->dns_cache_entries = parse_uint("--dns-cache", optarg, 0, 1000000); break;
+		case 'X': cfg->dns_max_ttl = parse_uint("--dns-max-ttl", optarg, 0, 86400); break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -318,11 +341,33 @@ int main(int argc, char **argv)
 	ms_to_tv(cfg->idle_timeout_ms, &px.tv_idle);
 	ms_to_tv(cfg->connect_timeout_ms, &px.tv_connect);
 	ms_to_tv(cfg->linger_ms, &px.tv_linger);
+	ms_to_tv(cfg->keepalive_timeout_ms, &px.tv_keepalive);
+	ms_to_tv(cfg->upstream_idle_ms, &px.tv_upstream_idle);
 
-	px.base = event_base_new();
+	{
+		/* epoll changelist: an fd whose events are removed and added again
+		 * within one loop turn (a request handed from one phase to the
+		 * next) costs one epoll_ctl, or none, instead of two */
+		struct event_config *ec = event_config_new();
+
+		if (!ec)
+			fatalx("event_config_new failed");
+		event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+		px.base = event_base_new_with_config(ec);
+		event_config_free(ec);
+	}
 	if (!px.base)
 		fatalx("event_base_new failed");
 	setup_dns(&px);
+	px.dnscache = proxy_dnscache_new(px.dns, cfg->dns_cache_entries, cfg->dns_max_ttl);
+	if (!px.dnscache)
+		fatalx("out of memory");
+	if (cfg->upstream_pool && cfg->upstream_pool_total) {
+		px.upool = proxy_upool_new(px.base, cfg->upstream_pool, cfg->upstream_pool_total,
+					   &px.tv_upstream_idle);
+		if (!px.upool)
+			fatalx("out of memory");
+	}
 	for (size_t i = 0; i < cfg->n_listen_fds; i++)
 		add_listener(&px, cfg->listen_fds[i]);
 	for (size_t i = 0; i < cfg->n_listen_addrs; i++)
@@ -348,6 +393,8 @@ int main(int argc, char **argv)
 		evconnlistener_free(px.listeners[i]);
 	event_free(sigs[0]);
 	event_free(sigs[1]);
+	proxy_upool_free(px.upool);
+	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);
 	event_base_free(px.base);
 	sluice_policy_free(px.policy);

@@ -7,13 +7,17 @@
  * One connection goes through these phases:
  *
  *   accept --flow map--> READ (peek TLS ClientHello / read HTTP head)
- *          --decide--> RESOLVE (evdns) --vet--> CONNECT (one vetted address)
- *          --> HTTP (forward one request, then close)
+ *          --decide--> RESOLVE (DNS cache or evdns) --vet--> CONNECT (an idle
+ *                      pooled connection to a vetted address, or a new one)
+ *          --> HTTP (forward one request; then, if both sides keep the
+ *                    connection, back to READ for the next request)
  *            | HELLO (CONNECT: "200", then check the ClientHello's SNI)
  *            | TUNNEL (splice relay)
  *          ... LINGER (our own response sent; drain until the client closes)
  *
- * Every connection ends with exactly one access-log line (accesslog.h).
+ * Every request, tunnel, or connection closed before a request ends with
+ * exactly one access-log line (accesslog.h); a kept-alive client connection
+ * that closes between requests leaves none of its own.
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
@@ -38,6 +42,9 @@ struct evdns_base;
 struct evconnlistener;
 struct bufferevent;
 struct proxy_relay;
+struct proxy_dnscache;
+struct proxy_lookup;
+struct proxy_upool;
 
 #define PROXY_MAX_LISTEN 16
 #define PROXY_MAX_ALLOW  32
@@ -63,6 +70,12 @@ struct proxy_config {
 	unsigned idle_timeout_ms;
 	unsigned connect_timeout_ms;
 	unsigned linger_ms;
+	unsigned keepalive_timeout_ms;  /* a client connection idle between requests; 0: no keep-alive */
+	unsigned upstream_idle_ms;      /* an idle pooled upstream connection */
+	unsigned upstream_pool;         /* idle upstream connections per (address, port, name); 0: no reuse */
+	unsigned upstream_pool_total;   /* idle upstream connections in all */
+	unsigned dns_cache_entries;     /* names kept; 0: no cache */
+	unsigned dns_max_ttl;           /* seconds an answer is kept at most; 0: no cache */
 	struct proxy_limits limits;
 	int verbose;
 };
@@ -79,7 +92,9 @@ struct proxy {
 	int flow_fd;
 	int log_fd;
 	unsigned n_conns;               /* open client connections */
-	struct timeval tv_header, tv_idle, tv_connect, tv_linger;
+	struct proxy_dnscache *dnscache;
+	struct proxy_upool *upool;      /* NULL: upstream connections are not reused */
+	struct timeval tv_header, tv_idle, tv_connect, tv_linger, tv_keepalive, tv_upstream_idle;
 	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
 	size_t n_listeners;
 };
@@ -103,17 +118,21 @@ union proxy_sa {
 
 struct conn_http;
 
-/* One client connection.  Kept small: an idle accepted connection is this
- * struct plus two events. */
+/* One client connection, and the request on it now.  Kept small: an idle
+ * accepted or kept-alive connection is this struct plus two events. */
 struct conn {
 	struct proxy *px;
 	int cfd, ufd;
 	enum conn_phase phase;
 	enum conn_kind kind;
 	enum proxy_form form;
-	struct event *rev;              /* client readable (READ, HELLO, LINGER) */
+	struct event *rev;              /* client readable, for the connection's life (its
+					 * callback follows the phase: READ, HELLO, HTTP, LINGER) */
+	bool rev_on;                    /* rev is added */
 	struct event *uev;              /* upstream connect / readable (CONNECT, HELLO) */
-	struct event *timer;            /* header deadline, connect deadline, linger */
+	struct event *uio;              /* upstream readable in HTTP (proxy_io_new: it goes to
+					 * the pool with the socket) */
+	struct event *timer;            /* header deadline, connect deadline, idle, linger */
 	struct sluice_orig orig;
 	bool have_orig;
 	bool over_cap;
@@ -122,7 +141,11 @@ struct conn {
 	union proxy_sa peer;
 	union proxy_sa dst;             /* the dialed address */
 	bool have_dst;
-	struct timespec t_real;
+	bool reused;                    /* the upstream connection came from the pool */
+	bool retried;                   /* ... went stale and the request was sent again on a new one */
+	bool req_ok;                    /* c->req parsed and valid (the framing is known) */
+	unsigned nreq;                  /* requests finished on this client connection */
+	struct timespec t_real;         /* when the request (or connection) started */
 	struct timespec t_mono;
 
 	/* bytes read from the client before the decision */
@@ -146,7 +169,7 @@ struct conn {
 	struct proxy_target *target;
 
 	/* resolution and dialing */
-	struct proxy_resolve *res;
+	struct proxy_lookup *lookup;
 	struct proxy_addrs *cands;
 	size_t cand_i;
 	int orig_dst_mismatch;          /* -1 unknown */
@@ -179,14 +202,49 @@ void conn_reply(struct conn *c, int status, const char *reason);
  * lost to a reset), then conn_finish(). */
 void conn_linger(struct conn *c);
 
+/* Read the client socket or not (adds or deletes c->rev). */
+void conn_client_reading(struct conn *c, bool on);
+
 /* The end of a good request: log, then linger. */
 void conn_done(struct conn *c);
 
+/* The end of a request after which the client connection stays open: log,
+ * keep the bytes the client sent after it (a pipelined request: requests
+ * are served one after the other), forget everything else about it, and
+ * wait for the next request (READ). */
+void conn_keepalive(struct conn *c);
+
+/* A pooled upstream connection turned out closed before any response byte:
+ * dial the same vetted address again (a new connection) and start over
+ * with http_start().  Only for requests without a body. */
+void conn_redial(struct conn *c);
+
 /* http.c: forward the parsed, allowed request (c->req, c->target, c->host)
- * over the connected upstream socket c->ufd; ends in conn_done/conn_fail. */
+ * over the connected upstream socket c->ufd; ends in conn_done,
+ * conn_keepalive, conn_redial or conn_fail. */
 void http_start(struct conn *c);
 
-/* Free the HTTP phase's bufferevents (not the sockets).  Idempotent. */
+/* Free the HTTP phase's buffers and write events (not the sockets, not
+ * their read events c->rev and c->uev).  Idempotent. */
 void http_free(struct conn *c);
+
+/* The connection's timer fired in the HTTP phase: nothing moved for
+ * --idle-timeout. */
+void http_timeout(struct conn *c);
+
+/* The client socket is readable in the HTTP phase. */
+void http_client_readable(struct conn *c);
+
+/* May the request (c->req) be sent again on a new upstream connection if a
+ * pooled one turns out closed before answering?  (No body, a safe method.) */
+bool http_replayable(const struct conn *c);
+
+/* The client bytes the HTTP phase read past its request (NULL: none). */
+struct evbuffer *http_client_input(struct conn *c);
+
+/* Before conn_redial(): drop the upstream side of the HTTP phase (the
+ * client side, with what the client sent after its request, stays for the
+ * next http_start()). */
+void http_upstream_reset(struct conn *c);
 
 #endif

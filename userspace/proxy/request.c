@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +337,7 @@ int proxy_request_parse(struct proxy_request *req, const char *head, size_t head
 
 	req->method_id = req->parser.method;
 	req->method = http_method_str(req->method_id);
+	req->keep_alive = http_should_keep_alive(&req->parser) != 0;
 	req->target_buf = malloc(req->target_len + 1);
 	if (!req->target_buf)
 		return refuse(err, 503, "out_of_memory");
@@ -801,35 +803,132 @@ int proxy_check_hello(const struct sni_result *h, const char *connect_host,
 
 /* --- building heads ----------------------------------------------------- */
 
+/*
+ * A head is assembled in a local buffer and added to `out` in one piece
+ * (no printf per line: heads are built for every request).
+ */
+struct head_buf {
+	char *p;
+	size_t len, cap;
+	char local[2048];
+	bool failed;
+};
+
+static void hb_init(struct head_buf *b)
+{
+	b->p = b->local;
+	b->len = 0;
+	b->cap = sizeof(b->local);
+	b->failed = false;
+}
+
+static void hb_add(struct head_buf *b, const char *s, size_t n)
+{
+	if (b->failed)
+		return;
+	if (b->len + n > b->cap) {
+		size_t ncap = b->cap * 2;
+		char *np;
+
+		while (ncap < b->len + n)
+			ncap *= 2;
+		np = b->p == b->local ? malloc(ncap) : realloc(b->p, ncap);
+		if (!np) {
+			b->failed = true;
+			return;
+		}
+		if (b->p == b->local)
+			memcpy(np, b->local, b->len);
+		b->p = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+#define HB_LIT(b, lit) hb_add((b), (lit), sizeof(lit) - 1)
+
+static void hb_str(struct head_buf *b, const char *s)
+{
+	hb_add(b, s, strlen(s));
+}
+
+static void hb_u64(struct head_buf *b, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+	char out[20];
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	hb_add(b, out, n);
+}
+
+/* Into `out`, and free; returns 0 or -1. */
+static int hb_finish(struct head_buf *b, struct evbuffer *out)
+{
+	int r = b->failed ? -1 : evbuffer_add(out, b->p, b->len);
+
+	if (b->p != b->local)
+		free(b->p);
+	return r < 0 ? -1 : 0;
+}
+
+static void hb_header(struct head_buf *b, const struct proxy_header *h)
+{
+	hb_add(b, h->name, h->name_len);
+	HB_LIT(b, ": ");
+	hb_add(b, h->value, h->value_len);
+	HB_LIT(b, "\r\n");
+}
+
 int proxy_build_request_head(const struct proxy_request *req, const struct proxy_target *t,
-			     const char *host_norm, struct evbuffer *out)
+			     const char *host_norm, bool keep_alive, struct evbuffer *out)
 {
 	bool v6 = strchr(host_norm, ':') != NULL;
-	int r = 0;
+	struct head_buf b;
 
-	r |= evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\n", req->method, t->path,
-				 t->has_query ? "?" : "", t->query) < 0;
+	hb_init(&b);
+	hb_str(&b, req->method);
+	HB_LIT(&b, " ");
+	hb_str(&b, t->path);
+	if (t->has_query) {
+		HB_LIT(&b, "?");
+		hb_str(&b, t->query);
+	}
+	HB_LIT(&b, " HTTP/1.1\r\n");
 	for (size_t i = 0; i < req->n_headers; i++) {
 		const struct proxy_header *h = &req->headers[i];
 
-		if (proxy_header_dropped(req, h->name, h->name_len))
-			continue;
-		r |= evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len, h->name,
-					 (int)h->value_len, h->value) < 0;
+		if (!proxy_header_dropped(req, h->name, h->name_len))
+			hb_header(&b, h);
 	}
-	if (t->port != 80)
-		r |= evbuffer_add_printf(out, "Host: %s%s%s:%u\r\n", v6 ? "[" : "", host_norm,
-					 v6 ? "]" : "", t->port) < 0;
-	else
-		r |= evbuffer_add_printf(out, "Host: %s%s%s\r\n", v6 ? "[" : "", host_norm,
-					 v6 ? "]" : "") < 0;
-	if (req->chunked)
-		r |= evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n") < 0;
-	else if (req->has_content_length)
-		r |= evbuffer_add_printf(out, "Content-Length: %llu\r\n",
-					 (unsigned long long)req->content_length) < 0;
-	r |= evbuffer_add_printf(out, "Connection: close\r\n\r\n") < 0;
-	return r ? -1 : 0;
+	HB_LIT(&b, "Host: ");
+	if (v6)
+		HB_LIT(&b, "[");
+	hb_str(&b, host_norm);
+	if (v6)
+		HB_LIT(&b, "]");
+	if (t->port != 80) {
+		HB_LIT(&b, ":");
+		hb_u64(&b, t->port);
+	}
+	HB_LIT(&b, "\r\n");
+	if (req->chunked) {
+		HB_LIT(&b, "Transfer-Encoding: chunked\r\n");
+	} else if (req->has_content_length) {
+		HB_LIT(&b, "Content-Length: ");
+		hb_u64(&b, req->content_length);
+		HB_LIT(&b, "\r\n");
+	}
+	if (!keep_alive)
+		HB_LIT(&b, "Connection: close\r\n");
+	HB_LIT(&b, "\r\n");
+	return hb_finish(&b, out);
 }
 
 /* --- responses ---------------------------------------------------------- */
@@ -871,6 +970,19 @@ static const http_parser_settings resp_settings = {
 	.on_message_complete = resp_on_complete,
 };
 
+/* Does the body end only where the connection does (RFC 9112 6.3, item 8)?
+ * (http-parser's http_message_needs_eof(), which its header does not
+ * declare.) */
+static bool response_needs_eof(const http_parser *p)
+{
+	if (p->status_code / 100 == 1 || p->status_code == 204 || p->status_code == 304 ||
+	    (p->flags & F_SKIPBODY))
+		return false;
+	if ((p->flags & (F_CHUNKED | F_CONTENTLENGTH)) || p->content_length != ULLONG_MAX)
+		return false;
+	return true;
+}
+
 int proxy_response_parse(struct proxy_response *r, const char *head, size_t head_len,
 			 bool head_request, struct proxy_refusal *err)
 {
@@ -889,6 +1001,9 @@ int proxy_response_parse(struct proxy_response *r, const char *head, size_t head
 	if (r->status < 100 || r->status > 999 || r->status == 101)
 		return refuse(err, 502, "bad_upstream_response");
 	trim_values(r->headers, r->n_headers);
+	/* the framing, read while the parser still holds the head's flags */
+	r->needs_eof = response_needs_eof(&r->parser);
+	r->keep_alive = !r->needs_eof && http_should_keep_alive(&r->parser) != 0;
 	eol = memchr(head, '\n', head_len);
 	if (!eol)
 		return refuse(err, 502, "bad_upstream_response");
@@ -899,6 +1014,9 @@ int proxy_response_parse(struct proxy_response *r, const char *head, size_t head
 	for (size_t i = 0; i < r->status_line_len; i++)
 		if ((unsigned char)head[i] < 0x20 && head[i] != '\t')
 			return refuse(err, 502, "bad_upstream_response");
+	/* "HTTP/x.y SP ...": the version is replaced by the proxy's own */
+	if (!memchr(head, ' ', r->status_line_len))
+		return refuse(err, 502, "bad_upstream_response");
 	return 0;
 }
 
@@ -925,11 +1043,17 @@ ssize_t proxy_response_feed(struct proxy_response *r, const char *data, size_t l
 	return (ssize_t)n;
 }
 
-int proxy_build_response_head(const struct proxy_response *r, struct evbuffer *out)
+int proxy_build_response_head(const struct proxy_response *r, bool keep_alive, struct evbuffer *out)
 {
-	int rc = 0;
+	const char *sp = memchr(r->status_line, ' ', r->status_line_len);
+	struct head_buf b;
 
-	rc |= evbuffer_add_printf(out, "%.*s\r\n", (int)r->status_line_len, r->status_line) < 0;
+	if (!sp)
+		return -1;   /* proxy_response_parse refuses such a status line */
+	hb_init(&b);
+	HB_LIT(&b, "HTTP/1.1");
+	hb_add(&b, sp, r->status_line_len - (size_t)(sp - r->status_line));
+	HB_LIT(&b, "\r\n");
 	for (size_t i = 0; i < r->n_headers; i++) {
 		const struct proxy_header *h = &r->headers[i];
 
@@ -939,13 +1063,16 @@ int proxy_build_response_head(const struct proxy_response *r, struct evbuffer *o
 		if (!is_framing(h->name, h->name_len) &&
 		    connection_lists(r->headers, r->n_headers, h->name, h->name_len))
 			continue;
-		rc |= evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len, h->name,
-					  (int)h->value_len, h->value) < 0;
+		hb_header(&b, h);
 	}
-	if (r->status >= 200)
-		rc |= evbuffer_add_printf(out, "Connection: close\r\n") < 0;
-	rc |= evbuffer_add(out, "\r\n", 2) < 0;
-	return rc ? -1 : 0;
+	if (r->status >= 200) {
+		if (keep_alive)
+			HB_LIT(&b, "Connection: keep-alive\r\n");
+		else
+			HB_LIT(&b, "Connection: close\r\n");
+	}
+	HB_LIT(&b, "\r\n");
+	return hb_finish(&b, out);
 }
 
 const char *proxy_status_text(int status)
@@ -966,7 +1093,7 @@ const char *proxy_status_text(int status)
 	return "Error";
 }
 
-int proxy_error_response(int status, const char *reason, struct evbuffer *out)
+int proxy_error_response(int status, const char *reason, bool keep_alive, struct evbuffer *out)
 {
 	char body[256];
 	int n;
@@ -983,8 +1110,9 @@ int proxy_error_response(int status, const char *reason, struct evbuffer *out)
 				   "Content-Length: %d\r\n"
 				   "%s: %s\r\n"
 				   "Cache-Control: no-store\r\n"
-				   "Connection: close\r\n"
+				   "Connection: %s\r\n"
 				   "\r\n%s",
 				   status, proxy_status_text(status), n,
-				   status == 403 ? "X-Sluice-Denied" : "X-Sluice-Error", reason, body) < 0 ? -1 : 0;
+				   status == 403 ? "X-Sluice-Denied" : "X-Sluice-Error", reason,
+				   keep_alive ? "keep-alive" : "close", body) < 0 ? -1 : 0;
 }

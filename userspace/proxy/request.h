@@ -98,6 +98,8 @@ struct proxy_request {
 	uint64_t content_length;
 	bool chunked;                  /* Transfer-Encoding: chunked */
 	bool message_complete;         /* the head was the whole message (no body) */
+	bool keep_alive;               /* the client asks to keep the connection (HTTP/1.1
+					* without "Connection: close", or 1.0 with keep-alive) */
 	bool in_value;                 /* parser state: last callback was a header value */
 	/* body streaming (proxy_body_feed) */
 	proxy_body_cb body_cb;
@@ -223,11 +225,13 @@ int proxy_check_hello(const struct sni_result *h, const char *connect_host,
  * Write the head the proxy sends upstream: "METHOD origin-target
  * HTTP/1.1", the client's headers minus dropped ones (proxy_header_dropped,
  * Host, framing), then "Host: host[:port]", the framing (Content-Length N,
- * or Transfer-Encoding: chunked because proxy_body_feed re-chunks) and
- * "Connection: close".  Returns 0 or -1 (allocation failure).
+ * or Transfer-Encoding: chunked because proxy_body_feed re-chunks) and,
+ * unless `keep_alive` (the proxy means to reuse the upstream connection:
+ * HTTP/1.1 is persistent by default), "Connection: close".  Returns 0 or
+ * -1 (allocation failure).
  */
 int proxy_build_request_head(const struct proxy_request *req, const struct proxy_target *t,
-			     const char *host_norm, struct evbuffer *out);
+			     const char *host_norm, bool keep_alive, struct evbuffer *out);
 
 /* "http://host[:port]/path[?query]" of a target into buf (truncated to
  * len).  The port is shown when it is not 80. */
@@ -240,6 +244,10 @@ struct proxy_response {
 	int status;
 	bool head_request;             /* the request was HEAD: no body follows */
 	bool message_complete;
+	bool needs_eof;                /* the body ends where the connection does (no
+					* Content-Length, not chunked): not delimited */
+	bool keep_alive;               /* the origin keeps the connection after this
+					* message (and it is delimited) */
 	bool in_value;
 	struct proxy_header headers[PROXY_MAX_HEADERS];
 	size_t n_headers;
@@ -265,17 +273,20 @@ int proxy_response_parse(struct proxy_response *r, const char *head, size_t head
 ssize_t proxy_response_feed(struct proxy_response *r, const char *data, size_t len,
 			    bool *done, struct proxy_refusal *err);
 
-/* The head sent to the client: the status line, the upstream's headers
- * minus hop-by-hop ones, and "Connection: close" (the proxy closes the
- * client connection after each response).  Returns 0 or -1. */
-int proxy_build_response_head(const struct proxy_response *r, struct evbuffer *out);
+/* The head sent to the client: the status line with the proxy's own
+ * version ("HTTP/1.1", RFC 9110 6.2), the upstream's headers minus
+ * hop-by-hop ones, and for a final response "Connection: keep-alive" when
+ * `keep_alive` (the client connection stays open for the next request),
+ * else "Connection: close".  Returns 0 or -1. */
+int proxy_build_response_head(const struct proxy_response *r, bool keep_alive, struct evbuffer *out);
 
 /*
  * A response of the proxy's own: `status` with a short text body, and
  * `X-Sluice-Denied: reason` when it is a policy denial (403), else
- * `X-Sluice-Error: reason`.  Always "Connection: close".
+ * `X-Sluice-Error: reason`; "Connection: keep-alive" when `keep_alive`,
+ * else "Connection: close".
  */
-int proxy_error_response(int status, const char *reason, struct evbuffer *out);
+int proxy_error_response(int status, const char *reason, bool keep_alive, struct evbuffer *out);
 
 /* Standard reason phrase of a status code the proxy sends. */
 const char *proxy_status_text(int status);

@@ -2,6 +2,7 @@
 #include "resolve.h"
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@ struct proxy_resolve {
 	int pending;               /* queries still out */
 	int err;                   /* first error, DNS_ERR_NONE if any query answered */
 	int answered;
+	bool have_ttl;
 	struct proxy_addrs res;
 };
 
@@ -42,6 +44,10 @@ static void on_answer(int result, char type, int count, int ttl, void *addresses
 	if (result == DNS_ERR_NONE) {
 		r->answered++;
 		add_answers(r, type, count, addresses);
+		if (count > 0 && ttl >= 0 && (!r->have_ttl || (uint32_t)ttl < r->res.ttl)) {
+			r->res.ttl = (uint32_t)ttl;
+			r->have_ttl = true;
+		}
 	} else if (result == DNS_ERR_NODATA) {
 		r->answered++;   /* the name exists, just not with this type */
 	} else if (!r->err) {

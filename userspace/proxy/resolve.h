@@ -23,6 +23,7 @@ struct proxy_addr {
 
 struct proxy_addrs {
 	size_t n;
+	uint32_t ttl;              /* seconds: the least TTL of the answers that had addresses */
 	struct proxy_addr a[PROXY_RESOLVE_MAX];
 };
 

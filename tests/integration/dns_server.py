@@ -3,14 +3,15 @@
 
   dns_server.py --listen 192.0.2.53:53 --zone api.example.com=192.0.2.10,2001:db8::10
                 [--zone NAME=ADDR[,ADDR...]]... [--rebind NAME=ADDR1/ADDR2/...]
-                [--log FILE] --ready PATH
+                [--ttl NAME=SECONDS]... [--log FILE] --ready PATH
 
 --zone: fixed answers (A and AAAA taken from the address list).
 --rebind: the n-th A query for NAME gets the n-th address (the last one
   repeats): "first a vetted address, then a loopback one".
 Unknown names get NXDOMAIN, a known name without that type NOERROR/no data.
+--ttl: the TTL of NAME's answers (default 0: every answer is fresh).
 Every query is appended to --log as {"name":..., "type":...} so tests can
-check what reached the upstream.  TTL 0 everywhere.
+check what reached the upstream.
 """
 import argparse
 import json
@@ -37,6 +38,7 @@ def main():
     ap.add_argument("--listen", required=True)
     ap.add_argument("--zone", action="append", default=[])
     ap.add_argument("--rebind", action="append", default=[])
+    ap.add_argument("--ttl", action="append", default=[])
     ap.add_argument("--log")
     ap.add_argument("--ready")
     a = ap.parse_args()
@@ -49,6 +51,10 @@ def main():
     for z in a.rebind:
         name, addrs = z.split("=", 1)
         rebind[name.lower().rstrip(".")] = addrs.split("/")
+    ttls = {}
+    for z in a.ttl:
+        name, secs = z.split("=", 1)
+        ttls[name.lower().rstrip(".")] = int(secs)
     counts = {}
 
     host, port = a.listen.rsplit(":", 1)
@@ -95,7 +101,7 @@ def main():
                 rdata = socket.inet_pton(socket.AF_INET6, ad)
             else:
                 continue
-            answers += struct.pack("!HHHIH", 0xc00c, qtype, 1, 0, len(rdata)) + rdata
+            answers += struct.pack("!HHHIH", 0xc00c, qtype, 1, ttls.get(key, 0), len(rdata)) + rdata
             count += 1
         hdr = struct.pack("!HHHHHH", qid, 0x8180 | rcode | (flags & 0x0100), 1, count, 0, 0)
         s.sendto(hdr + question + answers, peer)

@@ -4,10 +4,17 @@
   origin_server.py --http 8081 --https 8443 --cert C --key K --log FILE --ready PATH
 
 Every request that reaches an origin is logged as a JSON line (local
-address, port, scheme, method, path, Host, SNI, headers, body length), so a
-test can prove a refused request never arrived.  Responses are JSON too:
+address, port, scheme, method, path, Host, SNI, headers, body length, and
+"peer": the client's address and port, one per TCP connection), so a test
+can prove a refused request never arrived and count the connections that
+carried the requests.  Responses are JSON too:
 {"origin": "<local addr>", "path": ..., "headers": {...}, "body": ...}.
-Special paths: /slow-body (drips its body), /big?n=N (N bytes).
+Plain HTTP connections are kept alive (HTTP/1.1) unless the request says
+close; HTTPS ones are closed after each response (so that a tunnel ends,
+and logs, when its one request is done).
+Special paths: /big?n=N (N bytes); /close (answers with Connection: close);
+/eof (a body delimited by closing the connection: no Content-Length);
+/extra (a complete response followed by stray bytes).
 Chunked request bodies are read.  Runs in the world netns; exits on SIGTERM.
 """
 import argparse
@@ -55,23 +62,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if local.startswith("::ffff:"):
             local = local[7:]
         sni = getattr(self.connection, "sluice_sni", None)
+        peer = self.client_address
         record(event="request", scheme=self.server.scheme, local=local, port=self.server.server_address[1],
                method=self.command, path=self.path, host=self.headers.get("Host"), sni=sni,
-               headers=dict(self.headers), body_len=len(body))
+               headers=dict(self.headers), body_len=len(body), peer="%s:%s" % (peer[0], peer[1]))
         if self.path.startswith("/big"):
             n = int(self.path.split("n=")[1]) if "n=" in self.path else 1 << 20
             out = b"x" * n
         else:
             out = json.dumps({"origin": local, "path": self.path, "method": self.command,
                               "headers": dict(self.headers), "body": body.decode("latin1")}).encode()
+        if self.path.startswith("/eof"):
+            # HTTP/1.0 style: the body ends where the connection does
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(out)
+            self.close_connection = True
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
-        self.send_header("Connection", "close")
+        if self.path.startswith("/close") or self.server.scheme == "https":
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
-        self.close_connection = True
+        if self.path.startswith("/extra"):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray")
 
     do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = do_PATCH = _do
 

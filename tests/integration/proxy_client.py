@@ -7,11 +7,18 @@ with the results.
 
 A plan is a list of steps; each step is a dict with "op":
 
-  http     send raw bytes ("send", latin-1) over TCP and read the response.
+  http     send raw bytes ("send", latin-1) over TCP and read the response
+           (to its end as its framing says: Content-Length, chunked, or
+           EOF), then close.
            "via": "proxy" (the sandbox's proxy address, found with ss: the
            explicit HTTP_PROXY form) or "direct" (connect to "addr":"port";
            the kernel redirects it: the transparent form).
            Result: status, headers (lower-case names), body, error.
+  session  several requests on one connection ("sends": a list): each sent
+           after the previous response was read, or all at once with
+           "pipeline": true.  Result: "responses" (as for http) and
+           "closed": whether the proxy closed the connection after the last
+           response; "port": the client's own port.
   tls      a TLS handshake + "GET path" with "sni" (None: no SNI), either
            direct to addr:port or through CONNECT "connect" via the proxy.
            "ech": true adds an encrypted_client_hello extension.
@@ -20,6 +27,7 @@ A plan is a list of steps; each step is a dict with "op":
   many     "n" concurrent "http" steps ("step"), counts statuses.
   wait     wait for the file "path" to appear (the test's go-ahead).
   touch    create the file "path" (tell the test something happened).
+  sleep    wait "s" seconds.
   proxy    report the proxy's address.
 """
 import asyncio
@@ -88,6 +96,86 @@ def read_all(s):
     return out
 
 
+def read_message(s, method="GET", buf=b""):
+    """One response from s: (raw bytes of it, bytes read past it, eof).
+    1xx heads are read past; the body is read as its framing says."""
+    raw = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            d = s.recv(65536)
+            if not d:
+                return raw + buf, b"", True
+            buf += d
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        status = parse_response(head + b"\r\n\r\n")["status"]
+        raw += head + b"\r\n\r\n"
+        buf = rest
+        if status is not None and 100 <= status < 200 and status != 101:
+            continue
+        break
+    hdrs = parse_response(head + b"\r\n\r\n")["headers"]
+    if method == "HEAD" or status in (204, 304):
+        return raw, buf, False
+    if "content-length" in hdrs:
+        n = int(hdrs["content-length"])
+        while len(buf) < n:
+            d = s.recv(65536)
+            if not d:
+                return raw + buf, b"", True
+            buf += d
+        return raw + buf[:n], buf[n:], False
+    if hdrs.get("transfer-encoding", "").lower() == "chunked":
+        while chunked_end(buf) is None:
+            d = s.recv(65536)
+            if not d:
+                return raw + buf, b"", True
+            buf += d
+        n = chunked_end(buf)
+        return raw + buf[:n], buf[n:], False
+    # delimited by EOF
+    return raw + buf + read_all(s), b"", True
+
+
+def chunked_end(b):
+    """Where a chunked body that starts b ends (past its trailers), or None."""
+    i = 0
+    while True:
+        j = b.find(b"\r\n", i)
+        if j < 0:
+            return None
+        size = int(b[i:j].split(b";")[0], 16)
+        i = j + 2
+        if size == 0:
+            while True:
+                k = b.find(b"\r\n", i)
+                if k < 0:
+                    return None
+                if k == i:
+                    return k + 2
+                i = k + 2
+        if len(b) < i + size + 2:
+            return None
+        i += size + 2
+
+
+def method_of(send):
+    return send.split(" ", 1)[0] if send else "GET"
+
+
+def dechunk(body):
+    out, rest = "", body
+    while rest:
+        line, _, rest = rest.partition("\r\n")
+        try:
+            n = int(line.split(";")[0], 16)
+        except ValueError:
+            return body
+        if n == 0:
+            return out
+        out, rest = out + rest[:n], rest[n + 2:]
+    return out
+
+
 def parse_response(raw):
     res = {"raw_len": len(raw), "status": None, "headers": {}, "body": ""}
     if not raw:
@@ -114,11 +202,50 @@ def op_http(step):
         s.sendall(step["send"].encode("latin-1"))
         if step.get("shut"):
             s.shutdown(socket.SHUT_WR)
-        return parse_response(read_all(s))
+        raw, _, _ = read_message(s, method_of(step["send"]))
+        return parse_response(raw)
     except OSError as e:
         return {"error": str(e)}
     finally:
         s.close()
+
+
+def op_session(step):
+    """Requests one after another on one connection (keep-alive)."""
+    try:
+        s = connect(step)
+    except OSError as e:
+        return {"error": "connect: %s" % e}
+    out = {"responses": [], "port": s.getsockname()[1]}
+    buf, eof = b"", False
+    try:
+        sends = step["sends"]
+        if step.get("pipeline"):
+            s.sendall("".join(sends).encode("latin-1"))
+        for i, req in enumerate(sends):
+            if eof:
+                break
+            if not step.get("pipeline"):
+                s.sendall(req.encode("latin-1"))
+            raw, buf, eof = read_message(s, method_of(req), buf)
+            if not raw and eof:
+                break
+            r = parse_response(raw)
+            if r["headers"].get("transfer-encoding", "").lower() == "chunked":
+                r["body"] = dechunk(r["body"])
+            out["responses"].append(r)
+        if not eof:
+            s.settimeout(step.get("close_wait", 1.0))
+            try:
+                eof = s.recv(1) == b""
+            except socket.timeout:
+                eof = False
+        out["closed"] = eof
+    except OSError as e:
+        out["error"] = str(e)
+    finally:
+        s.close()
+    return out
 
 
 def add_ech(hello):
@@ -286,12 +413,17 @@ def op_touch(step):
     return {}
 
 
+def op_sleep(step):
+    time.sleep(step["s"])
+    return {}
+
+
 def op_proxy(step):
     return {"addr": list(find_proxy())}
 
 
-OPS = {"http": op_http, "tls": op_tls, "slow": op_slow, "hold": op_hold, "many": op_many,
-       "wait": op_wait, "touch": op_touch, "proxy": op_proxy}
+OPS = {"http": op_http, "session": op_session, "tls": op_tls, "slow": op_slow, "hold": op_hold, "many": op_many,
+       "wait": op_wait, "touch": op_touch, "sleep": op_sleep, "proxy": op_proxy}
 
 
 def main():

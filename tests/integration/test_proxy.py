@@ -38,8 +38,13 @@ ZONE = {
     "v6only.example.com": "2001:db8::20",
     "private.example.com": "10.1.2.3,127.0.0.1",
     "meta.example.com": "169.254.169.254",
+    "alias.example.com": "192.0.2.10",
+    "cached.example.com": "192.0.2.10",
 }
-REBIND = {"rebind.example.com": "192.0.2.10/127.0.0.1"}
+REBIND = {"rebind.example.com": "192.0.2.10/127.0.0.1",
+          "rebind-ttl.example.com": "192.0.2.10/127.0.0.1"}
+# answers with a TTL (every other answer has TTL 0: never kept)
+TTL = {"cached.example.com": 3, "rebind-ttl.example.com": 3}
 
 POLICY = """\
 version: 1
@@ -69,6 +74,15 @@ allow:
   - url: http://files.example.com:%(http)d/pub/
     methods: [GET, HEAD]
     why: path-limited downloads
+  - host: alias.example.com
+    ports: [%(http)d]
+    why: a second name on the API's address (upstream connections are per name)
+  - host: cached.example.com
+    ports: [%(http)d]
+    why: answers with a TTL (the proxy's DNS cache)
+  - host: rebind-ttl.example.com
+    ports: [%(http)d]
+    why: DNS rebinding after the TTL
 """ % {"http": HTTP_PORT, "tls": TLS_PORT}
 
 HATCH = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"]
@@ -95,6 +109,8 @@ class Env:
             dns += ["--zone", "%s=%s" % (name, addrs)]
         for name, seq in REBIND.items():
             dns += ["--rebind", "%s=%s" % (name, seq)]
+        for name, ttl in TTL.items():
+            dns += ["--ttl", "%s=%d" % (name, ttl)]
         w.start_server(dns, name="dns")
         self.policy = w.write("proxy-policy.yaml", POLICY)
 
@@ -107,6 +123,13 @@ class Env:
 
     def mark(self):
         return len(self.origin())
+
+    def dns_queries(self):
+        try:
+            with open(self.dns_log) as f:
+                return [json.loads(l) for l in f if l.strip()]
+        except FileNotFoundError:
+            return []
 
     def arrived(self, mark):
         return [r for r in self.origin()[mark:] if r.get("event") == "request"]
@@ -231,9 +254,11 @@ def test_hop_by_hop_and_proxy_headers_dropped(w):
     for h in ("proxy-authorization", "proxy-connection", "x-secret", "keep-alive", "x-forwarded-for",
               "forwarded", "via", "upgrade", "te"):
         assert h not in names, (h, got)
-    assert got["X-Kept"] == "yes" and got["Connection"] == "close"
+    # the client's Connection header never passes; the proxy's own upstream
+    # request asks for nothing (HTTP/1.1: persistent, the pool may reuse it)
+    assert got["X-Kept"] == "yes" and "Connection" not in got, got
     assert got["Host"] == "api.example.com:%d" % HTTP_PORT   # the request-target wins over Host
-    assert r.results[0]["headers"]["connection"] == "close"
+    assert r.results[0]["headers"]["connection"] == "keep-alive"
 
 
 def test_chunked_body_reframed(w):
@@ -443,6 +468,196 @@ def test_limits_414_431(w):
     assert [x["status"] for x in r.results] == [414, 431, 431], r.results
     only(r.proxy, event__reason="uri_too_long")
     assert len([l for l in r.proxy if l["event.reason"] == "headers_too_large"]) == 2
+
+
+# --- keep-alive, upstream reuse, DNS cache -------------------------------------------------
+
+def get(url, headers=""):
+    return explicit(url, headers)
+
+
+def test_keepalive_each_request_decided_and_logged(w):
+    """Several requests on one client connection: each is decided and logged
+    on its own; a denial in between does not poison what follows."""
+    e = env(w)
+    m = e.mark()
+    api, files = "http://api.example.com:%d" % HTTP_PORT, "http://files.example.com:%d" % HTTP_PORT
+    r = e.client([{"op": "session", "via": "proxy", "sends": [
+        get(api + "/ka1"),
+        get("http://denied.example.org:%d/ka" % HTTP_PORT),
+        get(api + "/ka2"),
+        get(files + "/private/ka"),
+        get(files + "/pub/ka3"),
+        get(api + "/ka4", "Connection: close\r\n"),
+    ]}])
+    res = r.results[0]
+    st = [(x["status"], x["headers"].get("x-sluice-denied")) for x in res["responses"]]
+    assert st == [(200, None), (403, "host_not_allowed"), (200, None), (403, "path_not_allowed"),
+                  (200, None), (200, None)], res
+    assert [x["headers"].get("connection") for x in res["responses"]] == ["keep-alive"] * 5 + ["close"], res
+    assert res["closed"], res
+    assert [g["path"] for g in e.arrived(m)] == ["/ka1", "/ka2", "/pub/ka3", "/ka4"]
+    lines = sorted(r.proxy, key=lambda l: l["sluice.request_seq"])
+    assert [l["sluice.request_seq"] for l in lines] == [1, 2, 3, 4, 5, 6], lines
+    assert {l["source.port"] for l in lines} == {res["port"]}, lines
+    assert [l["event.reason"] for l in lines] == ["allowed", "host_not_allowed", "allowed", "path_not_allowed",
+                                                  "allowed", "allowed"], lines
+    for l, (outcome, reason) in zip(lines, [("success", "allowed"), ("failure", "host_not_allowed"),
+                                            ("success", "allowed"), ("failure", "path_not_allowed"),
+                                            ("success", "allowed"), ("success", "allowed")]):
+        check_common(l, outcome, reason, "proxy-http")
+        assert l["sluice.form"] == "explicit"
+    assert [l["url.domain"] for l in lines] == ["api.example.com", "denied.example.org", "api.example.com",
+                                                "files.example.com", "files.example.com", "api.example.com"]
+    assert "destination.ip" not in lines[1] and "destination.ip" not in lines[3]
+    # the API's requests went over one upstream connection (idle in the pool in between)
+    ka = {g["path"]: g["peer"] for g in e.arrived(m)}
+    assert ka["/ka1"] == ka["/ka2"] == ka["/ka4"], ka
+    assert [l.get("sluice.upstream_reused") for l in lines if l["url.domain"] == "api.example.com"] == \
+        [False, True, True], lines
+
+
+def test_keepalive_transparent_and_pipelined(w):
+    """The transparent form keeps the connection too (each request decided
+    by its own Host); pipelined requests are answered one after the other,
+    in order, each decided on its own."""
+    e = env(w)
+    m = e.mark()
+    hdr = "GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n"
+    r = e.client([
+        {"op": "session", "via": "direct", "addr": "192.0.2.10", "port": HTTP_PORT, "sends": [
+            hdr % ("/t1", "api.example.com", HTTP_PORT),
+            hdr % ("/t2", "denied.example.org", HTTP_PORT),
+            hdr % ("/t3", "api.example.com", HTTP_PORT)]},
+        {"op": "session", "via": "proxy", "pipeline": True, "sends": [
+            get("http://api.example.com:%d/p1" % HTTP_PORT),
+            get("http://denied.example.org:%d/p2" % HTTP_PORT),
+            explicit("http://api.example.com:%d/p3" % HTTP_PORT, "Content-Length: 5\r\n", "POST", "hello"),
+            get("http://api.example.com:%d/p4" % HTTP_PORT)]},
+    ])
+    tr, pl = r.results
+    assert [x["status"] for x in tr["responses"]] == [200, 403, 200], tr
+    assert not tr["closed"], tr
+    assert [x["status"] for x in pl["responses"]] == [200, 403, 200, 200], pl
+    assert json.loads(pl["responses"][2]["body"])["body"] == "hello", pl
+    assert json.loads(pl["responses"][3]["body"])["path"] == "/p4", pl
+    assert [g["path"] for g in e.arrived(m)] == ["/t1", "/t3", "/p1", "/p3", "/p4"]
+    t = sorted([l for l in r.proxy if l["source.port"] == tr["port"]], key=lambda l: l["sluice.request_seq"])
+    assert [(l["sluice.form"], l["event.reason"], l["sluice.request_seq"]) for l in t] == [
+        ("transparent", "allowed", 1), ("transparent", "host_not_allowed", 2), ("transparent", "allowed", 3)], t
+    p = sorted([l for l in r.proxy if l["source.port"] == pl["port"]], key=lambda l: l["sluice.request_seq"])
+    assert [(l["event.reason"], l.get("url.full", "").rsplit("/", 1)[-1]) for l in p] == [
+        ("allowed", "p1"), ("host_not_allowed", "p2"), ("allowed", "p3"), ("allowed", "p4")], p
+
+
+def test_keepalive_ends_on_framing_errors_and_idle(w):
+    """A smuggling framing on a kept-alive connection is still 400, and
+    closes it: what follows is never read as a request.  An idle kept-alive
+    connection is closed after --keepalive-timeout without a line of its own."""
+    e = env(w)
+    m = e.mark()
+    api = "http://api.example.com:%d" % HTTP_PORT
+    smuggled = "GET %s/smuggled HTTP/1.1\r\n\r\n" % api
+    r = e.client([
+        {"op": "session", "via": "proxy", "pipeline": True, "sends": [
+            get(api + "/f1"),
+            "POST %s/f2 HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" % api +
+            smuggled,
+            smuggled]},
+        {"op": "session", "via": "proxy", "close_wait": 4, "sends": [get(api + "/idle")]},
+    ], proxy_args=["--keepalive-timeout", "2"])
+    pl, idle = r.results
+    assert [x["status"] for x in pl["responses"]] == [200, 400], pl
+    assert pl["responses"][1]["headers"]["x-sluice-error"] == "cl_te_conflict"
+    assert pl["responses"][1]["headers"]["connection"] == "close"
+    assert pl["closed"], pl
+    assert [x["status"] for x in idle["responses"]] == [200] and idle["closed"], idle
+    assert [g["path"] for g in e.arrived(m)] == ["/f1", "/idle"]
+    assert len([l for l in r.proxy if l["source.port"] == pl["port"]]) == 2, r.proxy
+    assert len([l for l in r.proxy if l["source.port"] == idle["port"]]) == 1, r.proxy
+
+
+def test_upstream_reuse_per_name_and_clean_ends_only(w):
+    """The origin sees fewer connections than requests; a connection is
+    never shared across names (even on the same address), and never reused
+    after a response that was not cleanly delimited or that closed."""
+    e = env(w)
+    m = e.mark()
+    api, alias = "http://api.example.com:%d" % HTTP_PORT, "http://alias.example.com:%d" % HTTP_PORT
+    steps = []
+    for i in range(3):
+        steps.append({"op": "http", "via": "proxy", "send": get(api + "/n%d" % i)})
+        steps.append({"op": "http", "via": "proxy", "send": get(alias + "/a%d" % i)})
+    for path in ("/eof", "/after-eof", "/extra", "/after-extra", "/close", "/after-close"):
+        steps.append({"op": "http", "via": "proxy", "send": get(api + path)})
+    r = e.client(steps)
+    assert all(x["status"] == 200 for x in r.results), r.results
+    assert "stray" not in r.results[8]["body"] and "stray" not in r.results[9]["body"], r.results
+    got = e.arrived(m)
+    peer = {g["path"]: g["peer"] for g in got}
+    api_peers = {peer["/n%d" % i] for i in range(3)}
+    alias_peers = {peer["/a%d" % i] for i in range(3)}
+    # 6 requests, 2 connections: one per name, never one for both
+    assert len(api_peers) == 1 and len(alias_peers) == 1, peer
+    assert not api_peers & alias_peers, peer
+    assert len({g["peer"] for g in got}) < len(got)
+    # not reused after: a body that ended at EOF, stray bytes after a
+    # response, Connection: close from the origin
+    assert peer["/after-eof"] != peer["/eof"], peer
+    assert peer["/after-extra"] != peer["/extra"], peer
+    assert peer["/after-close"] != peer["/close"], peer
+    eof = only(r.proxy, url__full=api + "/eof")
+    assert eof["event.outcome"] == "success" and eof["sluice.upstream_reused"] is True, eof
+    assert r.results[6]["headers"]["connection"] == "close"   # the client cannot tell where that body ends
+    assert only(r.proxy, url__full=api + "/after-eof")["sluice.upstream_reused"] is False
+    assert only(r.proxy, url__full=api + "/after-extra")["sluice.upstream_reused"] is False
+    assert only(r.proxy, url__full=api + "/after-close")["sluice.upstream_reused"] is False
+
+
+def test_upstream_reuse_off(w):
+    """--upstream-pool 0: a new upstream connection per request, asked to close."""
+    e = env(w)
+    m = e.mark()
+    api = "http://api.example.com:%d" % HTTP_PORT
+    r = e.client([{"op": "session", "via": "proxy", "sends": [get(api + "/o1"), get(api + "/o2")]}],
+                 proxy_args=["--upstream-pool", "0"])
+    assert [x["status"] for x in r.results[0]["responses"]] == [200, 200], r.results
+    got = e.arrived(m)
+    assert len({g["peer"] for g in got}) == 2 and all(g["headers"].get("Connection") == "close" for g in got), got
+    assert all(l["sluice.upstream_reused"] is False for l in r.proxy), r.proxy
+
+
+def test_dns_cache_one_query_per_ttl_and_rebinding_vetted_again(w):
+    """An answer is kept for its TTL: the upstream DNS server sees one
+    query per name per TTL, however many requests.  After the TTL the name
+    is looked up again and the new answer vetted like the first: a
+    rebinding answer (loopback) is refused, and the pooled connection to the
+    old address is not used for it."""
+    e = env(w)
+    m = e.mark()
+    q0 = len(e.dns_queries())
+    cached = "http://cached.example.com:%d" % HTTP_PORT
+    rebind = "http://rebind-ttl.example.com:%d" % HTTP_PORT
+    steps = [{"op": "http", "via": "proxy", "send": get(cached + "/c%d" % i)} for i in range(4)]
+    steps += [{"op": "session", "via": "proxy", "sends": [get(rebind + "/r1"), get(rebind + "/r2")]}]
+    steps += [{"op": "sleep", "s": 3.5}]
+    steps += [{"op": "http", "via": "proxy", "send": get(cached + "/c-later")}]
+    steps += [{"op": "http", "via": "proxy", "send": get(rebind + "/r3")}]
+    r = e.client(steps)
+    res = r.results
+    assert [x["status"] for x in res[:4]] == [200] * 4, res
+    assert [x["status"] for x in res[4]["responses"]] == [200, 200], res[4]
+    assert res[6]["status"] == 200, res[6]
+    assert res[7]["status"] == 502 and res[7]["headers"]["x-sluice-error"] == "no_public_address", res[7]
+    q = e.dns_queries()[q0:]
+    a = [x["name"].lower() for x in q if x["type"] == 1]
+    # one A query per name per TTL: before and after the sleep
+    assert a.count("cached.example.com") == 2, q
+    assert a.count("rebind-ttl.example.com") == 2, q
+    assert [g["path"] for g in e.arrived(m)] == ["/c0", "/c1", "/c2", "/c3", "/r1", "/r2", "/c-later"]
+    line = only(r.proxy, url__full=rebind + "/r3")
+    assert line["event.reason"] == "no_public_address" and line["sluice.dropped_answers"] == ["127.0.0.1 loopback"]
+    assert "destination.ip" not in line, line
 
 
 # --- dialing: vetting, rebinding ------------------------------------------------------

@@ -205,15 +205,22 @@ $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(SKELS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LIBS) -o $@
 
+# A crash, leak or sanitizer report fails the target (the log is kept in
+# $(OUTPUT)/fuzz/NAME.log, the input in $(OUTPUT)/fuzz/crash-*); /bin/sh has
+# no pipefail, so the output goes to a file rather than through tail.
 fuzz-smoke: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(OUTPUT)/fuzz/corpus-$$n; \
 		echo "== $$n ($(FUZZ_SMOKE_SECONDS)s on tests/fuzz/corpus/$$n)"; \
-		$$f -max_total_time=$(FUZZ_SMOKE_SECONDS) -print_final_stats=0 $(OUTPUT)/fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>&1 | tail -n 2; done
+		if ! $$f -max_total_time=$(FUZZ_SMOKE_SECONDS) -print_final_stats=0 -artifact_prefix=$(OUTPUT)/fuzz/ \
+			$(OUTPUT)/fuzz/corpus-$$n tests/fuzz/corpus/$$n > $(OUTPUT)/fuzz/$$n.log 2>&1; then \
+			tail -n 40 $(OUTPUT)/fuzz/$$n.log; echo "$$n: FAILED (log: $(OUTPUT)/fuzz/$$n.log)"; exit 1; fi; \
+		tail -n 2 $(OUTPUT)/fuzz/$$n.log; done
 
 fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(OUTPUT)/fuzz/corpus-$$n; \
 		echo "== $$n ($(FUZZ_SECONDS)s)"; \
-		$$f -max_total_time=$(FUZZ_SECONDS) $(OUTPUT)/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
+		$$f -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(OUTPUT)/fuzz/ \
+			$(OUTPUT)/fuzz/corpus-$$n tests/fuzz/corpus/$$n; done
 
 # --- demo, lint, bench ---------------------------------------------------
 demo: all

@@ -212,6 +212,14 @@ void conn_linger(struct conn *c)
 	free(c->buf);
 	c->buf = NULL;
 	c->len = c->cap = 0;
+	/* the line is written: nothing of the request is needed while the
+	 * connection lingers (up to 2 s; a busy proxy has thousands lingering,
+	 * and the request's head and target alone are 20 KiB) */
+	req_release(c);
+	free(c->url_full);
+	c->url_full = NULL;
+	free(c->cands);
+	c->cands = NULL;
 	c->phase = PH_LINGER;
 	if (shutdown(c->cfd, SHUT_WR) < 0 || !c->timer || !c->rev) {
 		conn_finish(c);

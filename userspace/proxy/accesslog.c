@@ -66,41 +66,47 @@ static void jb_str(struct jb *b, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
-	size_t n = strlen(s), run = 0;
+	size_t n = strlen(s);
+	char *o;
 
-	jb_raw(b, "\"", 1);
+	/* room for the worst case (every byte \u00XX) once, then no checks */
+	if (!jb_room(b, 6 * n + 2))
+		return;
+	o = b->p + b->len;
+	*o++ = '"';
 	for (size_t i = 0; i < n;) {
 		unsigned char c = u[i];
-		size_t l = 1;
+		size_t l;
 
 		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-			run++;             /* plain ASCII: copied in runs */
+			*o++ = (char)c;
 			i++;
 			continue;
 		}
-		jb_raw(b, (const char *)u + i - run, run);
-		run = 0;
 		if (c == '"' || c == '\\') {
-			char esc[2] = { '\\', (char)c };
-
-			jb_raw(b, esc, 2);
+			*o++ = '\\';
+			*o++ = (char)c;
+			i++;
 		} else if (c < 0x20 || c == 0x7f) {
-			char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-
-			jb_raw(b, esc, 6);
+			*o++ = '\\';
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
+			*o++ = hex[c >> 4];
+			*o++ = hex[c & 15];
+			i++;
+		} else if ((l = sluice_utf8_seq_len(u + i, n - i)) == 0) {
+			memcpy(o, "\xef\xbf\xbd", 3);   /* U+FFFD */
+			o += 3;
+			i++;
 		} else {
-			l = sluice_utf8_seq_len(u + i, n - i);
-			if (l == 0) {
-				jb_raw(b, "\xef\xbf\xbd", 3);   /* U+FFFD */
-				l = 1;
-			} else {
-				jb_raw(b, (const char *)u + i, l);
-			}
+			memcpy(o, u + i, l);
+			o += l;
+			i += l;
 		}
-		i += l;
 	}
-	jb_raw(b, (const char *)u + n - run, run);
-	jb_raw(b, "\"", 1);
+	*o++ = '"';
+	b->len = (size_t)(o - b->p);
 }
 
 #define JB_LIT(b, lit) jb_raw((b), (lit), sizeof(lit) - 1)
@@ -263,6 +269,59 @@ static void timestamp(const struct timespec *t, char *out, size_t len)
 	out[cached_len + 8] = '\0';
 }
 
+/*
+ * The fields that are the same on every line of a process (sandbox,
+ * policy, mode, and the event's kind): escaped once, then copied (the
+ * strings are the process's own and do not change while their pointers
+ * stay the same; accesslog.h).
+ */
+static void constant_fields(struct jb *b, const struct proxy_log_rec *r)
+{
+	static const char *k_sandbox, *k_name, *k_digest, *k_mode;
+	static char *frag;
+	static size_t frag_len;
+	struct jb f;
+
+	if (frag && k_sandbox == r->sandbox && k_name == r->policy_name && k_digest == r->policy_digest &&
+	    k_mode == r->mode) {
+		JB_LIT(b, ",");
+		jb_raw(b, frag, frag_len);
+		return;
+	}
+	memset(&f, 0, sizeof(f));
+	f.cap = 512;
+	f.p = malloc(f.cap);
+	f.heap = true;
+	f.len = 1;   /* after "{": the fragment starts without a comma */
+	if (f.p) {
+		f.p[0] = '{';
+		put_str(&f, "sluice.sandbox", r->sandbox);
+		put_str(&f, "sluice.policy_name", r->policy_name);
+		put_str(&f, "rule.ruleset", r->policy_digest);
+		put_str(&f, "sluice.policy_sha256", r->policy_digest);
+		put_str(&f, "sluice.mode", r->mode);
+		put_str(&f, "sluice.component", "proxy");
+		put_str(&f, "event.kind", "event");
+		put_str(&f, "event.category", "network");
+		put_str(&f, "event.dataset", "sluice.proxy");
+	}
+	if (!f.p || f.failed) {
+		free(f.p);
+		b->failed = true;
+		return;
+	}
+	free(frag);
+	frag = f.p;
+	frag_len = f.len - 1;
+	memmove(frag, frag + 1, frag_len);
+	k_sandbox = r->sandbox;
+	k_name = r->policy_name;
+	k_digest = r->policy_digest;
+	k_mode = r->mode;
+	JB_LIT(b, ",");
+	jb_raw(b, frag, frag_len);
+}
+
 /* The line into *b (no newline, not NUL-terminated). */
 static void format(struct jb *b, const struct proxy_log_rec *r)
 {
@@ -273,16 +332,7 @@ static void format(struct jb *b, const struct proxy_log_rec *r)
 	jb_raw(b, "{", 1);
 	/* the fields every sluice line carries (docs/events.md) */
 	put_str(b, "@timestamp", ts);
-	put_str(b, "sluice.sandbox", r->sandbox);
-	put_str(b, "sluice.policy_name", r->policy_name);
-	put_str(b, "rule.ruleset", r->policy_digest);
-	put_str(b, "sluice.policy_sha256", r->policy_digest);
-	put_str(b, "sluice.mode", r->mode);
-	put_str(b, "sluice.component", "proxy");
-
-	put_str(b, "event.kind", "event");
-	put_str(b, "event.category", "network");
-	put_str(b, "event.dataset", "sluice.proxy");
+	constant_fields(b, r);
 	jb_key(b, "event.type", 10);
 	if (r->verdict && strcmp(r->verdict, "deny") == 0)
 		JB_LIT(b, "[\"connection\",\"denied\"]");

@@ -51,7 +51,9 @@ struct proxy_log_rec {
 };
 
 /*
- * Format `r` as one JSON object (no newline).  Returns a malloc'd string
+ * Format `r` as one JSON object (no newline).  `sandbox`, `policy_name`,
+ * `policy_digest` and `mode` are escaped once and reused while the same
+ * pointers come: their strings must not change in place.  Returns a malloc'd string
  * the caller frees, or NULL on allocation failure.
  */
 char *proxy_log_format(const struct proxy_log_rec *r);

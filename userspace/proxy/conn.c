@@ -8,6 +8,7 @@
 #include "proxy.h"
 
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -40,6 +41,15 @@ static void start_dial(struct conn *c);
 static void start_tunnel(struct conn *c);
 static void on_upstream_first(evutil_socket_t fd, short what, void *arg);
 static void process_http(struct conn *c);
+
+/* Every write is a whole head or message, or as much as there is: send it
+ * now (a response must not wait for the ACK of the previous one). */
+static void set_nodelay(int fd)
+{
+	int one = 1;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
 
 /* --- per-request structures ------------------------------------------------ */
 
@@ -890,6 +900,7 @@ static void dial_next(struct conn *c)
 			log_warn("upstream socket");
 			continue;
 		}
+		set_nodelay(fd);
 		if (connect(fd, &sa.sa, sl) == 0 || errno == EINPROGRESS) {
 			c->ufd = fd;
 			c->dst = sa;
@@ -1079,7 +1090,7 @@ static void start_tunnel(struct conn *c)
 	c->buf = NULL;
 	c->len = c->cap = 0;
 	c->phase = PH_TUNNEL;
-	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, &c->px->tv_idle,
+	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, &c->px->tv_idle_plain,
 			       on_relay_done, c);
 	if (!c->relay) {
 		free(init);
@@ -1167,6 +1178,7 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 	px->n_conns++;
 	c->px = px;
 	c->cfd = fd;
+	set_nodelay(fd);
 	c->ufd = -1;
 	c->verdict = "deny";
 	c->orig_dst_mismatch = -1;

@@ -339,6 +339,7 @@ int main(int argc, char **argv)
 
 	ms_to_tv(cfg->header_timeout_ms, &px.tv_header);
 	ms_to_tv(cfg->idle_timeout_ms, &px.tv_idle);
+	px.tv_idle_plain = px.tv_idle;
 	ms_to_tv(cfg->connect_timeout_ms, &px.tv_connect);
 	ms_to_tv(cfg->linger_ms, &px.tv_linger);
 	ms_to_tv(cfg->keepalive_timeout_ms, &px.tv_keepalive);
@@ -358,6 +359,20 @@ int main(int argc, char **argv)
 	}
 	if (!px.base)
 		fatalx("event_base_new failed");
+	{
+		/* every connection's timer uses one of these few durations:
+		 * libevent keeps each as a queue (O(1) per re-arm, and the idle
+		 * timer is re-armed on every read) instead of one heap */
+		struct timeval *tvs[] = { &px.tv_header, &px.tv_idle, &px.tv_connect, &px.tv_linger,
+					  &px.tv_keepalive };
+
+		for (size_t i = 0; i < sizeof(tvs) / sizeof(tvs[0]); i++) {
+			const struct timeval *ct = event_base_init_common_timeout(px.base, tvs[i]);
+
+			if (ct)
+				*tvs[i] = *ct;
+		}
+	}
 	setup_dns(&px);
 	px.dnscache = proxy_dnscache_new(px.dns, cfg->dns_cache_entries, cfg->dns_max_ttl);
 	if (!px.dnscache)

@@ -94,7 +94,10 @@ struct proxy {
 	unsigned n_conns;               /* open client connections */
 	struct proxy_dnscache *dnscache;
 	struct proxy_upool *upool;      /* NULL: upstream connections are not reused */
-	struct timeval tv_header, tv_idle, tv_connect, tv_linger, tv_keepalive, tv_upstream_idle;
+	/* timeouts; the first five are libevent "common timeouts" (main.c), not
+	 * plain timevals: pass them to event_add() only */
+	struct timeval tv_header, tv_idle, tv_connect, tv_linger, tv_keepalive;
+	struct timeval tv_idle_plain, tv_upstream_idle;
 	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
 	size_t n_listeners;
 };

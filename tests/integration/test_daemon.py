@@ -306,7 +306,10 @@ def test_two_sandboxes_same_netns_are_isolated(w):
 
 
 def _rootfs(w):
+    """A container root file system: busybox-static and its applets (made once per world)."""
     root = os.path.join(w.tmp, "rootfs")
+    if os.path.exists(os.path.join(root, "bin", "busybox")):
+        return root
     for sub in ("bin", "proc", "sys", "dev", "etc", "tmp"):
         os.makedirs(os.path.join(root, sub), exist_ok=True)
     shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))

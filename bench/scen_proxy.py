@@ -10,6 +10,10 @@ pair, no other link):
   squid, dnsmasq (all on 127.0.0.1)       DNS     192.0.2.53:53   (dnsmasq: *.bench.example.com -> 192.0.2.10)
   s0 192.0.2.2/24                         w0 192.0.2.1/24
 
+The proxies' origin names (NAMES) are answered with a TTL of ORIGIN_TTL
+seconds, like a real name's; every other name with TTL 0 (the resolver
+scenario's names: nothing can be cached from the upstream there).
+
 Every proxy allows exactly origin.bench.example.com (HTTP on port 80,
 CONNECT to port 9000); the resolvers answer names under
 dns.bench.example.com and refuse the rest.  Clients are moved into a cgroup
@@ -34,6 +38,7 @@ NAMES = {"sluice explicit": ("origin-sx.bench.example.com", "192.0.2.11"),
          "sluice transparent": ("origin-st.bench.example.com", "192.0.2.12"),
          "tinyproxy": ("origin-tiny.bench.example.com", "192.0.2.13"),
          "squid": ("origin-squid.bench.example.com", "192.0.2.14")}
+ORIGIN_TTL = 300
 TINY_PORT, SQUID_PORT = 18080, 18081
 DNSMASQ_ADDR, DNSMASQ_NC_ADDR = "127.0.0.2", "127.0.0.3"
 
@@ -113,7 +118,7 @@ class World:
                                "--user=root", "--listen-address=" + DNS_UP, "--bind-interfaces",
                                "--local=/bench.example.com/", "--address=/bench.example.com/" + ORIGIN,
                                "--pid-file=" + os.path.join(tmp, "dnsup.pid")] +
-                              ["--address=/%s/%s" % na for na in NAMES.values()],
+                              ["--host-record=%s,%s,%d" % (n, a, ORIGIN_TTL) for n, a in NAMES.values()],
                               cg=self.srv, netns=self.W, name="dns-upstream")
         wait_port(self.b, self.W, DNS_UP, 53, self.dns_up, udp=True)
         # the sandbox: sluice run with proxy and resolver, dialing in S

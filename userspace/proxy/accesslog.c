@@ -96,8 +96,9 @@ static void jb_str(struct jb *b, const char *s)
 			*o++ = hex[c & 15];
 			i++;
 		} else if ((l = sluice_utf8_seq_len(u + i, n - i)) == 0) {
-			memcpy(o, "\xef\xbf\xbd", 3);   /* U+FFFD */
-			o += 3;
+			*o++ = (char)0xef;   /* U+FFFD */
+			*o++ = (char)0xbf;
+			*o++ = (char)0xbd;
 			i++;
 		} else {
 			memcpy(o, u + i, l);
@@ -152,9 +153,10 @@ static void put_strk(struct jb *b, const char *key, size_t kl, const char *v)
 static void put_u64k(struct jb *b, const char *key, size_t kl, uint64_t v)
 {
 	char num[24];
+	size_t n = u64_dec(num, v);
 
 	jb_key(b, key, kl);
-	jb_raw(b, num, u64_dec(num, v));
+	jb_raw(b, num, n);
 }
 
 static void put_i64k(struct jb *b, const char *key, size_t kl, int64_t v)
@@ -255,8 +257,8 @@ static void timestamp(const struct timespec *t, char *out, size_t len)
 		cached_len = strftime(cached, sizeof(cached), "%Y-%m-%dT%H:%M:%S", &tm);
 		cached_sec = t->tv_sec;
 	}
-	if (len < cached_len + 9) {
-		out[0] = '\0';
+	if (len < cached_len + 9 || !cached_len) {
+		snprintf(out, len, "1970-01-01T00:00:00.000000Z");
 		return;
 	}
 	memcpy(out, cached, cached_len);
@@ -385,7 +387,8 @@ static void format(struct jb *b, const struct proxy_log_rec *r)
 			n = strlen(hp);
 		}
 		hp[n++] = ':';
-		hp[n + u64_dec(hp + n, r->orig->dport)] = '\0';
+		n += u64_dec(hp + n, r->orig->dport);
+		hp[n] = '\0';
 		put_str(b, "sluice.orig_dst", hp);
 		put_u64(b, "sluice.cgroup_id", r->orig->cgroup_id);
 		if (r->orig->pid) {
@@ -394,7 +397,8 @@ static void format(struct jb *b, const struct proxy_log_rec *r)
 			comm[sizeof(r->orig->comm)] = '\0';
 			if (comm[0])
 				put_str(b, "process.name", comm);
-			uid[u64_dec(uid, r->orig->uid)] = '\0';
+			n = u64_dec(uid, r->orig->uid);
+			uid[n] = '\0';
 			put_str(b, "user.id", uid);
 		}
 	}
@@ -444,6 +448,8 @@ int proxy_log_write(int fd, const struct proxy_log_rec *r)
 	format(&b, r);
 	jb_raw(&b, "\n", 1);
 	if (b.failed) {
+		if (b.heap)
+			free(b.p);
 		errno = ENOMEM;
 		return -1;
 	}

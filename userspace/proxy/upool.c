@@ -107,11 +107,12 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Unlink, close and free. */
-static void drop(struct up_conn *u)
+/* Unlink, close and free; returns the next younger one. */
+static struct up_conn *drop(struct up_conn *u)
 {
 	struct proxy_upool *p = u->pool;
 	struct up_conn **bh = &p->buckets[u->hash % UP_BUCKETS];
+	struct up_conn *younger = u->anext;
 
 	if (u->bprev)
 		u->bprev->bnext = u->bnext;
@@ -134,6 +135,7 @@ static void drop(struct up_conn *u)
 	free(u);
 	if (!p->n_idle)
 		event_del(p->sweep);
+	return younger;
 }
 
 /* Close what has been idle for the idle timeout (the oldest come first). */
@@ -141,10 +143,11 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_upool *p = arg;
 	uint64_t now = now_ms();
+	struct up_conn *u = p->old_head;
 
-	while (p->old_head && now - p->old_head->since_ms >= p->idle_ms) {
+	while (u && now - u->since_ms >= p->idle_ms) {
 		p->st.dropped_timeout++;
-		drop(p->old_head);
+		u = drop(u);
 	}
 }
 
@@ -154,7 +157,7 @@ static void on_idle_io(void *owner, short what)
 	struct up_conn *u = owner;
 
 	u->pool->st.dropped_closed++;
-	drop(u);
+	(void)drop(u);
 }
 
 struct proxy_upool *proxy_upool_new(struct event_base *base, unsigned per_key, unsigned total,
@@ -254,14 +257,14 @@ int proxy_upool_take(struct proxy_upool *p, const struct sockaddr *dst, const ch
 			continue;
 		if (check && !still_open(u->fd)) {
 			p->st.dropped_closed++;
-			drop(u);
+			(void)drop(u);
 			continue;
 		}
 		fd = u->fd;
 		*io = u->io;
 		u->fd = -1;
 		u->io = NULL;
-		drop(u);
+		(void)drop(u);
 		p->st.taken++;
 		return fd;
 	}
@@ -291,11 +294,11 @@ void proxy_upool_put(struct proxy_upool *p, int fd, struct event *io, const stru
 	}
 	if (same >= p->per_key && oldest_same) {
 		p->st.dropped_full++;
-		drop(oldest_same);
+		(void)drop(oldest_same);
 	}
-	while (p->n_idle >= p->total && p->old_head) {
+	for (u = p->old_head; u && p->n_idle >= p->total;) {
 		p->st.dropped_full++;
-		drop(p->old_head);
+		u = drop(u);
 	}
 	u = calloc(1, sizeof(*u) + hl);
 	if (!u)
@@ -345,10 +348,12 @@ void proxy_upool_stats(const struct proxy_upool *p, struct proxy_upool_stats *st
 
 void proxy_upool_free(struct proxy_upool *p)
 {
+	struct up_conn *u;
+
 	if (!p)
 		return;
-	while (p->old_head)
-		drop(p->old_head);
+	for (u = p->old_head; u;)
+		u = drop(u);
 	event_free(p->sweep);
 	free(p);
 }

@@ -40,11 +40,12 @@ ZONE = {
     "meta.example.com": "169.254.169.254",
     "alias.example.com": "192.0.2.10",
     "cached.example.com": "192.0.2.10",
+    "private-ttl.example.com": "10.1.2.3",
 }
 REBIND = {"rebind.example.com": "192.0.2.10/127.0.0.1",
           "rebind-ttl.example.com": "192.0.2.10/127.0.0.1"}
 # answers with a TTL (every other answer has TTL 0: never kept)
-TTL = {"cached.example.com": 3, "rebind-ttl.example.com": 3}
+TTL = {"cached.example.com": 3, "rebind-ttl.example.com": 3, "private-ttl.example.com": 3}
 
 POLICY = """\
 version: 1
@@ -83,6 +84,9 @@ allow:
   - host: rebind-ttl.example.com
     ports: [%(http)d]
     why: DNS rebinding after the TTL
+  - host: private-ttl.example.com
+    ports: [%(http)d]
+    why: a private answer with a TTL, never kept (nothing to dial in it)
 """ % {"http": HTTP_PORT, "tls": TLS_PORT}
 
 HATCH = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"]
@@ -632,7 +636,8 @@ def test_dns_cache_one_query_per_ttl_and_rebinding_vetted_again(w):
     query per name per TTL, however many requests.  After the TTL the name
     is looked up again and the new answer vetted like the first: a
     rebinding answer (loopback) is refused, and the pooled connection to the
-    old address is not used for it."""
+    old address is not used for it.  Only vetted answers are kept: one with
+    nothing to dial is asked for again."""
     e = env(w)
     m = e.mark()
     q0 = len(e.dns_queries())
@@ -643,6 +648,8 @@ def test_dns_cache_one_query_per_ttl_and_rebinding_vetted_again(w):
     steps += [{"op": "sleep", "s": 3.5}]
     steps += [{"op": "http", "via": "proxy", "send": get(cached + "/c-later")}]
     steps += [{"op": "http", "via": "proxy", "send": get(rebind + "/r3")}]
+    private = "http://private-ttl.example.com:%d" % HTTP_PORT
+    steps += [{"op": "http", "via": "proxy", "send": get(private + "/p%d" % i)} for i in range(2)]
     r = e.client(steps)
     res = r.results
     assert [x["status"] for x in res[:4]] == [200] * 4, res
@@ -654,6 +661,8 @@ def test_dns_cache_one_query_per_ttl_and_rebinding_vetted_again(w):
     # one A query per name per TTL: before and after the sleep
     assert a.count("cached.example.com") == 2, q
     assert a.count("rebind-ttl.example.com") == 2, q
+    assert [x["status"] for x in res[8:10]] == [502, 502], res[8:10]
+    assert a.count("private-ttl.example.com") == 2, q
     assert [g["path"] for g in e.arrived(m)] == ["/c0", "/c1", "/c2", "/c3", "/r1", "/r2", "/c-later"]
     line = only(r.proxy, url__full=rebind + "/r3")
     assert line["event.reason"] == "no_public_address" and line["sluice.dropped_answers"] == ["127.0.0.1 loopback"]

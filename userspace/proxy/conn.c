@@ -328,6 +328,7 @@ static void request_reset(struct conn *c)
 	c->verdict = "deny";
 	c->reason = c->deny_reason = c->rule = c->method = NULL;
 	c->logged = c->failed = c->have_dst = c->reused = c->retried = c->req_ok = false;
+	c->answer_cached = false;
 	c->ip_literal = false;
 	c->port = 0;
 	c->orig_dst_mismatch = -1;
@@ -975,6 +976,10 @@ static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 		conn_fail(c, 502, "no_public_address");
 		return;
 	}
+	/* a fresh answer with an address this request may dial: worth keeping
+	 * (the next requests vet it again) */
+	if (!c->answer_cached && !c->ip_literal && c->host)
+		proxy_dnscache_put(px->dnscache, c->host, res);
 	c->cand_i = 0;
 	c->phase = PH_CONNECT;
 	if (take_pooled(c)) {
@@ -1047,6 +1052,7 @@ static void start_dial(struct conn *c)
 
 		/* a kept answer is vetted again by on_resolved like a new one */
 		if (proxy_dnscache_get(px->dnscache, c->host, &cached)) {
+			c->answer_cached = true;
 			on_resolved(c, 0, &cached);
 			return;
 		}

@@ -208,6 +208,11 @@ static void store(struct proxy_dnscache *dc, const char *name, uint32_t h, const
 	dc->n_entries++;
 }
 
+void proxy_dnscache_put(struct proxy_dnscache *dc, const char *name, const struct proxy_addrs *res)
+{
+	store(dc, name, hash_name(name), res);
+}
+
 static void pending_unlink(struct proxy_dnscache *dc, struct dc_pending *p)
 {
 	if (p->prev)
@@ -224,11 +229,10 @@ static void on_lookup_done(void *arg, int err, const struct proxy_addrs *res)
 	struct dc_pending *p = arg;
 	struct proxy_lookup *l;
 
-	if (p->dc) {
+	/* (nothing is stored here: conn.c stores an answer once a request's
+	 * vetting found an address in it to dial, proxy_dnscache_put()) */
+	if (p->dc)
 		pending_unlink(p->dc, p);
-		if (!err)
-			store(p->dc, p->name, p->hash, res);
-	}
 	/* each waiter is unlinked before its callback runs, so a callback that
 	 * cancels any lookup (its own included) leaves the list consistent */
 	while ((l = p->waiters) != NULL) {

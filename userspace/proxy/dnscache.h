@@ -3,13 +3,14 @@
  * dnscache.h - the proxy's answers to its own A + AAAA lookups (resolve.h),
  * kept for their TTL so that a name is not looked up for every request.
  *
- * What is kept is exactly the answer set the upstream resolver gave the
- * proxy, never anything a client said.  It is not trusted: every request
- * vets the cached set again with the same rules as a fresh one (conn.c),
- * and dials only a vetted address.  A connection in flight holds its own
- * copy of its candidates, so a later answer (DNS rebinding) cannot move
- * it; once an entry expires the next request looks the name up again and
- * vets the new answer.
+ * Only vetted answers are kept: conn.c stores an answer set (exactly as
+ * the upstream resolver gave it to the proxy, never anything a client
+ * said) once a request's vetting found an address in it to dial.  And it
+ * is not trusted even then: every request vets the cached set again with
+ * the same rules as a fresh one, and dials only a vetted address.  A
+ * connection in flight holds its own copy of its candidates, so a later
+ * answer (DNS rebinding) cannot move it; once an entry expires the next
+ * request looks the name up again and vets the new answer.
  *
  * Bounded: at most `max_entries` names (least recently used dropped first)
  * and at most `max_ttl` seconds per entry, whatever the TTL says.  Only
@@ -42,12 +43,16 @@ bool proxy_dnscache_get(struct proxy_dnscache *dc, const char *name, struct prox
 
 /*
  * Look `name` up (joining a lookup of the same name already in flight);
- * `cb` runs once from the event loop with the answer (resolve.h), which is
- * then kept if it qualifies.  Returns a handle for proxy_lookup_cancel(),
- * or NULL when no query could be started.
+ * `cb` runs once from the event loop with the answer (resolve.h).  Returns
+ * a handle for proxy_lookup_cancel(), or NULL when no query could be
+ * started.
  */
 struct proxy_lookup *proxy_dnscache_lookup(struct proxy_dnscache *dc, const char *name,
 					   proxy_resolve_cb cb, void *arg);
+
+/* Keep the answer `res` for `name` (after vetting: see above), for
+ * min(res->ttl, max_ttl); ignored when it has no address or TTL 0. */
+void proxy_dnscache_put(struct proxy_dnscache *dc, const char *name, const struct proxy_addrs *res);
 
 /* The caller is going away: `cb` will not be called.  NULL is ignored. */
 void proxy_lookup_cancel(struct proxy_lookup *l);

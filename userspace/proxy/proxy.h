@@ -146,6 +146,7 @@ struct conn {
 	bool have_dst;
 	bool reused;                    /* the upstream connection came from the pool */
 	bool retried;                   /* ... went stale and the request was sent again on a new one */
+	bool answer_cached;             /* the name's answer came from the DNS cache */
 	bool req_ok;                    /* c->req parsed and valid (the framing is known) */
 	unsigned nreq;                  /* requests finished on this client connection */
 	struct timespec t_real;         /* when the request (or connection) started */

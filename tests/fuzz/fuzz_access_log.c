@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fuzz_access_log.c - libFuzzer target for the proxy's access-log line
+ * (userspace/proxy/accesslog.c, proxy_log_format): a hand-built JSON
+ * writer fed with what the sandbox chooses (the comm in the kernel's flow
+ * record, the SNI, Host, URL and method as far as they survive parsing).
+ * Every line must be one JSON object on one line that json-c parses
+ * strictly, as UTF-8, with the fields the schema promises.
+ *
+ * Input: 96 bytes of fixed fields (a struct sluice_orig, ports, numbers,
+ * flags; zero-padded), then NUL-separated strings for url.full, url.domain,
+ * the SNI, the method, the reason, rule.name, the sandbox and up to two
+ * dropped answers.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "accesslog.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char *piece(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *nul;
+	size_t n;
+	char *s;
+
+	if (*p >= end)
+		return NULL;
+	nul = memchr(*p, 0, (size_t)(end - *p));
+	n = nul ? (size_t)(nul - *p) : (size_t)(end - *p);
+	s = malloc(n + 1);
+	if (!s)
+		abort();
+	memcpy(s, *p, n);
+	s[n] = 0;
+	*p += nul ? n + 1 : n;
+	return s;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t fixed[96] = { 0 };
+	struct sluice_orig orig;
+	struct sockaddr_in src4 = { .sin_family = AF_INET };
+	struct sockaddr_in6 dst6 = { .sin6_family = AF_INET6 };
+	struct proxy_log_rec r;
+	const uint8_t *p, *end = data + size;
+	char *s[9] = { 0 };
+	struct json_tokener *tok;
+	json_object *o, *v;
+	char *line;
+	size_t n;
+
+	memcpy(fixed, data, size < sizeof(fixed) ? size : sizeof(fixed));
+	p = size > sizeof(fixed) ? data + sizeof(fixed) : end;
+	for (int i = 0; i < 9; i++)
+		s[i] = piece(&p, end);
+
+	_Static_assert(sizeof(orig) <= 72, "orig fits the fixed bytes");
+	memcpy(&orig, fixed, sizeof(orig));
+	memcpy(&src4.sin_addr, fixed + 72, 4);
+	src4.sin_port = (uint16_t)(fixed[76] | fixed[77] << 8);
+	memcpy(&dst6.sin6_addr, fixed + 56, 16);
+	dst6.sin6_port = (uint16_t)(fixed[78] | fixed[79] << 8);
+
+	memset(&r, 0, sizeof(r));
+	r.start.tv_sec = (time_t)(fixed[80] | fixed[81] << 8 | (uint32_t)fixed[82] << 16) * 1000;
+	r.start.tv_nsec = (long)(fixed[83] % 100) * 10000000L;
+	r.duration_ns = (uint64_t)fixed[84] << 40 | fixed[85];
+	r.action = (fixed[86] & 3) == 0 ? "proxy-http" : (fixed[86] & 3) == 1 ? "proxy-connect" :
+		   (fixed[86] & 3) == 2 ? "proxy-tls" : "proxy-connection";
+	r.outcome = fixed[86] & 4 ? "failure" : "success";
+	r.verdict = fixed[86] & 8 ? "deny" : "allow";
+	r.form = fixed[86] & 16 ? "explicit" : "transparent";
+	r.tunnel = fixed[86] & 32;
+	r.status = fixed[87] | fixed[88] << 8;
+	r.req_bytes = fixed[89] & 1 ? -1 : (int64_t)fixed[89] << 32;
+	r.resp_bytes = fixed[90] & 1 ? -1 : (int64_t)fixed[90] << 16;
+	r.src = (const struct sockaddr *)&src4;
+	r.dst = fixed[91] & 1 ? (const struct sockaddr *)&dst6 : NULL;
+	r.orig = fixed[91] & 2 ? &orig : NULL;
+	r.orig_dst_mismatch = (int)(fixed[92] % 3) - 1;
+	r.request_seq = fixed[93];
+	r.upstream_conn = fixed[94] % 3;
+	r.url_full = s[0];
+	r.domain = s[1];
+	r.sni = s[2];
+	r.method = s[3];
+	r.reason = s[4] ? s[4] : "allowed";
+	r.rule = s[5];
+	r.sandbox = s[6] ? s[6] : "fuzz";
+	r.policy_digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	r.policy_name = "fuzz";
+	r.mode = fixed[95] & 1 ? "audit" : "enforce";
+	for (int i = 7; i < 9; i++)
+		if (s[i])
+			r.dropped[r.n_dropped++] = s[i];
+
+	line = proxy_log_format(&r);
+	if (line) {
+		n = strlen(line);
+		if (memchr(line, '\n', n) || memchr(line, '\r', n))
+			abort();
+		tok = json_tokener_new();
+		if (!tok)
+			abort();
+		json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+		o = json_tokener_parse_ex(tok, line, (int)n + 1);
+		if (!o || json_tokener_get_error(tok) != json_tokener_success || !json_object_is_type(o, json_type_object))
+			abort();
+		if (!json_object_object_get_ex(o, "event.action", &v) ||
+		    strcmp(json_object_get_string(v), r.action) != 0)
+			abort();
+		if (!json_object_object_get_ex(o, "@timestamp", &v) || !json_object_object_get_ex(o, "event.reason", &v))
+			abort();
+		json_object_put(o);
+		json_tokener_free(tok);
+		free(line);
+	}
+	for (int i = 0; i < 9; i++)
+		free(s[i]);
+	return 0;
+}

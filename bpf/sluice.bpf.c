@@ -197,7 +197,13 @@ static __always_inline bool is_v4mapped(const __u32 a[4])
 	return a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0x0000ffff);
 }
 
-static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u64 cookie)
+/*
+ * One ring-buffer record for a denial.  `skb` is NULL in the socket hooks
+ * (task context: the current task's pid, uid and comm are recorded) and
+ * the packet in the egress backstop (softirq context possible: no task
+ * fields, the cgroup comes from the packet's socket).
+ */
+static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u64 cookie, struct __sk_buff *skb)
 {
 	struct sluice_event *e;
 	__u64 seq = __sync_fetch_and_add(&sluice_seq, 1);
@@ -209,15 +215,24 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 		stat_inc(SLUICE_STAT_EVENTS_LOST);
 		return;
 	}
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-
 	e->ts_ns = bpf_ktime_get_boot_ns();
 	e->seq = seq;
-	e->cgroup_id = bpf_get_current_cgroup_id();
 	e->sock_cookie = cookie;
-	e->pid = pid_tgid >> 32;
-	e->tid = (__u32)pid_tgid;
-	e->uid = (__u32)bpf_get_current_uid_gid();
+	if (skb) {
+		e->cgroup_id = bpf_skb_cgroup_id(skb);
+		e->pid = 0;
+		e->tid = 0;
+		e->uid = 0;
+		__builtin_memset(e->comm, 0, sizeof(e->comm));
+	} else {
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+		e->cgroup_id = bpf_get_current_cgroup_id();
+		e->pid = pid_tgid >> 32;
+		e->tid = (__u32)pid_tgid;
+		e->uid = (__u32)bpf_get_current_uid_gid();
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
+	}
 	e->hook = v->hook;
 	e->reason = v->reason;
 	e->daddr[0] = v->daddr[0];
@@ -231,7 +246,6 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 	e->sock_type = v->sock_type;
 	e->pad = 0;
 	e->reserved = 0;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
 
 	/* wake the consumer once, when the backlog crosses the threshold (an
 	 * edge, not a level: under a flood a level would raise an interrupt
@@ -251,11 +265,11 @@ static __always_inline int deny(struct verdict_ctx *v, __u32 gen, __u64 cookie, 
 {
 	if (!always && gen_audit(gen)) {
 		stat_inc(SLUICE_STAT_WOULD_DENY);
-		emit_event(v, SLUICE_VERDICT_WOULD_DENY, cookie);
+		emit_event(v, SLUICE_VERDICT_WOULD_DENY, cookie, NULL);
 		return SYS_PROCEED;
 	}
 	stat_inc(SLUICE_STAT_DENIED);
-	emit_event(v, SLUICE_VERDICT_DENY, cookie);
+	emit_event(v, SLUICE_VERDICT_DENY, cookie, NULL);
 	if (sluice_cfg.have_set_retval)
 		bpf_set_retval(-EPERM);
 	return SYS_REJECT;
@@ -757,35 +771,9 @@ drop:
 	if (gen_audit(gen))
 		return 1;
 	stat_inc(SLUICE_STAT_BACKSTOP);
+	stat_inc(SLUICE_STAT_DENIED);
 	v.hook = SLUICE_HOOK_SKB_EGRESS;
 	v.reason = SLUICE_REASON_BACKSTOP;
-	{
-		struct sluice_event *e;
-		__u64 seq = __sync_fetch_and_add(&sluice_seq, 1);
-
-		stat_inc(SLUICE_STAT_DENIED);
-		e = bpf_ringbuf_reserve(&sluice_events, sizeof(*e), 0);
-		if (!e) {
-			stat_inc(SLUICE_STAT_EVENTS_LOST);
-			return 0;
-		}
-		/* softirq context possible: no current task fields here */
-		__builtin_memset(e, 0, sizeof(*e));
-		e->ts_ns = bpf_ktime_get_boot_ns();
-		e->seq = seq;
-		e->cgroup_id = bpf_skb_cgroup_id(skb);
-		e->sock_cookie = bpf_get_socket_cookie(skb);
-		e->hook = v.hook;
-		e->reason = v.reason;
-		e->daddr[0] = v.daddr[0];
-		e->daddr[1] = v.daddr[1];
-		e->daddr[2] = v.daddr[2];
-		e->daddr[3] = v.daddr[3];
-		e->dport = v.dport;
-		e->family = v.family;
-		e->protocol = v.protocol;
-		e->verdict = SLUICE_VERDICT_DENY;
-		bpf_ringbuf_submit(e, 0);
-	}
+	emit_event(&v, SLUICE_VERDICT_DENY, bpf_get_socket_cookie(skb), skb);
 	return 0;
 }

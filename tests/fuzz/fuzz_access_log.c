@@ -21,27 +21,9 @@
 #include <json-c/json.h>
 
 #include "accesslog.h"
+#include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char *piece(const uint8_t **p, const uint8_t *end)
-{
-	const uint8_t *nul;
-	size_t n;
-	char *s;
-
-	if (*p >= end)
-		return NULL;
-	nul = memchr(*p, 0, (size_t)(end - *p));
-	n = nul ? (size_t)(nul - *p) : (size_t)(end - *p);
-	s = malloc(n + 1);
-	if (!s)
-		abort();
-	memcpy(s, *p, n);
-	s[n] = 0;
-	*p += nul ? n + 1 : n;
-	return s;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -52,7 +34,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct proxy_log_rec r;
 	const uint8_t *p, *end = data + size;
 	char *s[9] = { 0 };
-	struct json_tokener *tok;
 	json_object *o, *v;
 	char *line;
 	size_t n;
@@ -60,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(fixed, data, size < sizeof(fixed) ? size : sizeof(fixed));
 	p = size > sizeof(fixed) ? data + sizeof(fixed) : end;
 	for (int i = 0; i < 9; i++)
-		s[i] = piece(&p, end);
+		s[i] = fuzz_piece(&p, end);
 
 	_Static_assert(sizeof(orig) <= 72, "orig fits the fixed bytes");
 	memcpy(&orig, fixed, sizeof(orig));
@@ -105,22 +86,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	line = proxy_log_format(&r);
 	if (line) {
 		n = strlen(line);
-		if (memchr(line, '\n', n) || memchr(line, '\r', n))
-			abort();
-		tok = json_tokener_new();
-		if (!tok)
-			abort();
-		json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-		o = json_tokener_parse_ex(tok, line, (int)n + 1);
-		if (!o || json_tokener_get_error(tok) != json_tokener_success || !json_object_is_type(o, json_type_object))
-			abort();
+		o = fuzz_json_line(line, n);
 		if (!json_object_object_get_ex(o, "event.action", &v) ||
 		    strcmp(json_object_get_string(v), r.action) != 0)
 			abort();
 		if (!json_object_object_get_ex(o, "@timestamp", &v) || !json_object_object_get_ex(o, "event.reason", &v))
 			abort();
 		json_object_put(o);
-		json_tokener_free(tok);
 		free(line);
 	}
 	for (int i = 0; i < 9; i++)

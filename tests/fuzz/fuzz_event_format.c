@@ -21,6 +21,8 @@
 
 #include <json-c/json.h>
 
+#include "fuzz_util.h"
+
 #include "events.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -29,49 +31,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * is not, or if it holds a raw newline. */
 static void must_parse(const char *line, int n, const char *must_have)
 {
-	struct json_tokener *tok;
 	json_object *o, *v;
 
 	if (n < 0)
 		return; /* did not fit: the caller drops it, nothing half-written */
-	if ((size_t)n != strlen(line) || strchr(line, '\n') || strchr(line, '\r'))
-		abort();
-	tok = json_tokener_new();
-	if (!tok)
-		abort();
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, line, n + 1); /* with the NUL: the end of input */
-	if (!o || json_tokener_get_error(tok) != json_tokener_success ||
-	    (size_t)json_tokener_get_parse_end(tok) < (size_t)n)
-		abort();
-	if (!json_object_is_type(o, json_type_object))
-		abort();
+	o = fuzz_json_line(line, (size_t)n);
 	if (must_have && !json_object_object_get_ex(o, must_have, &v))
 		abort();
 	if (!json_object_object_get_ex(o, "@timestamp", &v) || !json_object_is_type(v, json_type_string))
 		abort();
 	json_object_put(o);
-	json_tokener_free(tok);
-}
-
-/* The next NUL-terminated piece of [*p, end) as a fresh string, or NULL. */
-static char *piece(const uint8_t **p, const uint8_t *end)
-{
-	const uint8_t *nul;
-	size_t n;
-	char *s;
-
-	if (*p >= end)
-		return NULL;
-	nul = memchr(*p, 0, (size_t)(end - *p));
-	n = nul ? (size_t)(nul - *p) : (size_t)(end - *p);
-	s = malloc(n + 1);
-	if (!s)
-		abort();
-	memcpy(s, *p, n);
-	s[n] = 0;
-	*p += nul ? n + 1 : n;
-	return s;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -88,10 +57,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p = size > sizeof(e) ? data + sizeof(e) : end;
 	if (p < end)
 		ctl = *p++;
-	sandbox = piece(&p, end);
-	policy = piece(&p, end);
-	message = piece(&p, end);
-	mode = piece(&p, end);
+	sandbox = fuzz_piece(&p, end);
+	policy = fuzz_piece(&p, end);
+	message = fuzz_piece(&p, end);
+	mode = fuzz_piece(&p, end);
 
 	memset(&m, 0, sizeof(m));
 	m.sandbox = sandbox ? sandbox : "fuzz";

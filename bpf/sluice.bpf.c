@@ -83,6 +83,14 @@ struct {
 	__type(value, struct sluice_orig);
 } sluice_sk_orig SEC(".maps");
 
+/* sluice's own listeners (proxy, resolver): marked by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sluice_listener_mark);
+} sluice_listener_sk SEC(".maps");
+
 /* Redirected TCP flows, looked up (and deleted) by the proxy. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -305,7 +313,7 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, struct verdict_c
  * The IPv4 decision, shared by connect4, sendmsg4 and the v4-mapped case of
  * connect6 and sendmsg6.  Returns a D_* decision; on D_DENY, v->reason says why.
  */
-enum { D_ALLOW, D_REDIRECT_PROXY, D_REDIRECT_DNS, D_EXPLICIT, D_DENY };
+enum { D_ALLOW, D_REDIRECT_PROXY, D_REDIRECT_DNS, D_EXPLICIT, D_DIRECT_DNS, D_DENY };
 
 static __always_inline bool addr6_eq(const __u32 *a, const volatile __u32 *b)
 {
@@ -320,10 +328,14 @@ static __always_inline bool addr6_eq(const __u32 *a, const volatile __u32 *b)
  */
 static __always_inline int decide(__u32 gen, struct verdict_ctx *v, bool in_cidr, bool is_dns, bool is_proxy)
 {
-	if (in_cidr || is_dns)
-		return D_ALLOW;
+	/* sluice's own addresses first: a cidr entry that happens to cover
+	 * them does not skip the check that the socket there is sluice's */
+	if (is_dns)
+		return D_DIRECT_DNS;
 	if (v->protocol == SLUICE_IPPROTO_TCP && is_proxy)
 		return D_EXPLICIT;
+	if (in_cidr)
+		return D_ALLOW;
 	if (v->dport == 53 && (v->protocol == SLUICE_IPPROTO_UDP || v->protocol == SLUICE_IPPROTO_TCP)) {
 		if (sluice_cfg.have_dns)
 			return D_REDIRECT_DNS;
@@ -363,15 +375,67 @@ static __always_inline int decide6(__u32 gen, struct verdict_ctx *v)
 }
 
 /*
+ * Is the socket that would receive this attempt at the proxy's (dns: the
+ * resolver's) address one that sluice made?  Looks it up in the caller's
+ * netns as the kernel will deliver to it (a TCP listener, or the bound UDP
+ * socket) and checks its listener mark.  `v6`: the IPv6 redirect address;
+ * where that is the v4-mapped fallback (no ::1 in the netns) the IPv4
+ * listener is the one that receives.  Kernel: bpf_sk_lookup_* in sock_addr
+ * programs 5.2+, sk_storage_get there 5.10+.
+ */
+static __always_inline bool target_ours(struct bpf_sock_addr *ctx, bool dns, bool v6, __u8 proto)
+{
+	struct bpf_sock_tuple t = {};
+	struct bpf_sock *sk;
+	__u32 size;
+	bool ours;
+	const volatile __u32 *a6 = dns ? sluice_cfg.dns6_addr : sluice_cfg.proxy6_addr;
+	__u16 port = v6 ? (dns ? sluice_cfg.dns6_port : sluice_cfg.proxy6_port)
+			: (dns ? sluice_cfg.dns4_port : sluice_cfg.proxy4_port);
+
+	if (v6 && !(a6[0] == 0 && a6[1] == 0 && a6[2] == bpf_htonl(0x0000ffff))) {
+		t.ipv6.daddr[0] = a6[0];
+		t.ipv6.daddr[1] = a6[1];
+		t.ipv6.daddr[2] = a6[2];
+		t.ipv6.daddr[3] = a6[3];
+		t.ipv6.dport = bpf_htons(port);
+		size = sizeof(t.ipv6);
+	} else {
+		t.ipv4.daddr = v6 ? a6[3] : (dns ? sluice_cfg.dns4_addr : sluice_cfg.proxy4_addr);
+		t.ipv4.dport = bpf_htons(port);
+		size = sizeof(t.ipv4);
+	}
+	if (proto == SLUICE_IPPROTO_UDP)
+		sk = bpf_sk_lookup_udp(ctx, &t, size, BPF_F_CURRENT_NETNS, 0);
+	else
+		sk = bpf_sk_lookup_tcp(ctx, &t, size, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return false;
+	ours = bpf_sk_storage_get(&sluice_listener_sk, sk, 0, 0) != NULL;
+	bpf_sk_release(sk);
+	return ours;
+}
+
+/*
  * What applying a decision means for both families.  Returns the program's
  * return value, or -1 when the destination must be rewritten to the proxy
  * or the resolver (the caller does that for its family); *flags then says
- * which (SLUICE_ORIG_REDIRECTED or SLUICE_ORIG_DNS).
+ * which (SLUICE_ORIG_REDIRECTED or SLUICE_ORIG_DNS).  Any use of the
+ * proxy's or resolver's address is first checked with target_ours() (`v6`:
+ * which of the two redirect addresses is meant).
  */
-static __always_inline int settle(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen, int d, __u8 *flags)
+static __always_inline int settle(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen, int d, __u8 *flags,
+				  bool v6)
 {
+	bool dns = d == D_REDIRECT_DNS || d == D_DIRECT_DNS;
+
+	if ((d == D_EXPLICIT || d == D_REDIRECT_PROXY || dns) && !target_ours(ctx, dns, v6, v->protocol)) {
+		v->reason = SLUICE_REASON_REDIRECT_TARGET;
+		return deny(v, gen, bpf_get_socket_cookie(ctx), true);
+	}
 	switch (d) {
 	case D_ALLOW:
+	case D_DIRECT_DNS:
 		stat_inc(SLUICE_STAT_ALLOWED);
 		return SYS_PROCEED;
 	case D_EXPLICIT:
@@ -401,7 +465,7 @@ static __always_inline int settle(struct bpf_sock_addr *ctx, struct verdict_ctx 
 static __always_inline int apply4(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen, bool mapped)
 {
 	__u8 flags = 0;
-	int ret = settle(ctx, v, gen, decide4(gen, v), &flags);
+	int ret = settle(ctx, v, gen, decide4(gen, v), &flags, false);
 	bool dns = flags == SLUICE_ORIG_DNS;
 	__u32 to = dns ? sluice_cfg.dns4_addr : sluice_cfg.proxy4_addr;
 
@@ -422,7 +486,7 @@ static __always_inline int apply4(struct bpf_sock_addr *ctx, struct verdict_ctx 
 static __always_inline int apply6(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u32 gen)
 {
 	__u8 flags = 0;
-	int ret = settle(ctx, v, gen, decide6(gen, v), &flags);
+	int ret = settle(ctx, v, gen, decide6(gen, v), &flags, true);
 	bool dns = flags == SLUICE_ORIG_DNS;
 	const volatile __u32 *to = dns ? sluice_cfg.dns6_addr : sluice_cfg.proxy6_addr;
 

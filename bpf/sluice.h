@@ -29,6 +29,15 @@
  *     the flow map at TCP_CONNECT time) so the proxy can recover it.
  *       host api.example.com 443:  connect(203.0.113.5:443)  redirected
  *                                  connect(203.0.113.5:22)   denied, reason 2
+ *     Before any redirect, and before a direct use of the proxy's or
+ *     resolver's address (2, 3, 4), the program looks up the socket that
+ *     would receive the connection or datagram (bpf_sk_lookup_tcp/_udp in
+ *     the caller's netns) and checks that it carries sluice's listener mark
+ *     (map sluice_listener_sk, set by the loader on the sockets it made).
+ *     If the proxy or resolver died and another process bound the freed
+ *     port, the attempt is denied with reason 10 instead of reaching it.
+ *       proxy killed, port rebound by a squatter:
+ *                                  connect(203.0.113.5:443)  denied, reason 10
  *  5. Anything else -> SLUICE_VERDICT_DENY with a stable reason code and one
  *     ring-buffer event.  UDP is denied quickly (EPERM) so that QUIC clients
  *     fall back to TCP.
@@ -76,6 +85,8 @@ enum sluice_reason {
 	SLUICE_REASON_SOCK_PROTO        = 7, /* "socket_protocol" (ALWAYS): SCTP, MPTCP, UDP-Lite, ... */
 	SLUICE_REASON_BACKSTOP          = 8, /* "egress_backstop": packet dropped by cgroup_skb/egress */
 	SLUICE_REASON_PROTO             = 9, /* "protocol_not_allowed": connect() of an unexpected protocol */
+	SLUICE_REASON_REDIRECT_TARGET   = 10, /* "redirect_target_not_ours" (ALWAYS): the socket at the proxy's or
+					      * resolver's address is not the one sluice made (gone, or squatted) */
 	SLUICE_REASON__MAX,
 };
 
@@ -185,6 +196,21 @@ struct sluice_bpf_config {
 	__u8  pad[5];
 };
 _Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size");
+
+/*
+ * Value of map sluice_listener_sk (socket storage): set by the loader, with
+ * the socket's fd as the key (BPF_MAP_TYPE_SK_STORAGE update from user space,
+ * 5.2+), on each listening socket it made for the proxy and the resolver.
+ * A socket without it is not a redirect target.  The mark goes with the
+ * socket: when the last fd of a listener closes, so does its mark.
+ */
+#define SLUICE_LISTENER_PROXY 1u
+#define SLUICE_LISTENER_DNS   2u
+struct sluice_listener_mark {
+	__u32 role;         /* SLUICE_LISTENER_* */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct sluice_listener_mark) == 8, "sluice_listener_mark size");
 
 /* Flags of struct sluice_orig. */
 #define SLUICE_ORIG_REDIRECTED (1u << 0) /* rewritten to the proxy */

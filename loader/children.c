@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
 {
 	struct sockaddr_storage ss;
@@ -181,6 +183,61 @@ void sluice_listeners_close(struct sluice_listeners *l)
 			close(*fds[i]);
 		*fds[i] = -1;
 	}
+}
+
+void sluice_listeners_close_role(struct sluice_listeners *l, int proxy)
+{
+	int *px[] = { &l->proxy4, &l->proxy6 };
+	int *dn[] = { &l->dns_udp4, &l->dns_udp6, &l->dns_tcp4, &l->dns_tcp6 };
+	int **fds = proxy ? px : dn;
+	size_t n = proxy ? 2 : 4;
+
+	for (size_t i = 0; i < n; i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+int sluice_listeners_mark(const struct sluice_listeners *l, int map_fd, char *msg, size_t msglen)
+{
+	const struct {
+		int fd;
+		__u32 role;
+	} all[] = {
+		{ l->proxy4, SLUICE_LISTENER_PROXY }, { l->proxy6, SLUICE_LISTENER_PROXY },
+		{ l->dns_udp4, SLUICE_LISTENER_DNS }, { l->dns_udp6, SLUICE_LISTENER_DNS },
+		{ l->dns_tcp4, SLUICE_LISTENER_DNS }, { l->dns_tcp6, SLUICE_LISTENER_DNS },
+	};
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		struct sluice_listener_mark m = { .role = all[i].role };
+		int fd = all[i].fd;
+
+		if (fd < 0)
+			continue;
+		if (bpf_map_update_elem(map_fd, &fd, &m, BPF_ANY) < 0) {
+			int err = -errno;
+
+			snprintf(msg, msglen, "cannot mark listener fd %d as sluice's own (socket storage, kernel 5.2+): %s",
+				 fd, strerror(errno));
+			return err;
+		}
+	}
+	return 0;
+}
+
+bool sluice_restart_allowed(struct sluice_restarts *r, uint64_t now_ms)
+{
+	if (r->in_window == 0 || now_ms - r->window_start_ms >= SLUICE_RESTART_WINDOW_MS) {
+		r->window_start_ms = now_ms;
+		r->in_window = 0;
+	}
+	if (r->in_window >= SLUICE_RESTART_MAX)
+		return false;
+	r->in_window++;
+	r->total++;
+	return true;
 }
 
 const char *sluice_helper_path(const char *name, char *buf, size_t len)

@@ -7,6 +7,7 @@
 #ifndef SLUICE_CHILDREN_H
 #define SLUICE_CHILDREN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -32,6 +33,36 @@ int sluice_listeners_open(struct sluice_listeners *l, const char *netns_path, in
 			  int want_dns, struct sluice_bpf_config *cfg, char *msg, size_t msglen);
 
 void sluice_listeners_close(struct sluice_listeners *l);
+
+/* Close only the proxy's (proxy != 0) or only the resolver's listeners. */
+void sluice_listeners_close_role(struct sluice_listeners *l, int proxy);
+
+/*
+ * Mark every open listener of `l` as sluice's own in the socket-storage
+ * map `map_fd` (sluice_listener_sk, struct sluice_listener_mark; key: the
+ * socket's fd, BPF_MAP_TYPE_SK_STORAGE, kernel 5.2+).  The redirect
+ * programs refuse any other socket found at a redirect address
+ * (SLUICE_REASON_REDIRECT_TARGET), so a port freed by a dead child cannot
+ * be squatted.  Returns 0 or -errno with msg.
+ */
+int sluice_listeners_mark(const struct sluice_listeners *l, int map_fd, char *msg, size_t msglen);
+
+/*
+ * Restart budget of one child: a child that dies is restarted on the same
+ * listeners at most SLUICE_RESTART_MAX times within SLUICE_RESTART_WINDOW_MS;
+ * past that its owner gives up and the sandbox's traffic to it fails closed.
+ */
+#define SLUICE_RESTART_MAX       5
+#define SLUICE_RESTART_WINDOW_MS 60000u
+struct sluice_restarts {
+	uint64_t window_start_ms;  /* CLOCK_MONOTONIC, ms */
+	unsigned in_window;
+	unsigned total;
+};
+
+/* Count a restart at `now_ms` (CLOCK_MONOTONIC).  Returns true if it is
+ * within the budget, false when the budget is spent (give up). */
+bool sluice_restart_allowed(struct sluice_restarts *r, uint64_t now_ms);
 
 /* Options passed to both children. */
 struct sluice_child_opts {

@@ -46,6 +46,7 @@
 #include "inspect.h"
 #include "log.h"
 #include "policy.h"
+#include "run_limits.h"
 #include "sandbox.h"
 
 struct dsandbox {
@@ -59,6 +60,7 @@ struct dsandbox {
 	struct sluice_policy *policy;
 	struct sluice_listeners l;  /* kept: children are restarted on reload */
 	pid_t proxy_pid, resolver_pid;
+	struct sluice_restarts proxy_restarts, resolver_restarts;
 	struct sluice_event_meta meta;
 	struct sluice_consumer consumer;
 	bool consumer_ok;
@@ -108,8 +110,13 @@ static void state_path(char *buf, size_t len, const char *name, const char *ext)
 	snprintf(buf, len, "%s/sandboxes/%s.%s", D.state_dir, name, ext);
 }
 
-/* Start (or restart) the proxy and resolver of s, with s's policy copy. */
-static int start_children(struct dsandbox *s, char *msg, size_t msglen)
+/* Which children start_children() starts. */
+#define CHILD_PROXY    1u
+#define CHILD_RESOLVER 2u
+#define CHILD_BOTH     (CHILD_PROXY | CHILD_RESOLVER)
+
+/* Start (or restart) the proxy and/or resolver of s (`which`), with s's policy copy. */
+static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 {
 	char flow_map[PATH_MAX];
 	struct sluice_child_opts co = {
@@ -120,14 +127,14 @@ static int start_children(struct dsandbox *s, char *msg, size_t msglen)
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
 	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
-	if (s->sb.cfg.have_proxy) {
+	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
 		pid_t p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
 
 		if (p < 0)
 			return -1;
 		s->proxy_pid = p;
 	}
-	if (s->sb.cfg.have_dns) {
+	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
 
 		co.flow_map = NULL;
@@ -455,7 +462,8 @@ static json_object *do_attach(json_object *req)
 			goto fail;
 		}
 		cfg.have_set_retval = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
-		if (sandbox_load(&s->sb, name, &cfg, s->policy, msg, sizeof(msg)) < 0) {
+		if (sandbox_load(&s->sb, name, &cfg, s->policy, msg, sizeof(msg)) < 0 ||
+		    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
 			o = reply_error("%s", msg);
 			goto fail;
 		}
@@ -474,7 +482,7 @@ static json_object *do_attach(json_object *req)
 		goto fail;
 	}
 	s->consumer_ok = true;
-	if (start_children(s, msg, sizeof(msg)) < 0) {
+	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
 		o = reply_error("%s", msg);
 		goto fail;
 	}
@@ -565,7 +573,7 @@ static json_object *do_reload(json_object *req)
 	s->policy = np;
 	snprintf(s->mode, sizeof(s->mode), "%s", np->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	init_meta(s);
-	if (start_children(s, msg, sizeof(msg)) < 0)
+	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
 		emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
 	write_state(s);
 	emit(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)", s->name, old_digest,
@@ -670,14 +678,27 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 				bool proxy = pid == t->proxy_pid;
 				char msg[512];
 
+				struct sluice_restarts *r = proxy ? &t->proxy_restarts : &t->resolver_restarts;
+				const char *what = proxy ? "sluice-proxy" : "sluice-resolver";
+
 				if (proxy)
 					t->proxy_pid = 0;
 				else
 					t->resolver_pid = 0;
+				if (!sluice_restart_allowed(r, sluice_monotonic_ms())) {
+					/* give up: close its sockets; whatever binds the
+					 * ports later lacks sluice's mark and is refused */
+					sluice_listeners_close_role(&t->l, proxy);
+					emit(t, proxy ? "proxy-gave-up" : "resolver-gave-up",
+					     "sandbox %s: %s exited %u times within %u s; not restarted: %s now fail (fail closed)",
+					     t->name, what, SLUICE_RESTART_MAX + 1, SLUICE_RESTART_WINDOW_MS / 1000,
+					     proxy ? "proxied connections" : "DNS queries");
+					continue;
+				}
 				emit(t, proxy ? "proxy-exited" : "resolver-exited",
-				     "sandbox %s: %s exited; restarting it (connections fail meanwhile)", t->name,
-				     proxy ? "sluice-proxy" : "sluice-resolver");
-				if (start_children(t, msg, sizeof(msg)) < 0)
+				     "sandbox %s: %s exited; restarting it on the same listening sockets (restart %u)", t->name,
+				     what, r->total);
+				if (start_children(t, proxy ? CHILD_PROXY : CHILD_RESOLVER, msg, sizeof(msg)) < 0)
 					emit(t, "sandbox-error", "sandbox %s: restart failed: %s (fail closed)", t->name, msg);
 			}
 		}
@@ -759,8 +780,11 @@ static int adopt_all(void)
 		{
 			struct sluice_bpf_config cfg = s->sb.cfg;
 
+			/* the new sockets get the mark too: until then (the daemon
+			 * was down) the kernel refused whatever sat on these ports */
 			if (sluice_listeners_open(&s->l, s->netns[0] ? s->netns : NULL, cfg.have_proxy, cfg.have_dns, &cfg,
-						  msg, sizeof(msg)) < 0) {
+						  msg, sizeof(msg)) < 0 ||
+			    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
 				log_warnx("cannot re-adopt sandbox %s: its listeners: %s", name, msg);
 				failures++;
 				free_sandbox(s);
@@ -770,7 +794,7 @@ static int adopt_all(void)
 		init_meta(s);
 		if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, D.events) == 0)
 			s->consumer_ok = true;
-		if (start_children(s, msg, sizeof(msg)) < 0)
+		if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s (fail closed)", name, msg);
 		s->next = D.sandboxes;
 		D.sandboxes = s;

@@ -28,6 +28,7 @@ static const char *reason_names[SLUICE_REASON__MAX] = {
 	[SLUICE_REASON_SOCK_PROTO] = "socket_protocol",
 	[SLUICE_REASON_BACKSTOP] = "egress_backstop",
 	[SLUICE_REASON_PROTO] = "protocol_not_allowed",
+	[SLUICE_REASON_REDIRECT_TARGET] = "redirect_target_not_ours",
 };
 
 static const char *hook_names[SLUICE_HOOK__MAX] = {

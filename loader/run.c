@@ -230,8 +230,11 @@ struct run_state {
 	struct sluice_policy *policy;
 	struct sluice_sandbox sb;
 	bool sb_loaded;
-	struct sluice_listeners listeners;
+	struct sluice_listeners listeners; /* held for the sandbox's life: nobody else can bind them */
 	pid_t proxy_pid, resolver_pid;
+	char proxy_bin[4096], resolver_bin[4096], flow_map[512];
+	struct sluice_child_opts proxy_co, resolver_co;
+	struct sluice_restarts proxy_restarts, resolver_restarts;
 	char cg_path[4096];
 	char cg_parent[4096];
 	int cg_fd;
@@ -315,6 +318,44 @@ static void emit_line(int fd, const char *line, int n)
 		sluice_write_line(fd, line, (size_t)n);
 }
 
+/*
+ * The proxy (proxy) or resolver of the sandbox exited: start it again on
+ * the listeners this process holds, within its restart budget.  Past the
+ * budget, or if it does not come up, give up: close its listeners, so the
+ * sandbox's traffic to it fails closed (a socket someone else binds there
+ * later lacks sluice's mark: the kernel refuses it, redirect_target_not_ours).
+ */
+static void restart_child(struct run_state *st, bool proxy, const struct sluice_event_meta *meta, char *line,
+			  size_t len)
+{
+	const char *what = proxy ? "sluice-proxy" : "sluice-resolver";
+	struct sluice_restarts *r = proxy ? &st->proxy_restarts : &st->resolver_restarts;
+	pid_t *pid = proxy ? &st->proxy_pid : &st->resolver_pid;
+	char m[768], msg[512] = "";
+
+	*pid = 0;
+	if (sluice_restart_allowed(r, sluice_monotonic_ms())) {
+		pid_t p = sluice_child_start(proxy ? st->proxy_bin : st->resolver_bin, &st->listeners,
+					     proxy ? &st->proxy_co : &st->resolver_co, 10000, msg, sizeof(msg));
+
+		if (p > 0) {
+			*pid = p;
+			snprintf(m, sizeof(m), "%s exited; restarted on the same listening sockets (pid %d, restart %u)",
+				 what, p, r->total);
+			emit_line(st->events, line, sluice_lifecycle_format(proxy ? "proxy-restarted" : "resolver-restarted",
+									    m, meta, line, len));
+			return;
+		}
+	} else {
+		snprintf(msg, sizeof(msg), "%u restarts within %u s", SLUICE_RESTART_MAX, SLUICE_RESTART_WINDOW_MS / 1000);
+	}
+	sluice_listeners_close_role(&st->listeners, proxy);
+	snprintf(m, sizeof(m), "%s exited and is not restarted (%s): %s now fail (fail closed)", what, msg,
+		 proxy ? "proxied connections" : "DNS queries");
+	emit_line(st->events, line, sluice_lifecycle_format(proxy ? "proxy-gave-up" : "resolver-gave-up", m, meta, line,
+							    len));
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -340,7 +381,7 @@ int cmd_run(int argc, char **argv)
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
 		   *upstream = NULL;
-	char name[64] = "", msg[512], cg2[1024], helper[4096], line[2048];
+	char name[64] = "", msg[512], cg2[1024], line[2048];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	struct run_state st;
@@ -472,10 +513,10 @@ int cmd_run(int argc, char **argv)
 	/* 3. listeners for the proxy and resolver, inside the sandbox's netns */
 	memset(&cfg, 0, sizeof(cfg));
 	{
-		const char *px = no_proxy ? NULL : sluice_helper_path("sluice-proxy", helper, sizeof(helper));
+		const char *px = no_proxy ? NULL : sluice_helper_path("sluice-proxy", st.proxy_bin, sizeof(st.proxy_bin));
 		int want_proxy = px != NULL;
-		char helper2[4096];
-		const char *rs = no_resolver ? NULL : sluice_helper_path("sluice-resolver", helper2, sizeof(helper2));
+		const char *rs = no_resolver ? NULL :
+				 sluice_helper_path("sluice-resolver", st.resolver_bin, sizeof(st.resolver_bin));
 		int want_dns = rs != NULL;
 
 		if (!no_proxy && !px)
@@ -495,6 +536,10 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	st.sb_loaded = true;
+	if (sluice_listeners_mark(&st.listeners, st.sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
+		log_warnx("run: %s", msg);
+		goto out;
+	}
 	if (sandbox_apply_policy(&st.sb, st.policy, msg, sizeof(msg)) < 0) {
 		log_warnx("run: %s: %s", st.policy->path ? st.policy->path : "policy", msg);
 		goto out;
@@ -521,36 +566,35 @@ int cmd_run(int argc, char **argv)
 	}
 	st.consumer_ok = true;
 
-	/* 5. proxy and resolver */
+	/* 5. proxy and resolver, on listeners this process keeps (a child that
+	 * dies is restarted on them: its port is never free for another) */
 	{
-		char flow_map[512];
 		struct sluice_child_opts co = {
 			.policy_path = policy_path, .netns_path = netns_path, .sandbox = name,
-			.flow_map = flow_map, .log_path = events_path, .upstream_dns = upstream, .mode = mode,
+			.log_path = events_path, .upstream_dns = upstream, .mode = mode,
 		};
 
-		snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", st.sb.pin_dir);
+		snprintf(st.flow_map, sizeof(st.flow_map), "%s/sluice_flows", st.sb.pin_dir);
+		st.proxy_co = co;
+		st.proxy_co.flow_map = st.flow_map;
+		st.proxy_co.extra = proxy_extra;
+		st.resolver_co = co;
+		st.resolver_co.extra = resolver_extra;
 		if (cfg.have_proxy) {
-			co.extra = proxy_extra;
-			st.proxy_pid = sluice_child_start(sluice_helper_path("sluice-proxy", helper, sizeof(helper)),
-							  &st.listeners, &co, 10000, msg, sizeof(msg));
+			st.proxy_pid = sluice_child_start(st.proxy_bin, &st.listeners, &st.proxy_co, 10000, msg, sizeof(msg));
 			if (st.proxy_pid < 0) {
 				log_warnx("run: %s", msg);
 				goto out;
 			}
 		}
 		if (cfg.have_dns) {
-			co.extra = resolver_extra;
-			co.flow_map = NULL;
-			st.resolver_pid = sluice_child_start(sluice_helper_path("sluice-resolver", helper, sizeof(helper)),
-							     &st.listeners, &co, 10000, msg, sizeof(msg));
+			st.resolver_pid = sluice_child_start(st.resolver_bin, &st.listeners, &st.resolver_co, 10000, msg,
+							     sizeof(msg));
 			if (st.resolver_pid < 0) {
 				log_warnx("run: %s", msg);
 				goto out;
 			}
 		}
-		/* the children hold the listeners now */
-		sluice_listeners_close(&st.listeners);
 	}
 
 	/* 6. the cgroup, attached before anything runs in it */
@@ -606,6 +650,8 @@ int cmd_run(int argc, char **argv)
 		close(errpipe[0]);
 		close(syncpipe[0]);
 		close(gopipe[1]);
+		/* the listeners stay with the loader, never with the sandbox's init */
+		sluice_listeners_close(&st.listeners);
 		prctl(PR_SET_NAME, "sluice-canary", 0, 0, 0);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
@@ -745,17 +791,11 @@ int cmd_run(int argc, char **argv)
 				break;
 			}
 		}
-		/* a dead proxy or resolver leaves the sandbox without network: say so */
-		if (st.proxy_pid > 0 && waitpid(st.proxy_pid, &status, WNOHANG) == st.proxy_pid) {
-			st.proxy_pid = 0;
-			emit_line(st.events, line, sluice_lifecycle_format("proxy-exited",
-				  "sluice-proxy exited: proxied connections now fail (fail closed)", &meta, line, sizeof(line)));
-		}
-		if (st.resolver_pid > 0 && waitpid(st.resolver_pid, &status, WNOHANG) == st.resolver_pid) {
-			st.resolver_pid = 0;
-			emit_line(st.events, line, sluice_lifecycle_format("resolver-exited",
-				  "sluice-resolver exited: DNS now fails (fail closed)", &meta, line, sizeof(line)));
-		}
+		/* a dead proxy or resolver is restarted on the same listeners */
+		if (st.proxy_pid > 0 && waitpid(st.proxy_pid, &status, WNOHANG) == st.proxy_pid)
+			restart_child(&st, true, &meta, line, sizeof(line));
+		if (st.resolver_pid > 0 && waitpid(st.resolver_pid, &status, WNOHANG) == st.resolver_pid)
+			restart_child(&st, false, &meta, line, sizeof(line));
 	}
 	forward_pid = 0;
 	{

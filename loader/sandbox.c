@@ -37,6 +37,7 @@ static const char *map_names[SLUICE_MAP__MAX] = {
 	[SLUICE_MAP_EVENTS] = "sluice_events",
 	[SLUICE_MAP_FLOWS] = "sluice_flows",
 	[SLUICE_MAP_CONFIG] = "sluice_config",
+	[SLUICE_MAP_LISTENERS] = "sluice_listener_sk",
 };
 
 const char *sluice_prog_name(enum sluice_prog_id id)
@@ -61,6 +62,7 @@ static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id)
 	case SLUICE_MAP_EVENTS: return s->maps.sluice_events;
 	case SLUICE_MAP_FLOWS: return s->maps.sluice_flows;
 	case SLUICE_MAP_CONFIG: return s->maps.rodata;
+	case SLUICE_MAP_LISTENERS: return s->maps.sluice_listener_sk;
 	default: return NULL;
 	}
 }

@@ -48,6 +48,7 @@ enum sluice_map_id {
 	SLUICE_MAP_EVENTS,
 	SLUICE_MAP_FLOWS,
 	SLUICE_MAP_CONFIG,          /* .rodata: struct sluice_bpf_config */
+	SLUICE_MAP_LISTENERS,       /* socket storage: sluice's own listeners (struct sluice_listener_mark) */
 	SLUICE_MAP__MAX,
 };
 

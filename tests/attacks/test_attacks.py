@@ -35,6 +35,7 @@ addresses only; nothing is routed off the machine.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -114,13 +115,14 @@ ATTACKS = [
      "unshare -Urn sh -c 'ip link set lo up; " + A + "comm 70726f6265 192.0.2.10 8080'",
      POLICY, {"result": "EPERM"}, DENIED, [("echo", 8080)], None),
     ("unshare -Urn: the proxy port",
-     "the same namespace tries the proxy's port: the proxy is not in that namespace, nothing answers",
+     "the same namespace tries the proxy's port: no listener of sluice's there, so the kernel refuses it",
      "unshare -Urn sh -c 'ip link set lo up; " + A + "comm 70726f6265 127.0.0.1 '${{SLUICE_PROXY##*:}}",
-     POLICY, {"result": "ECONNREFUSED"}, None, [], None),
+     POLICY, {"result": "EPERM"}, ("kernel", {"event.reason": "redirect_target_not_ours"}), [], None),
     ("unshare -Urn: DNS",
-     "the same namespace sends DNS to the world's server: redirected to a resolver that is not there",
+     "the same namespace sends DNS to the world's server: no resolver of sluice's there, the kernel refuses it",
      "unshare -Urn sh -c 'ip link set lo up; " + A + "dns 192.0.2.53 api.example.com'",
-     POLICY, {"result": ("ECONNREFUSED", "ETIMEDOUT")}, None, [("resolver", 53)], None),
+     POLICY, {"result": "EPERM"}, ("kernel", {"event.reason": "redirect_target_not_ours", "destination.port": 53}),
+     [("resolver", 53)], None),
     # cgroups
     ("cgroup: the visible root",
      "write its pid into cgroup.procs of the only cgroup2 root it sees (the root of its cgroup namespace)",
@@ -271,8 +273,8 @@ REFERENCES = [
      ["tests/integration/test_kernel.py::test_sigkill_of_loader_keeps_enforcement",
       "tests/integration/test_kernel.py::test_table_dns_without_a_resolver_fails_closed",
       "tests/integration/test_kernel.py::test_table_proxied_port_without_a_proxy_fails_closed",
-      "tests/integration/test_proxy.py::test_no_flow_entry_and_killing_the_proxy",
-      "tests/integration/test_resolver.py::test_killing_the_resolver_makes_dns_fail",
+      "tests/integration/test_proxy.py::test_no_flow_entry_and_a_killed_proxy_restarts_on_its_socket",
+      "tests/integration/test_resolver.py::test_killed_resolver_restarts_on_its_socket_and_the_port_stays_taken",
       "tests/integration/test_daemon.py::test_daemon_kill9_fails_closed_and_restart_readopts"]),
     ("flooding the event channel (losses counted, never a verdict change)",
      ["tests/integration/test_kernel.py::test_flood_events_add_up"]),
@@ -540,6 +542,105 @@ def test_child_cgroup_does_not_outlive_the_sandbox(w):
     time.sleep(4)
     assert not os.path.exists(late), "a process outlived the sandbox: %s" % open(late).read()
     assert not w.arrived_since(mark, port=8080)
+
+
+# --- squatting on sluice's ports (a dead proxy or resolver) -----------------------------------
+
+def _wait_probe(path, n=1, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and open(path).read().count("\n") >= n:
+            return [json.loads(l) for l in open(path).read().splitlines()]
+        time.sleep(0.05)
+    raise AssertionError("the sandbox's probe wrote nothing to %s" % path)
+
+
+def test_squatting_a_proxy_that_gave_up_is_refused_by_the_kernel(w):
+    """The proxy of a `sluice run` sandbox dies again and again: sluice run
+    restarts it on the same socket (SLUICE_RESTART_MAX times), then gives up
+    and closes that socket.  A process outside the sandbox binds the freed
+    port: the sandbox's next redirected connection is refused by the kernel
+    (the socket there lacks sluice's listener mark), logged as
+    redirect_target_not_ours, and the squatter receives nothing."""
+    name = "atksq%d" % (os.getpid() % 100000)
+    go, out = os.path.join(w.tmp, name + ".go"), os.path.join(w.tmp, name + ".out")
+    events = os.path.join(w.tmp, name + ".jsonl")
+    script = "while [ ! -e %s ]; do sleep 0.05; done; %s tcp 192.0.2.10 8081 > %s; sleep 1" % (go, W.PROBE, out)
+    p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--netns", w.sbx_path, "--policy", w.write(name + ".yaml", POLICY),
+                          "--events", events, "--", "sh", "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    squatter = None
+    try:
+        port, pid = None, None
+        deadline = time.time() + 15
+        while port is None and time.time() < deadline:
+            port, pid = W.proxy_listener(w)
+            time.sleep(0.05)
+        assert port, "no proxy listener"
+        for i in range(6):   # SLUICE_RESTART_MAX restarts, then the 6th death is final
+            os.kill(pid, signal.SIGKILL)
+            if i == 5:
+                break
+            deadline, new = time.time() + 15, None
+            while new is None and time.time() < deadline:
+                p2, new = W.proxy_listener(w, owner_pid=pid)
+                time.sleep(0.05)
+            assert new and p2 == port, "restart %d: the proxy did not come back on port %d" % (i + 1, port)
+            pid = new
+        squatter, slog = W.squat(w, port, name)
+        open(go, "w").close()
+        got = _wait_probe(out)[0]
+        assert p.wait(timeout=30) == 0
+    finally:
+        if squatter:
+            squatter.kill()
+            squatter.wait()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert got["result"] == "EPERM", got
+    assert not os.path.exists(slog), "the squatter received the sandbox's connection: %s" % open(slog).read()
+    lines = read_strict(events)
+    acts = [e.get("event.action") for e in lines]
+    assert acts.count("proxy-restarted") == 5 and acts.count("proxy-gave-up") == 1, acts
+    hit = [e for e in lines if e.get("event.reason") == "redirect_target_not_ours"]
+    assert hit and hit[0]["destination.ip"] == "192.0.2.10" and hit[0]["destination.port"] == 8081, lines
+
+
+def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
+    """kill -9 of `sluice run` itself: its proxy dies with it (fail closed)
+    and the filter stays (pinned links).  Another process binds the freed
+    proxy port: the sandbox, still running, is refused by the kernel rather
+    than handed to it."""
+    import run as R
+    name = "atksqk%d" % (os.getpid() % 100000)
+    go, out = os.path.join(w.tmp, name + ".go"), os.path.join(w.tmp, name + ".out")
+    script = "while [ ! -e %s ]; do sleep 0.05; done; %s tcp 192.0.2.10 8081 > %s" % (go, W.PROBE, out)
+    p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--netns", w.sbx_path, "--policy", w.write(name + ".yaml", POLICY),
+                          "--events", os.path.join(w.tmp, name + ".jsonl"), "--", "sh", "-c", script],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    squatter = None
+    try:
+        port = None
+        deadline = time.time() + 15
+        while port is None and time.time() < deadline:
+            port, _ = W.proxy_listener(w)
+            time.sleep(0.05)
+        assert port, "no proxy listener"
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        squatter, slog = W.squat(w, port, name)
+        open(go, "w").close()
+        got = _wait_probe(out)[0]
+    finally:
+        if squatter:
+            squatter.kill()
+            squatter.wait()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        R.cleanup_leftovers([l for l in W.leftovers() if name in l])
+    assert got["result"] == "EPERM", got
+    assert not os.path.exists(slog), "the squatter received the sandbox's connection: %s" % open(slog).read()
 
 
 # --- what sluice does not stop (docs/threat-model.md, "Limits") ---------------------------------

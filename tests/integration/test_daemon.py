@@ -248,6 +248,46 @@ def test_daemon_kill9_fails_closed_and_restart_readopts(w):
         d.close()
 
 
+def test_daemon_down_its_proxy_port_squatted_is_refused(w):
+    """kill -9 of the daemon takes its proxy down with it (the filter stays).
+    Another process binds the freed proxy port: the sandbox's redirected
+    connection is refused by the kernel (no listener mark), never handed to
+    it.  Once the squatter is gone, a restarted daemon re-adopts the sandbox
+    on the same port and the proxy serves again."""
+    d = Daemon(w)
+    a = Workload(w, "sq")
+    try:
+        pol = w.write("sq.yaml", POLICY_A)
+        assert d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", "sq").returncode == 0
+        port, _ = W.proxy_listener(w)
+        assert port, "no proxy listener"
+        def at_proxy(n):   # the proxy saw n connections (it resets a probe's non-TLS bytes)
+            deadline = time.time() + 5
+            while time.time() < deadline:
+                seen = [e for e in d.events_of("sq") if e.get("event.action") == "proxy-connection"]
+                if len(seen) >= n:
+                    return len(seen) == n
+                time.sleep(0.05)
+            return False
+        assert a.probe("tcp", "192.0.2.10", 443) in ("ok", "ECONNRESET") and at_proxy(1)
+        d.kill9()
+        squatter, slog = W.squat(w, port, "sq")
+        try:
+            assert a.probe("tcp", "192.0.2.10", 443) == "EPERM"
+        finally:
+            squatter.kill()
+            squatter.wait()
+        assert not os.path.exists(slog), "the squatter got the sandbox's connection: %s" % open(slog).read()
+        d.start()
+        assert "sq" in d.status()
+        assert W.proxy_listener(w)[0] == port
+        assert a.probe("tcp", "192.0.2.10", 443) in ("ok", "ECONNRESET")
+        assert at_proxy(2), d.events_of("sq")
+    finally:
+        a.close()
+        d.close()
+
+
 def test_reload_under_flood_never_judges_by_neither(w):
     d = Daemon(w)
     a = Workload(w, "reload")

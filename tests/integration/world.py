@@ -16,6 +16,7 @@ is removed by World.close(), which runs at exit and on signals too.
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -245,3 +246,48 @@ def _close_all(*_):
 
 
 atexit.register(_close_all)
+
+
+# --- squatting: another process on a port of sluice's ---------------------------------------
+
+SQUATTER = """\
+import socket, sys, json, time
+port, log, ready = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+deadline = time.time() + 10
+while True:
+    try:
+        s.bind(("127.0.0.1", port)); break
+    except OSError:
+        if time.time() > deadline: raise
+        time.sleep(0.05)
+s.listen(16); open(ready, "w").close()
+while True:
+    c, peer = s.accept(); c.settimeout(2)
+    try: data = c.recv(4096)
+    except OSError: data = b""
+    with open(log, "a") as f: f.write(json.dumps({"peer": peer[0], "data": data.decode("latin-1")}) + "\\n")
+    c.close()
+"""
+
+
+def proxy_listener(w, owner_pid=None):
+    """(port, pid) of the sluice-proxy listening on 127.0.0.1 in the sandbox netns."""
+    for l in w.ns(w.sbx, "ss", "-Htlnp").stdout.splitlines():
+        m = re.search(r'"sluice-proxy",pid=(\d+)', l)
+        if m and "127.0.0.1:" in l and (owner_pid is None or int(m.group(1)) != owner_pid):
+            return int(l.split()[3].rsplit(":", 1)[1]), int(m.group(1))
+    return None, None
+
+
+def squat(w, port, name):
+    """A listener of another process on `port` in the sandbox netns (outside
+    the sandbox, as any local user could start); returns (proc, log path)."""
+    log, ready = os.path.join(w.tmp, name + ".squat"), os.path.join(w.tmp, name + ".squat-ready")
+    p = subprocess.Popen(["ip", "netns", "exec", w.sbx, "python3", "-c", SQUATTER, str(port), log, ready],
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 12
+    while not os.path.exists(ready):
+        assert p.poll() is None and time.time() < deadline, "squatter could not bind: %s" % p.communicate()[1]
+        time.sleep(0.05)
+    return p, log

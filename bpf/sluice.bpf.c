@@ -11,11 +11,17 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 #include "sluice.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define EPERM 1
+#define AF_UNIX_    1
+#define AF_NETLINK_ 16
+#define NETLINK_ROUTE_     0
+#define NETLINK_SOCK_DIAG_ 4
 #define SOCK_STREAM_ 1
 #define SOCK_DGRAM_  2
 #define SOCK_RAW_    3
@@ -90,6 +96,23 @@ struct {
 	__type(key, int);
 	__type(value, struct sluice_listener_mark);
 } sluice_listener_sk SEC(".maps");
+
+/* The sandbox's cgroup (index 0, set by the loader at attach): the LSM
+ * programs are global and ask whether the calling task is under it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sluice_cgroup SEC(".maps");
+
+/* Sockets made inside the sandbox (lsm/socket_post_create). */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC | BPF_F_CLONE);
+	__type(key, int);
+	__type(value, struct sluice_sk_owner);
+} sluice_sk_owner SEC(".maps");
 
 /* Redirected TCP flows, looked up (and deleted) by the proxy. */
 struct {
@@ -840,4 +863,180 @@ drop:
 	v.reason = SLUICE_REASON_BACKSTOP;
 	emit_event(&v, SLUICE_VERDICT_DENY, bpf_get_socket_cookie(skb), skb);
 	return 0;
+}
+
+/*
+ * BPF LSM (kernel 5.7+, `bpf` in the active LSM list; sk_storage from LSM
+ * 5.11+).  These programs are global: each first asks whether the calling
+ * task is inside this sandbox (its cgroup or below) and returns at once if
+ * not.  They judge what the cgroup hooks cannot see, because those are
+ * chosen by the cgroup of the task that made the socket: sockets made
+ * outside and used inside, unix sockets, and socket families other than
+ * inet.  The loader loads them only where the BPF LSM is active
+ * (sluice_cfg.have_lsm) and proves them with the canary.
+ */
+static __always_inline bool in_sandbox(void)
+{
+	return bpf_current_task_under_cgroup(&sluice_cgroup, 0) == 1;
+}
+
+/* Was `sk` made inside this sandbox?  Marked at creation, or (made before
+ * the daemon attached a running cgroup) made in the caller's own cgroup. */
+static __always_inline bool sk_ours(struct sock *sk)
+{
+	struct cgroup *cg;
+
+	if (!sk)
+		return false;
+	if (bpf_sk_storage_get(&sluice_sk_owner, sk, 0, 0))
+		return true;
+	cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
+	return cg && BPF_CORE_READ(cg, kn, id) == bpf_get_current_cgroup_id();
+}
+
+/* A refusal from an LSM program: counted, one event, -EPERM (no
+ * bpf_set_retval here: the hook's return value is the errno). */
+static __always_inline int lsm_deny(struct verdict_ctx *v)
+{
+	stat_inc(SLUICE_STAT_DENIED);
+	emit_event(v, SLUICE_VERDICT_DENY, 0, NULL);
+	return -EPERM;
+}
+
+/* The peer an inet socket would reach: `sa` (a kernel copy of the
+ * caller's address, may be NULL), else the socket's connected peer. */
+static __always_inline void lsm_peer(struct verdict_ctx *v, struct sock *sk, struct sockaddr *sa)
+{
+	__u16 fam = 0;
+
+	if (sa)
+		bpf_probe_read_kernel(&fam, sizeof(fam), &sa->sa_family);
+	if (fam == SLUICE_AF_INET) {
+		struct sockaddr_in sin = {};
+
+		bpf_probe_read_kernel(&sin, sizeof(sin), sa);
+		v->daddr[0] = sin.sin_addr.s_addr;
+		v->dport = bpf_ntohs(sin.sin_port);
+		v->family = SLUICE_AF_INET;
+		return;
+	}
+	if (fam == SLUICE_AF_INET6) {
+		struct sockaddr_in6 sin6 = {};
+
+		bpf_probe_read_kernel(&sin6, sizeof(sin6), sa);
+		__builtin_memcpy(v->daddr, &sin6.sin6_addr, 16);
+		v->dport = bpf_ntohs(sin6.sin6_port);
+		v->family = SLUICE_AF_INET6;
+		return;
+	}
+	v->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	v->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (v->family == SLUICE_AF_INET)
+		v->daddr[0] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	else
+		BPF_CORE_READ_INTO(&v->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32);
+}
+
+/* connect() or send on an inet socket made outside the sandbox. */
+static __always_inline int judge_inet_use(struct socket *sock, struct sockaddr *sa, __u16 hook)
+{
+	struct verdict_ctx v = {};
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+	__u16 fam;
+
+	if (!sk || !in_sandbox())
+		return 0;
+	fam = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (fam != SLUICE_AF_INET && fam != SLUICE_AF_INET6)
+		return 0;
+	if (sk_ours(sk))
+		return 0;
+	lsm_peer(&v, sk, sa);
+	v.protocol = BPF_CORE_READ(sk, sk_protocol);
+	v.sock_type = BPF_CORE_READ(sk, sk_type);
+	v.hook = hook;
+	v.reason = SLUICE_REASON_FOREIGN_SOCKET;
+	return lsm_deny(&v);
+}
+
+SEC("lsm/socket_post_create")
+int BPF_PROG(sluice_lsm_post_create, struct socket *sock, int family, int type, int protocol, int kern, int ret)
+{
+	struct sluice_sk_owner *o;
+	struct sock *sk;
+
+	if (ret || kern || !in_sandbox())
+		return ret;
+	sk = BPF_CORE_READ(sock, sk);
+	if (!sk)
+		return 0;
+	o = bpf_sk_storage_get(&sluice_sk_owner, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (o)
+		o->cgroup_id = bpf_get_current_cgroup_id();
+	return 0;
+}
+
+SEC("lsm/socket_create")
+int BPF_PROG(sluice_lsm_create, int family, int type, int protocol, int kern, int ret)
+{
+	struct verdict_ctx v = {};
+
+	if (ret || kern || !in_sandbox())
+		return ret;
+	if (family == AF_UNIX_ || family == SLUICE_AF_INET || family == SLUICE_AF_INET6)
+		return 0;
+	if (family == AF_NETLINK_ && (protocol == NETLINK_ROUTE_ || protocol == NETLINK_SOCK_DIAG_))
+		return 0;
+	v.family = family;
+	v.protocol = protocol;
+	v.sock_type = type;
+	v.hook = SLUICE_HOOK_LSM_CREATE;
+	v.reason = SLUICE_REASON_SOCKET_FAMILY;
+	return lsm_deny(&v);
+}
+
+SEC("lsm/socket_connect")
+int BPF_PROG(sluice_lsm_connect, struct socket *sock, struct sockaddr *address, int addrlen, int ret)
+{
+	if (ret)
+		return ret;
+	return judge_inet_use(sock, address, SLUICE_HOOK_LSM_CONNECT);
+}
+
+SEC("lsm/socket_sendmsg")
+int BPF_PROG(sluice_lsm_sendmsg, struct socket *sock, struct msghdr *msg, int size, int ret)
+{
+	if (ret)
+		return ret;
+	return judge_inet_use(sock, BPF_CORE_READ(msg, msg_name), SLUICE_HOOK_LSM_SENDMSG);
+}
+
+/* A unix connect or datagram to `other`: only to sockets made inside. */
+static __always_inline int judge_unix(struct sock *other)
+{
+	struct verdict_ctx v = {};
+
+	if (!in_sandbox() || sk_ours(other))
+		return 0;
+	v.family = AF_UNIX_;
+	v.sock_type = other ? BPF_CORE_READ(other, sk_type) : 0;
+	v.hook = SLUICE_HOOK_LSM_UNIX;
+	v.reason = SLUICE_REASON_UNIX_OUTSIDE;
+	return lsm_deny(&v);
+}
+
+SEC("lsm/unix_stream_connect")
+int BPF_PROG(sluice_lsm_unix_connect, struct sock *sock, struct sock *other, struct sock *newsk, int ret)
+{
+	if (ret)
+		return ret;
+	return judge_unix(other);
+}
+
+SEC("lsm/unix_may_send")
+int BPF_PROG(sluice_lsm_unix_send, struct socket *sock, struct socket *other, int ret)
+{
+	if (ret)
+		return ret;
+	return judge_unix(BPF_CORE_READ(other, sk));
 }

@@ -47,6 +47,17 @@
  * UDP-Lite) are refused at creation.  A cgroup_skb/egress backstop drops any
  * packet whose destination none of the rules above allows.
  *
+ * Where the BPF LSM is active (`bpf` in /sys/kernel/security/lsm), global
+ * LSM programs judge by the *calling task's* cgroup, whoever made the
+ * socket: a task inside the sandbox may use only inet sockets made inside
+ * it (marked at socket creation, or made in the task's own cgroup before
+ * the attach), may connect or send over unix sockets only to sockets made
+ * inside it, and may create sockets of the families AF_UNIX, AF_INET,
+ * AF_INET6 and AF_NETLINK (NETLINK_ROUTE, NETLINK_SOCK_DIAG) only.
+ *       fd of a UDP socket passed in over SCM_RIGHTS: sendto()  denied, reason 11
+ *       socket(AF_VSOCK, ...)                                 denied, reason 12
+ *       connect() to /run/host-daemon.sock (made outside)     denied, reason 13
+ *
  * In audit mode every DENY becomes "would deny": the event is emitted with
  * SLUICE_VERDICT_WOULD_DENY and the attempt proceeds unchanged, except the
  * reasons marked ALWAYS below, which no policy could ever allow.
@@ -87,6 +98,12 @@ enum sluice_reason {
 	SLUICE_REASON_PROTO             = 9, /* "protocol_not_allowed": connect() of an unexpected protocol */
 	SLUICE_REASON_REDIRECT_TARGET   = 10, /* "redirect_target_not_ours" (ALWAYS): the socket at the proxy's or
 					      * resolver's address is not the one sluice made (gone, or squatted) */
+	SLUICE_REASON_FOREIGN_SOCKET    = 11, /* "foreign_socket" (ALWAYS, BPF LSM): an inet socket made outside the
+					      * sandbox (passed in over SCM_RIGHTS, inherited) used from inside */
+	SLUICE_REASON_SOCKET_FAMILY     = 12, /* "socket_family" (ALWAYS, BPF LSM): socket() of a family sluice does
+					      * not judge (vsock, packet, netlink other than route/diag, xdp, ...) */
+	SLUICE_REASON_UNIX_OUTSIDE      = 13, /* "unix_outside_sandbox" (ALWAYS, BPF LSM): a unix socket connect or
+					      * send to a socket made outside the sandbox (a host daemon) */
 	SLUICE_REASON__MAX,
 };
 
@@ -98,6 +115,10 @@ enum sluice_hook {
 	SLUICE_HOOK_SENDMSG6     = 4,
 	SLUICE_HOOK_SOCK_CREATE  = 5,
 	SLUICE_HOOK_SKB_EGRESS   = 6,
+	SLUICE_HOOK_LSM_CONNECT  = 7,  /* lsm/socket_connect */
+	SLUICE_HOOK_LSM_SENDMSG  = 8,  /* lsm/socket_sendmsg */
+	SLUICE_HOOK_LSM_CREATE   = 9,  /* lsm/socket_create */
+	SLUICE_HOOK_LSM_UNIX     = 10, /* lsm/unix_stream_connect, lsm/unix_may_send */
 	SLUICE_HOOK__MAX,
 };
 
@@ -193,7 +214,8 @@ struct sluice_bpf_config {
 	__u8  have_proxy;
 	__u8  have_dns;
 	__u8  have_set_retval; /* kernel has bpf_set_retval (5.18+) */
-	__u8  pad[5];
+	__u8  have_lsm;        /* the BPF LSM programs are loaded (bpf LSM active) */
+	__u8  pad[4];
 };
 _Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size");
 
@@ -211,6 +233,14 @@ struct sluice_listener_mark {
 	__u32 pad;
 };
 _Static_assert(sizeof(struct sluice_listener_mark) == 8, "sluice_listener_mark size");
+
+/* Value of map sluice_sk_owner (socket storage): the socket was made by a
+ * task inside the sandbox (lsm/socket_post_create).  Cloned to accepted
+ * children (BPF_F_CLONE). */
+struct sluice_sk_owner {
+	__u64 cgroup_id;    /* the creating task's cgroup */
+};
+_Static_assert(sizeof(struct sluice_sk_owner) == 8, "sluice_sk_owner size");
 
 /* Flags of struct sluice_orig. */
 #define SLUICE_ORIG_REDIRECTED (1u << 0) /* rewritten to the proxy */

@@ -77,6 +77,8 @@ static struct {
 	char proxy_bin[PATH_MAX], resolver_bin[PATH_MAX];
 	const char *upstream_dns;
 	char **proxy_extra, **resolver_extra;
+	bool use_lsm;               /* load the BPF LSM programs where the kernel has the BPF LSM */
+	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -369,6 +371,8 @@ static json_object *sandbox_json(struct dsandbox *s)
 			json_object_array_add(hooks, json_object_new_string(sluice_prog_name(i)));
 	}
 	json_object_object_add(o, "hooks", hooks);
+	/* foreign sockets, unix sockets and other families are judged only with it */
+	json_object_object_add(o, "bpf_lsm", json_object_new_boolean(s->sb.cfg.have_lsm));
 	if (s->sb.cfg.have_proxy)
 		json_object_object_add(o, "proxy_port", json_object_new_int(s->sb.cfg.proxy4_port));
 	if (s->sb.cfg.have_dns)
@@ -462,9 +466,15 @@ static json_object *do_attach(json_object *req)
 			goto fail;
 		}
 		cfg.have_set_retval = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
+		cfg.have_lsm = D.use_lsm && sluice_bpf_lsm_active(msg, sizeof(msg));
 		if (sandbox_load(&s->sb, name, &cfg, s->policy, msg, sizeof(msg)) < 0 ||
 		    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
 			o = reply_error("%s", msg);
+			goto fail;
+		}
+		if (D.require_lsm && !s->sb.cfg.have_lsm) {
+			o = reply_error("--require-lsm: the kernel refused the BPF LSM programs (%s)",
+					strerror(-s->sb.lsm_err));
 			goto fail;
 		}
 	}
@@ -774,9 +784,9 @@ static int adopt_all(void)
 			continue;
 		}
 		s->policy->mode = strcmp(s->mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
-		if (sandbox_links_pinned(&s->sb) != SLUICE_PROG__MAX)
+		if (sandbox_links_pinned(&s->sb) != sluice_prog_count(&s->sb.cfg))
 			log_warnx("sandbox %s: only %d of %d hooks are pinned", name, sandbox_links_pinned(&s->sb),
-				  SLUICE_PROG__MAX);
+				  sluice_prog_count(&s->sb.cfg));
 		{
 			struct sluice_bpf_config cfg = s->sb.cfg;
 
@@ -832,16 +842,20 @@ int cmd_daemon(int argc, char **argv)
 		{ "upstream-dns", required_argument, NULL, 'u' },
 		{ "proxy-arg", required_argument, NULL, 'x' },
 		{ "resolver-arg", required_argument, NULL, 'y' },
+		{ "require-lsm", no_argument, NULL, 'L' },
+		{ "no-lsm", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static char *px[32], *rx[32];
+	char lsm_msg[256] = "";
 	int npx = 0, nrx = 0, c, lfd;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct event *tick, *sigs[2];
 	struct timeval tv = { 0, 100000 };
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
+	D.use_lsm = true;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -850,9 +864,15 @@ int cmd_daemon(int argc, char **argv)
 		case 'u': D.upstream_dns = optarg; break;
 		case 'x': if (npx < 31) px[npx++] = optarg; break;
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
+		case 'L': D.require_lsm = true; break;
+		case 'l': D.use_lsm = false; break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
-			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n\n"
+			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
+			       "                     [--require-lsm | --no-lsm]\n\n"
+			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
+			       "                 unix sockets and socket families would not be judged)\n"
+			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"
 			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
 			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
 			       "unit is in packaging/sluice.service.  Restarted, it re-adopts the sandboxes it\n"
@@ -867,6 +887,14 @@ int cmd_daemon(int argc, char **argv)
 	if (geteuid() != 0) {
 		log_warnx("daemon: must run as root");
 		return 2;
+	}
+	if (D.use_lsm && !sluice_bpf_lsm_active(lsm_msg, sizeof(lsm_msg))) {
+		if (D.require_lsm) {
+			log_warnx("daemon: --require-lsm: %s", lsm_msg);
+			return 2;
+		}
+		log_warnx("daemon: %s: sockets made outside a sandbox, unix sockets and socket families other than inet are not judged",
+			  lsm_msg);
 	}
 	if (!D.events_path[0])
 		snprintf(D.events_path, sizeof(D.events_path), "%s/events.jsonl", D.state_dir);

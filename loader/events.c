@@ -29,6 +29,9 @@ static const char *reason_names[SLUICE_REASON__MAX] = {
 	[SLUICE_REASON_BACKSTOP] = "egress_backstop",
 	[SLUICE_REASON_PROTO] = "protocol_not_allowed",
 	[SLUICE_REASON_REDIRECT_TARGET] = "redirect_target_not_ours",
+	[SLUICE_REASON_FOREIGN_SOCKET] = "foreign_socket",
+	[SLUICE_REASON_SOCKET_FAMILY] = "socket_family",
+	[SLUICE_REASON_UNIX_OUTSIDE] = "unix_outside_sandbox",
 };
 
 static const char *hook_names[SLUICE_HOOK__MAX] = {
@@ -38,6 +41,10 @@ static const char *hook_names[SLUICE_HOOK__MAX] = {
 	[SLUICE_HOOK_SENDMSG6] = "sendmsg6",
 	[SLUICE_HOOK_SOCK_CREATE] = "sock_create",
 	[SLUICE_HOOK_SKB_EGRESS] = "skb_egress",
+	[SLUICE_HOOK_LSM_CONNECT] = "lsm_connect",
+	[SLUICE_HOOK_LSM_SENDMSG] = "lsm_sendmsg",
+	[SLUICE_HOOK_LSM_CREATE] = "lsm_socket_create",
+	[SLUICE_HOOK_LSM_UNIX] = "lsm_unix",
 };
 
 const char *sluice_reason_name(unsigned reason)
@@ -245,7 +252,9 @@ int sluice_event_format(const struct sluice_event *e, const struct sluice_event_
 		snprintf(uid, sizeof(uid), "%u", e->uid);
 		jb_kv_str(&b, "user.id", uid);
 	}
-	if (e->hook != SLUICE_HOOK_SOCK_CREATE) {
+	if (e->hook == SLUICE_HOOK_LSM_UNIX) {
+		jb_kv_u64(&b, "sluice.socket_type", e->sock_type);
+	} else if (e->hook != SLUICE_HOOK_SOCK_CREATE && e->hook != SLUICE_HOOK_LSM_CREATE) {
 		if (e->family == SLUICE_AF_INET)
 			inet_ntop(AF_INET, e->daddr, ip, sizeof(ip));
 		else if (e->family == SLUICE_AF_INET6)
@@ -256,6 +265,8 @@ int sluice_event_format(const struct sluice_event *e, const struct sluice_event_
 	} else {
 		jb_kv_u64(&b, "sluice.socket_type", e->sock_type);
 		jb_kv_u64(&b, "sluice.socket_protocol", e->protocol);
+		if (e->hook == SLUICE_HOOK_LSM_CREATE)
+			jb_kv_u64(&b, "sluice.socket_family", e->family);
 	}
 	jb_kv_str(&b, "network.transport", transport_name(e->protocol, e->sock_type));
 	jb_kv_str(&b, "network.type", e->family == SLUICE_AF_INET6 ? "ipv6" : e->family == SLUICE_AF_INET ? "ipv4" : "other");

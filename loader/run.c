@@ -74,6 +74,10 @@ static void usage_run(FILE *f)
 		"  --resolver-arg ARG   pass ARG to sluice-resolver (repeatable)\n"
 		"  --proxy-env          also set http_proxy/https_proxy (and upper case) to the proxy;\n"
 		"                       $SLUICE_PROXY always holds its URL\n"
+		"  --require-lsm        refuse to start where the BPF LSM is not active (without it, sockets\n"
+		"                       made outside the sandbox, unix sockets and socket families other\n"
+		"                       than inet are not judged; the start event says which is in force)\n"
+		"  --no-lsm             do not load the BPF LSM programs (testing the fallback)\n"
 		"  --keep-caps          do not drop CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF, ...\n"
 		"                       from CMD (unsafe; for testing the kernel hooks alone)\n"
 		"  --memory SIZE        memory.max of the sandbox's cgroup (512M, 2G; cgroup v2 memory controller)\n"
@@ -154,7 +158,33 @@ static const char *errname(int e)
  * harmless, and caught here.  In audit mode the first two are let through
  * by design; the loader then checks that both were counted as would-deny.
  */
-static void canary(int errfd, uint16_t port, bool audit)
+/*
+ * The BPF LSM part of the canary (`foreign`: sockets the loader made
+ * outside the cgroup, inherited here: a UDP socket and one end of a unix
+ * datagram socketpair).  Using either from inside, and creating an
+ * AF_VSOCK socket, must each be refused with EPERM, in audit mode too.
+ */
+static void canary_lsm(int errfd, const int foreign[2], const struct sockaddr_in *sin)
+{
+	int fd, r;
+
+	r = (int)sendto(foreign[0], "x", 1, 0, (const struct sockaddr *)sin, sizeof(*sin));
+	if (r >= 0 || errno != EPERM)
+		child_fail(errfd, 2, "canary: a UDP socket made outside the sandbox was usable inside (%s): hook lsm/socket_sendmsg not in force",
+			   r >= 0 ? "sent" : errname(errno));
+	r = (int)send(foreign[1], "x", 1, 0);
+	if (r >= 0 || errno != EPERM)
+		child_fail(errfd, 2, "canary: a unix socket made outside the sandbox was usable inside (%s): hook lsm/unix_may_send not in force",
+			   r >= 0 ? "sent" : errname(errno));
+	fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 || errno != EPERM)
+		child_fail(errfd, 2, "canary: an AF_VSOCK socket was not refused (%s): hook lsm/socket_create not in force",
+			   fd >= 0 ? "created" : errname(errno));
+	close(foreign[0]);
+	close(foreign[1]);
+}
+
+static void canary(int errfd, uint16_t port, bool audit, const int foreign[2])
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int fd, r;
@@ -181,6 +211,8 @@ static void canary(int errfd, uint16_t port, bool audit)
 	if (fd >= 0 || errno != EPERM)
 		child_fail(errfd, 2, "canary: raw socket from inside the cgroup was not refused (%s): hook sock_create not in force",
 			   fd >= 0 ? "created" : errname(errno));
+	if (foreign[0] >= 0)
+		canary_lsm(errfd, foreign, &sin);
 }
 
 static volatile pid_t init_child;
@@ -370,6 +402,8 @@ int cmd_run(int argc, char **argv)
 		{ "proxy-arg", required_argument, NULL, 'x' },
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "keep-caps", no_argument, NULL, 'k' },
+		{ "require-lsm", no_argument, NULL, 'L' },
+		{ "no-lsm", no_argument, NULL, 'l' },
 		{ "memory", required_argument, NULL, 'M' },
 		{ "pids", required_argument, NULL, 'I' },
 		{ "cpu", required_argument, NULL, 'C' },
@@ -384,6 +418,8 @@ int cmd_run(int argc, char **argv)
 	char name[64] = "", msg[512], cg2[1024], line[2048];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
+	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
+	char lsm_msg[256] = "not loaded (--no-lsm)";
 	struct run_state st;
 	struct sluice_policy_error perr;
 	struct sluice_bpf_config cfg;
@@ -414,6 +450,8 @@ int cmd_run(int argc, char **argv)
 		case 'x': if (n_px < 31) proxy_extra[n_px++] = optarg; break;
 		case 'y': if (n_rx < 31) resolver_extra[n_rx++] = optarg; break;
 		case 'k': keep_caps = 1; break;
+		case 'L': require_lsm = 1; break;
+		case 'l': no_lsm = 1; break;
 		case 'M': case 'I': case 'C': case 'T': {
 			int r = c == 'M' ? sluice_parse_memory(optarg, &lim.memory_bytes, msg, sizeof(msg)) :
 				c == 'I' ? sluice_parse_pids(optarg, &lim.pids, msg, sizeof(msg)) :
@@ -529,6 +567,7 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	cfg.have_set_retval = have_set_retval();
+	cfg.have_lsm = !no_lsm && sluice_bpf_lsm_active(lsm_msg, sizeof(lsm_msg));
 
 	/* 4. load, fill, pin */
 	if (sandbox_load(&st.sb, name, &cfg, st.policy, msg, sizeof(msg)) < 0) {
@@ -536,6 +575,13 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	st.sb_loaded = true;
+	if (st.sb.lsm_err)
+		snprintf(lsm_msg, sizeof(lsm_msg), "the kernel refused the BPF LSM programs (%s)", strerror(-st.sb.lsm_err));
+	cfg = st.sb.cfg;
+	if (!cfg.have_lsm && require_lsm) {
+		log_warnx("run: --require-lsm: %s", lsm_msg);
+		goto out;
+	}
 	if (sluice_listeners_mark(&st.listeners, st.sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
 		log_warnx("run: %s", msg);
 		goto out;
@@ -630,6 +676,18 @@ int cmd_run(int argc, char **argv)
 		log_warn("run: pipe");
 		goto out;
 	}
+	/* sockets made here, outside the cgroup, for the canary's LSM checks */
+	if (cfg.have_lsm) {
+		int sp[2];
+
+		foreign[0] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (foreign[0] < 0 || socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) < 0) {
+			log_warn("run: canary sockets");
+			goto out;
+		}
+		foreign[1] = sp[0];
+		foreign_peer = sp[1];
+	}
 	would_before = sandbox_stat(&st.sb, SLUICE_STAT_WOULD_DENY);
 	{
 		struct clone_args ca;
@@ -652,6 +710,8 @@ int cmd_run(int argc, char **argv)
 		close(gopipe[1]);
 		/* the listeners stay with the loader, never with the sandbox's init */
 		sluice_listeners_close(&st.listeners);
+		if (foreign_peer >= 0)
+			close(foreign_peer);
 		prctl(PR_SET_NAME, "sluice-canary", 0, 0, 0);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
@@ -675,7 +735,7 @@ int cmd_run(int argc, char **argv)
 		umount2("/proc", MNT_DETACH);
 		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 			child_fail(errpipe[1], 2, "cannot mount /proc for the sandbox's pid namespace: %s", strerror(errno));
-		canary(errpipe[1], (uint16_t)port, audit);
+		canary(errpipe[1], (uint16_t)port, audit, foreign);
 		/* tell the loader the canary is done; wait for its go-ahead */
 		if (write(syncpipe[1], "c", 1) != 1 || read(gopipe[0], &go, 1) != 1 || go != 'g')
 			_exit(2);
@@ -757,9 +817,11 @@ int cmd_run(int argc, char **argv)
 	if (lim.timeout_ms)
 		deadline = sluice_monotonic_ms() + lim.timeout_ms;
 	{
-		char m[128];
+		char m[512];
 
-		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s", name, pid, mode);
+		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s; bpf lsm: %s%s", name, pid, mode,
+			 cfg.have_lsm ? "active (foreign sockets, unix sockets and socket families judged)" : lsm_msg,
+			 cfg.have_lsm ? "" : ": sockets made outside the sandbox, unix sockets and other socket families are not judged");
 		emit_line(st.events, line, sluice_lifecycle_format("sandbox-start", m, &meta, line, sizeof(line)));
 	}
 	signal(SIGINT, on_signal);
@@ -829,6 +891,11 @@ out:
 		close(pidfd);
 	if (netns_fd >= 0)
 		close(netns_fd);
+	for (int i = 0; i < 2; i++)
+		if (foreign[i] >= 0)
+			close(foreign[i]);
+	if (foreign_peer >= 0)
+		close(foreign_peer);
 	run_cleanup(&st);
 	return ret;
 }

@@ -2,9 +2,11 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +27,12 @@ static const char *prog_names[SLUICE_PROG__MAX] = {
 	[SLUICE_PROG_SOCK_CREATE] = "sock_create",
 	[SLUICE_PROG_SOCKOPS] = "sockops",
 	[SLUICE_PROG_EGRESS] = "egress",
+	[SLUICE_PROG_LSM_POST_CREATE] = "lsm_socket_post_create",
+	[SLUICE_PROG_LSM_CREATE] = "lsm_socket_create",
+	[SLUICE_PROG_LSM_CONNECT] = "lsm_socket_connect",
+	[SLUICE_PROG_LSM_SENDMSG] = "lsm_socket_sendmsg",
+	[SLUICE_PROG_LSM_UNIX_CONNECT] = "lsm_unix_stream_connect",
+	[SLUICE_PROG_LSM_UNIX_SEND] = "lsm_unix_may_send",
 };
 
 static const char *map_names[SLUICE_MAP__MAX] = {
@@ -81,8 +89,55 @@ static struct bpf_program *prog_of(struct sluice_bpf *s, enum sluice_prog_id id)
 	case SLUICE_PROG_SOCK_CREATE: return s->progs.sluice_sock_create;
 	case SLUICE_PROG_SOCKOPS: return s->progs.sluice_sockops;
 	case SLUICE_PROG_EGRESS: return s->progs.sluice_egress;
+	case SLUICE_PROG_LSM_POST_CREATE: return s->progs.sluice_lsm_post_create;
+	case SLUICE_PROG_LSM_CREATE: return s->progs.sluice_lsm_create;
+	case SLUICE_PROG_LSM_CONNECT: return s->progs.sluice_lsm_connect;
+	case SLUICE_PROG_LSM_SENDMSG: return s->progs.sluice_lsm_sendmsg;
+	case SLUICE_PROG_LSM_UNIX_CONNECT: return s->progs.sluice_lsm_unix_connect;
+	case SLUICE_PROG_LSM_UNIX_SEND: return s->progs.sluice_lsm_unix_send;
 	default: return NULL;
 	}
+}
+
+bool sluice_prog_is_lsm(enum sluice_prog_id id)
+{
+	return id >= SLUICE_PROG_LSM_POST_CREATE && id < SLUICE_PROG__MAX;
+}
+
+int sluice_prog_count(const struct sluice_bpf_config *cfg)
+{
+	return cfg->have_lsm ? SLUICE_PROG__MAX : SLUICE_PROG_LSM_POST_CREATE;
+}
+
+int sluice_bpf_lsm_active(char *msg, size_t msglen)
+{
+	static const char *path = "/sys/kernel/security/lsm";
+	char buf[512], *tok, *save = NULL;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT) {
+		/* securityfs not mounted: it is a single instance, mounting it
+		 * here only makes it visible */
+		mount("securityfs", "/sys/kernel/security", "securityfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		snprintf(msg, msglen, "cannot read %s: %s", path, strerror(errno));
+		return 0;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) {
+		snprintf(msg, msglen, "cannot read %s", path);
+		return 0;
+	}
+	buf[n] = 0;
+	for (tok = strtok_r(buf, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save))
+		if (strcmp(tok, "bpf") == 0)
+			return 1;
+	snprintf(msg, msglen, "the BPF LSM is not active (no 'bpf' in %s; boot with lsm=...,bpf)", path);
+	return 0;
 }
 
 static size_t count_cidr(const struct sluice_policy *p, int family)
@@ -95,10 +150,35 @@ static size_t count_cidr(const struct sluice_policy *p, int family)
 	return n;
 }
 
+/* Open, size and load the object with configuration `cfg`; 0 or -errno. */
+static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config *cfg, size_t n4, size_t n6)
+{
+	struct sluice_bpf *s = sluice_bpf__open();
+	int err;
+
+	if (!s)
+		return -errno;
+	*(struct sluice_bpf_config *)&s->rodata->sluice_cfg = *cfg;
+	/* two generations side by side during a reload, plus slack */
+	bpf_map__set_max_entries(s->maps.sluice_allow4, 2 * (n4 + 16));
+	bpf_map__set_max_entries(s->maps.sluice_allow6, 2 * (n6 + 16));
+	/* 4 MiB: about 43,000 events of burst before losses are counted */
+	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
+	for (int i = SLUICE_PROG_LSM_POST_CREATE; i < SLUICE_PROG__MAX; i++)
+		bpf_program__set_autoload(prog_of(s, i), cfg->have_lsm);
+	err = sluice_bpf__load(s);
+	if (err) {
+		sluice_bpf__destroy(s);
+		return err;
+	}
+	sb->skel = s;
+	sb->cfg = *cfg;
+	return 0;
+}
+
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
 		 const struct sluice_policy *policy, char *msg, size_t msglen)
 {
-	struct sluice_bpf *s;
 	size_t n4 = count_cidr(policy, 2), n6 = count_cidr(policy, 10);
 	int err;
 
@@ -107,32 +187,30 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 		sb->map_fd[i] = -1;
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
 	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
-	sb->cfg = *cfg;
 
-	s = sluice_bpf__open();
-	if (!s) {
-		err = -errno;
-		snprintf(msg, msglen, "cannot open BPF object: %s", strerror(-err));
-		return err;
+	/* the LSM active is not enough: the kernel may still refuse
+	 * tracing-type programs (lockdown, a hardened build).  Probe by the
+	 * real load, once per process; without them the sandbox says so. */
+	static int lsm_refused;
+	struct sluice_bpf_config c = *cfg;
+
+	if (c.have_lsm && lsm_refused) {
+		c.have_lsm = 0;
+		sb->lsm_err = lsm_refused;
 	}
-	sb->skel = s;
-	*(struct sluice_bpf_config *)&s->rodata->sluice_cfg = *cfg;
-	/* two generations side by side during a reload, plus slack */
-	bpf_map__set_max_entries(s->maps.sluice_allow4, 2 * (n4 + 16));
-	bpf_map__set_max_entries(s->maps.sluice_allow6, 2 * (n6 + 16));
-	/* 4 MiB: about 43,000 events of burst before losses are counted */
-	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
-
-	err = sluice_bpf__load(s);
+	err = load_object(sb, &c, n4, n6);
+	if (err && c.have_lsm) {
+		c.have_lsm = 0;
+		sb->lsm_err = lsm_refused = err;
+		err = load_object(sb, &c, n4, n6);
+	}
 	if (err) {
 		snprintf(msg, msglen, "cannot load BPF programs: %s (does this kernel have BPF, BTF and cgroup sock_addr hooks? run as root)",
 			 strerror(-err));
-		sluice_bpf__destroy(s);
-		sb->skel = NULL;
 		return err;
 	}
 	for (int i = 0; i < SLUICE_MAP__MAX; i++)
-		sb->map_fd[i] = bpf_map__fd(map_of(s, i));
+		sb->map_fd[i] = bpf_map__fd(map_of(sb->skel, i));
 	return 0;
 }
 
@@ -307,9 +385,15 @@ int sandbox_pin_maps(struct sluice_sandbox *sb)
 int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msglen)
 {
 	char path[512];
+	uint32_t zero = 0;
 
-	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
-		struct bpf_link *l = bpf_program__attach_cgroup(prog_of(sb->skel, i), cg_fd);
+	if (sb->cfg.have_lsm && bpf_map_update_elem(bpf_map__fd(sb->skel->maps.sluice_cgroup), &zero, &cg_fd, BPF_ANY)) {
+		snprintf(msg, msglen, "cannot set the sandbox's cgroup for the LSM programs: %s", strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < sluice_prog_count(&sb->cfg); i++) {
+		struct bpf_link *l = sluice_prog_is_lsm(i) ? bpf_program__attach_lsm(prog_of(sb->skel, i))
+							  : bpf_program__attach_cgroup(prog_of(sb->skel, i), cg_fd);
 		int err;
 
 		if (!l) {

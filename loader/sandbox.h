@@ -33,6 +33,13 @@ enum sluice_prog_id {
 	SLUICE_PROG_SOCK_CREATE,
 	SLUICE_PROG_SOCKOPS,
 	SLUICE_PROG_EGRESS,
+	/* BPF LSM (global; loaded only where cfg.have_lsm) */
+	SLUICE_PROG_LSM_POST_CREATE,
+	SLUICE_PROG_LSM_CREATE,
+	SLUICE_PROG_LSM_CONNECT,
+	SLUICE_PROG_LSM_SENDMSG,
+	SLUICE_PROG_LSM_UNIX_CONNECT,
+	SLUICE_PROG_LSM_UNIX_SEND,
 	SLUICE_PROG__MAX,
 };
 
@@ -61,7 +68,8 @@ struct sluice_sandbox {
 	bool own_fds;               /* map_fd[] were opened from pins: close them */
 	uint32_t gen;               /* generation now in force */
 	bool pinned;
-	struct sluice_bpf_config cfg;
+	struct sluice_bpf_config cfg; /* as loaded: cfg.have_lsm is 0 if the LSM programs could not be */
+	int lsm_err;                /* -errno of the refused load with the LSM programs, or 0 */
 };
 
 /* File name of a map's pin under pin_dir ("sluice_flows", ...). */
@@ -83,12 +91,28 @@ int sandbox_links_pinned(const struct sluice_sandbox *sb);
  * cgroup is no longer filtered.  Maps stay until sandbox_destroy(). */
 void sandbox_detach(struct sluice_sandbox *sb);
 
+/* Is program `id` one of the BPF LSM programs? */
+bool sluice_prog_is_lsm(enum sluice_prog_id id);
+
+/* How many programs a sandbox with configuration `cfg` attaches (the LSM
+ * ones only where cfg->have_lsm). */
+int sluice_prog_count(const struct sluice_bpf_config *cfg);
+
+/*
+ * Is the BPF LSM active on this kernel (`bpf` in the active LSM list,
+ * /sys/kernel/security/lsm; securityfs is mounted there if it is not)?
+ * Returns 1 yes, 0 no (with why in msg), never fails.
+ */
+int sluice_bpf_lsm_active(char *msg, size_t msglen);
+
 /* Name of a hook as `sluice status` and error messages print it ("connect4"). */
 const char *sluice_prog_name(enum sluice_prog_id id);
 
 /*
  * Open, configure and load the BPF programs for a sandbox named `name`
- * with the read-only config `cfg` and map sizes fit for `policy`.
+ * with the read-only config `cfg` and map sizes fit for `policy`.  Where
+ * cfg->have_lsm is set but the kernel refuses the LSM programs, loads
+ * without them: sb->cfg.have_lsm is then 0 and sb->lsm_err says why.
  * Returns 0 or -errno; on error *msg explains (static or in sb->name scope).
  */
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
@@ -109,7 +133,8 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 int sandbox_pin_maps(struct sluice_sandbox *sb);
 
 /*
- * Attach every program to the cgroup `cg_fd` and pin each link under
+ * Attach every program to the cgroup `cg_fd` (the LSM programs globally,
+ * with the cgroup in map sluice_cgroup) and pin each link under
  * pin_dir.  All or nothing: on failure detaches what was attached and
  * returns -errno with msg naming the hook and the reason.
  */

@@ -646,6 +646,26 @@ def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
 # --- what sluice does not stop (docs/threat-model.md, "Limits") ---------------------------------
 # Each test shows a limit as it is today, so that the threat model stays
 # true: if one starts to fail, sluice gained a protection; update both.
+# L1-L3 are stopped where the kernel loads sluice's BPF LSM programs (the
+# sandbox-start line says which is in force): there the test checks the
+# refusal, elsewhere the limit and that the start line says so.
+
+def lsm_in_force(lines):
+    """Did the sandbox of these lines run with the BPF LSM programs?"""
+    start = [e for e in lines if e.get("event.action") == "sandbox-start"]
+    assert start, "no sandbox-start line"
+    msg = start[-1]["message"]
+    assert "bpf lsm: " in msg, msg
+    if "bpf lsm: active" in msg:
+        return True
+    assert "are not judged" in msg, msg
+    return False
+
+
+def lsm_refusal(lines, reason):
+    hit = [e for e in lines if e.get("event.reason") == reason and not e.get("sluice.canary")]
+    assert hit, "no %s event: %s" % (reason, json.dumps(lines)[:2000])
+    return hit[0]
 
 def _limit_run(w, cmd, name):
     c = ctx(w)
@@ -657,10 +677,12 @@ def _limit_run(w, cmd, name):
     return got[-1], read_strict(events), c
 
 
-def test_limit_L1_a_socket_passed_in_is_not_judged(w):
+def test_L1_a_socket_passed_in(w):
     """A TCP socket created outside the sandbox (here: by a helper in the
     sandbox's netns, outside its cgroup) and passed in over SCM_RIGHTS keeps
-    its creator's cgroup: the sandbox sends on it unfiltered."""
+    its creator's cgroup: the cgroup hooks do not see its use.  With the BPF
+    LSM programs the send is refused (foreign_socket); without, the sandbox
+    sends on it unfiltered (the limit)."""
     path = os.path.join(w.tmp, "fdpass.sock")
     helper = ("import socket, os\n"
               "l = socket.socket(socket.AF_UNIX); l.bind(%r); os.chmod(%r, 0o777); l.listen(1)\n"
@@ -677,6 +699,11 @@ def test_limit_L1_a_socket_passed_in_is_not_judged(w):
     finally:
         p.kill()
         p.wait()
+    if lsm_in_force(lines):
+        assert got["result"] == "EPERM", got
+        assert not w.arrived_since(mark, port=8080), "the passed-in socket reached a denied port"
+        assert lsm_refusal(lines, "foreign_socket")["sluice.hook"] == "lsm_sendmsg"
+        return
     assert got["result"] == "ok" and "passed in" in got["echoed"], got
     assert w.arrived_since(mark, port=8080), "expected the limit: the passed-in socket reaches a denied port"
     assert not [e for e in lines if e.get("event.action", "").startswith("egress-")], lines
@@ -724,24 +751,34 @@ def test_inherited_descriptors_are_closed(w):
     assert echoed == b"", "the sandbox wrote on the inherited socket: %r" % echoed
 
 
-def test_limit_L1_stdout_socket_is_a_channel(w):
-    """Descriptors 0-2 are passed as they are: if the launcher gives CMD a
-    socket as stdout, CMD writes to it, judged by nobody (the socket is the
-    launcher's)."""
+def test_L1_stdout_socket(w):
+    """Descriptors 0-2 are passed as they are: if the launcher gives CMD an
+    inet socket as stdout, CMD writes to it.  With the BPF LSM programs the
+    write is refused (the socket is the launcher's); without, it is judged
+    by nobody (the limit)."""
     t = _connected_in_sandbox_netns(w, 8080)
-    p = subprocess.run([W.SLUICE, "run", "--netns", w.sbx_path, "--events", os.path.join(w.tmp, "l1b.jsonl"), "--",
+    ev = os.path.join(w.tmp, "l1b-%d.jsonl" % time.monotonic_ns())
+    p = subprocess.run([W.SLUICE, "run", "--netns", w.sbx_path, "--events", ev, "--",
                         "sh", "-c", "echo through-stdout"],
                        stdout=t.fileno(), stderr=subprocess.PIPE, text=True, timeout=60)
-    assert p.returncode == 0, p
     t.settimeout(3)
-    echoed = t.recv(100)
+    try:
+        echoed = t.recv(100)
+    except OSError:
+        echoed = b""
     t.close()
+    if lsm_in_force(read_strict(ev)):
+        assert b"through-stdout" not in echoed, "CMD wrote to the launcher's socket: %r" % echoed
+        lsm_refusal(read_strict(ev), "foreign_socket")
+        return
+    assert p.returncode == 0, p
     assert b"through-stdout" in echoed, "expected the limit: the echo server got CMD's stdout (%r)" % echoed
 
 
-def test_limit_L3_a_unix_socket_to_a_host_daemon(w):
-    """A unix socket of a process outside the sandbox is reachable (no inet
-    hook sees it; sluice does not attach cgroup/connect_unix)."""
+def test_L3_a_unix_socket_to_a_host_daemon(w):
+    """A unix socket of a process outside the sandbox: with the BPF LSM
+    programs the connect is refused (unix_outside_sandbox); without, it is
+    reachable (no inet hook sees it: the limit)."""
     path = os.path.join(w.tmp, "hostd.sock")
     helper = ("import socket, os\n"
               "l = socket.socket(socket.AF_UNIX); l.bind(%r); os.chmod(%r, 0o777); l.listen(1)\n"
@@ -756,13 +793,22 @@ def test_limit_L3_a_unix_socket_to_a_host_daemon(w):
     finally:
         p.kill()
         p.wait()
+    if lsm_in_force(lines):
+        assert got["result"] == "EPERM", got
+        lsm_refusal(lines, "unix_outside_sandbox")
+        return
     assert got["result"] == "ok" and "host daemon got: hello from the sandbox" in got["reply"], got
 
 
-def test_limit_L2_vsock_sockets_are_not_refused(w):
-    """Only inet sockets meet the sock_create hook: AF_VSOCK (a VM guest's
-    path to its host) is created without objection; seccomp must refuse it."""
+def test_L2_vsock_sockets(w):
+    """Only inet sockets meet the cgroup sock_create hook: with the BPF LSM
+    programs AF_VSOCK (a VM guest's path to its host) is refused at
+    socket() (socket_family); without, it is created (the limit)."""
     got, lines, _ = _limit_run(w, "python3 {attacker} vsock", "atkl2%d" % (os.getpid() % 100000))
+    if lsm_in_force(lines):
+        assert got["result"] == "EPERM", got
+        lsm_refusal(lines, "socket_family")
+        return
     if got["result"] in ("EAFNOSUPPORT", "EINVAL"):
         raise W.Skip("no AF_VSOCK in this kernel")
     assert got["result"] == "created", got

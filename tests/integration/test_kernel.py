@@ -402,3 +402,24 @@ def test_event_lines_never_interleave(w):
     dns = [e for e in r.events if e.get("event.action") == "dns-query"]
     assert len(kernel) + lost == 50000, (len(kernel), lost)
     assert len(dns) == 150, len(dns)
+
+
+def test_require_lsm_and_the_start_line_say_which_is_in_force(w):
+    """The sandbox-start line says whether the BPF LSM programs are in force
+    (they judge sockets made outside, unix sockets and socket families);
+    --require-lsm refuses to start without them (exit 2, nothing left);
+    --no-lsm forces the fallback and says so."""
+    r = w.sluice_run(["true"])
+    start = [e for e in r.events if e.get("event.action") == "sandbox-start"]
+    assert r.rc == 0 and start, r
+    active = "bpf lsm: active" in start[0]["message"]
+    r2 = w.sluice_run(["true"], extra=["--require-lsm"])
+    if active:
+        assert r2.rc == 0, r2
+    else:
+        assert r2.rc == 2 and "--require-lsm" in r2.stderr and "LSM" in r2.stderr, r2
+        assert not [e for e in r2.events if e.get("event.action") == "sandbox-start"], r2.events
+    r3 = w.sluice_run(["true"], extra=["--no-lsm"])
+    start = [e for e in r3.events if e.get("event.action") == "sandbox-start"]
+    assert r3.rc == 0 and "bpf lsm: not loaded (--no-lsm)" in start[0]["message"], r3
+    assert "are not judged" in start[0]["message"], start

@@ -1,0 +1,2 @@
+build-ci/loader/cgroup.o: loader/cgroup.c loader/cgroup.h
+loader/cgroup.h:

@@ -1,0 +1,3 @@
+build-ci/userspace/proxy/relay.o: userspace/proxy/relay.c \
+ userspace/proxy/relay.h
+userspace/proxy/relay.h:

@@ -114,6 +114,15 @@ struct {
 	__type(value, struct sluice_sk_owner);
 } sluice_sk_owner SEC(".maps");
 
+/* `unix:` entries of the policy (both generations). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_unix_key);
+	__type(value, __u32);
+} sluice_unix_allow SEC(".maps");
+
 /* Redirected TCP flows, looked up (and deleted) by the proxy. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -234,13 +243,15 @@ static __always_inline bool is_v4mapped(const __u32 a[4])
  * the packet in the egress backstop (softirq context possible: no task
  * fields, the cgroup comes from the packet's socket).
  */
-static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u64 cookie, struct __sk_buff *skb)
+static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u64 cookie, struct __sk_buff *skb,
+				       const struct sluice_unix_key *u)
 {
 	struct sluice_event *e;
 	__u64 seq = __sync_fetch_and_add(&sluice_seq, 1);
 	__u64 flags, avail;
 
-	e = bpf_ringbuf_reserve(&sluice_events, sizeof(*e), 0);
+	/* a unix denial carries the name the client asked for (struct sluice_event_unix) */
+	e = bpf_ringbuf_reserve(&sluice_events, u ? sizeof(struct sluice_event_unix) : sizeof(*e), 0);
 	if (!e) {
 		/* the verdict never depends on room in the ring buffer */
 		stat_inc(SLUICE_STAT_EVENTS_LOST);
@@ -277,6 +288,19 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 	e->sock_type = v->sock_type;
 	e->pad = 0;
 	e->reserved = 0;
+	if (u) {
+		struct sluice_event_unix *eu = (struct sluice_event_unix *)e;
+
+		eu->kind = u->kind;
+		eu->pad[0] = eu->pad[1] = eu->pad[2] = eu->pad[3] = eu->pad[4] = eu->pad[5] = 0;
+		if (u->kind == SLUICE_UNIX_KIND_ABSTRACT) {
+			eu->len = u->b[0];
+			__builtin_memcpy(eu->name, &u->b[1], sizeof(eu->name));
+		} else {
+			eu->len = (__u8)(u->prefixlen / 8 - 6);
+			__builtin_memcpy(eu->name, u->b, sizeof(eu->name));
+		}
+	}
 
 	/* wake the consumer once, when the backlog crosses the threshold (an
 	 * edge, not a level: under a flood a level would raise an interrupt
@@ -292,18 +316,24 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
  * the value the program must return.  `always` marks reasons no policy can
  * allow: they are refused in audit mode too.
  */
-static __always_inline int deny(struct verdict_ctx *v, __u32 gen, __u64 cookie, bool always)
+static __always_inline int deny_u(struct verdict_ctx *v, __u32 gen, __u64 cookie, bool always,
+				  const struct sluice_unix_key *u)
 {
 	if (!always && gen_audit(gen)) {
 		stat_inc(SLUICE_STAT_WOULD_DENY);
-		emit_event(v, SLUICE_VERDICT_WOULD_DENY, cookie, NULL);
+		emit_event(v, SLUICE_VERDICT_WOULD_DENY, cookie, NULL, u);
 		return SYS_PROCEED;
 	}
 	stat_inc(SLUICE_STAT_DENIED);
-	emit_event(v, SLUICE_VERDICT_DENY, cookie, NULL);
+	emit_event(v, SLUICE_VERDICT_DENY, cookie, NULL, u);
 	if (sluice_cfg.have_set_retval)
 		bpf_set_retval(-EPERM);
 	return SYS_REJECT;
+}
+
+static __always_inline int deny(struct verdict_ctx *v, __u32 gen, __u64 cookie, bool always)
+{
+	return deny_u(v, gen, cookie, always, NULL);
 }
 
 static __always_inline void remember(struct bpf_sock_addr *ctx, struct verdict_ctx *v, __u8 flags)
@@ -861,8 +891,40 @@ drop:
 	stat_inc(SLUICE_STAT_DENIED);
 	v.hook = SLUICE_HOOK_SKB_EGRESS;
 	v.reason = SLUICE_REASON_BACKSTOP;
-	emit_event(&v, SLUICE_VERDICT_DENY, bpf_get_socket_cookie(skb), skb);
+	emit_event(&v, SLUICE_VERDICT_DENY, bpf_get_socket_cookie(skb), skb, NULL);
 	return 0;
+}
+
+/*
+ * The sluice_unix_key of a sun_path as a client passed it (`len` bytes of
+ * `raw`; abstract when the first is NUL): the same rule as
+ * sluice_unix_key_of_addr() in loader/policy_maps.c.  Returns the name's
+ * length.
+ */
+static __always_inline __u32 unix_key_build(struct sluice_unix_key *key, const __u8 raw[108], __u32 len, __u32 gen)
+{
+	__u32 n = 0;
+
+	key->gen = gen;
+	if (len > 0 && raw[0] == 0) {
+		n = len - 1;
+		key->kind = SLUICE_UNIX_KIND_ABSTRACT;
+		key->b[0] = (__u8)n;
+		for (int i = 1; i < 108; i++)
+			if (i <= n)
+				key->b[i] = raw[i];
+	} else {
+		/* a path ends at its first NUL or at the length given */
+		for (int i = 0; i < 108; i++) {
+			if (i >= len || raw[i] == 0)
+				break;
+			key->b[i] = raw[i];
+			n = i + 1;
+		}
+		key->kind = SLUICE_UNIX_KIND_PATH;
+	}
+	key->prefixlen = 32 + 8 + 8 * (n + 1); /* a path with its terminating NUL; an abstract name with its length */
+	return n;
 }
 
 /*
@@ -899,7 +961,7 @@ static __always_inline bool sk_ours(struct sock *sk)
 static __always_inline int lsm_deny(struct verdict_ctx *v)
 {
 	stat_inc(SLUICE_STAT_DENIED);
-	emit_event(v, SLUICE_VERDICT_DENY, 0, NULL);
+	emit_event(v, SLUICE_VERDICT_DENY, 0, NULL, NULL);
 	return -EPERM;
 }
 
@@ -1011,12 +1073,37 @@ int BPF_PROG(sluice_lsm_sendmsg, struct socket *sock, struct msghdr *msg, int si
 	return judge_inet_use(sock, BPF_CORE_READ(msg, msg_name), SLUICE_HOOK_LSM_SENDMSG);
 }
 
-/* A unix connect or datagram to `other`: only to sockets made inside. */
+/*
+ * Is the name `other` is bound to (the socket the kernel resolved, after
+ * symlinks) named by a `unix:` entry?  The cgroup hook judged the bytes the
+ * client passed; this judges where they led.
+ */
+static __always_inline bool peer_name_allowed(struct sock *other)
+{
+	struct unix_address *ua = BPF_CORE_READ((struct unix_sock *)other, addr);
+	struct sluice_unix_key key = {};
+	__u8 raw[108] = {};
+	__u32 len;
+
+	if (!ua)
+		return false;       /* unbound (socketpair, autobind not yet) */
+	len = BPF_CORE_READ(ua, len);
+	len = len > 2 ? len - 2 : 0;
+	if (len > sizeof(raw))
+		len = sizeof(raw);
+	if (bpf_probe_read_kernel(raw, sizeof(raw), (void *)ua + bpf_core_field_offset(struct unix_address, name) + 2))
+		return false;
+	unix_key_build(&key, raw, len, current_gen());
+	return bpf_map_lookup_elem(&sluice_unix_allow, &key) != NULL;
+}
+
+/* A unix connect or datagram to `other`: only to sockets made inside, or
+ * bound to a name a `unix:` entry names. */
 static __always_inline int judge_unix(struct sock *other)
 {
 	struct verdict_ctx v = {};
 
-	if (!in_sandbox() || sk_ours(other))
+	if (!in_sandbox() || sk_ours(other) || (other && peer_name_allowed(other)))
 		return 0;
 	v.family = AF_UNIX_;
 	v.sock_type = other ? BPF_CORE_READ(other, sk_type) : 0;
@@ -1039,4 +1126,54 @@ int BPF_PROG(sluice_lsm_unix_send, struct socket *sock, struct socket *other, in
 	if (ret)
 		return ret;
 	return judge_unix(BPF_CORE_READ(other, sk));
+}
+
+/*
+ * cgroup/connect_unix and cgroup/sendmsg_unix (kernel 6.7+): a unix
+ * connect or an addressed send of a socket made inside the sandbox is
+ * allowed only to a path or abstract name a `unix:` entry names (map
+ * sluice_unix_allow, see struct sluice_unix_key).  libbpf 1.1 has no
+ * section names for them: the loader sets the attach types
+ * (BPF_CGROUP_UNIX_CONNECT, _SENDMSG) before the load.  The address is
+ * read through the kernel context (bpf_cast_to_kern_ctx, 6.2+).
+ */
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+static __always_inline int judge_unix_addr(struct bpf_sock_addr *ctx, __u16 hook)
+{
+	struct bpf_sock_addr_kern *k = bpf_cast_to_kern_ctx(ctx);
+	struct sluice_unix_key key = {};
+	struct verdict_ctx v = {};
+	__u8 raw[108] = {};
+	__u32 gen = current_gen(), len;
+
+	len = BPF_CORE_READ(k, uaddrlen);
+	if (len > 2 + sizeof(raw))
+		len = 2 + sizeof(raw);
+	len = len > 2 ? len - 2 : 0;  /* bytes of sun_path the client passed */
+	if (bpf_probe_read_kernel(raw, sizeof(raw), (void *)BPF_CORE_READ(k, uaddr) + 2))
+		goto refuse;
+	unix_key_build(&key, raw, len, gen);
+	if (bpf_map_lookup_elem(&sluice_unix_allow, &key)) {
+		stat_inc(SLUICE_STAT_ALLOWED);
+		return SYS_PROCEED;
+	}
+refuse:
+	v.family = AF_UNIX_;
+	v.sock_type = ctx->type;
+	v.hook = hook;
+	v.reason = SLUICE_REASON_UNIX_NOT_ALLOWED;
+	return deny_u(&v, gen, bpf_get_socket_cookie(ctx), false, &key);
+}
+
+SEC("cgroup/connect4")
+int sluice_connect_unix(struct bpf_sock_addr *ctx)
+{
+	return judge_unix_addr(ctx, SLUICE_HOOK_CONNECT_UNIX);
+}
+
+SEC("cgroup/connect4")
+int sluice_sendmsg_unix(struct bpf_sock_addr *ctx)
+{
+	return judge_unix_addr(ctx, SLUICE_HOOK_SENDMSG_UNIX);
 }

@@ -104,6 +104,8 @@ enum sluice_reason {
 					      * not judge (vsock, packet, netlink other than route/diag, xdp, ...) */
 	SLUICE_REASON_UNIX_OUTSIDE      = 13, /* "unix_outside_sandbox" (ALWAYS, BPF LSM): a unix socket connect or
 					      * send to a socket made outside the sandbox (a host daemon) */
+	SLUICE_REASON_UNIX_NOT_ALLOWED  = 14, /* "unix_not_allowed": a unix connect or sendto of a path or abstract
+					      * name no `unix:` entry names (cgroup/connect_unix, 6.7+) */
 	SLUICE_REASON__MAX,
 };
 
@@ -119,6 +121,8 @@ enum sluice_hook {
 	SLUICE_HOOK_LSM_SENDMSG  = 8,  /* lsm/socket_sendmsg */
 	SLUICE_HOOK_LSM_CREATE   = 9,  /* lsm/socket_create */
 	SLUICE_HOOK_LSM_UNIX     = 10, /* lsm/unix_stream_connect, lsm/unix_may_send */
+	SLUICE_HOOK_CONNECT_UNIX = 11, /* cgroup/connect_unix */
+	SLUICE_HOOK_SENDMSG_UNIX = 12, /* cgroup/sendmsg_unix */
 	SLUICE_HOOK__MAX,
 };
 
@@ -215,7 +219,8 @@ struct sluice_bpf_config {
 	__u8  have_dns;
 	__u8  have_set_retval; /* kernel has bpf_set_retval (5.18+) */
 	__u8  have_lsm;        /* the BPF LSM programs are loaded (bpf LSM active) */
-	__u8  pad[4];
+	__u8  have_unix;       /* cgroup/connect_unix and sendmsg_unix are loaded (6.7+) */
+	__u8  pad[3];
 };
 _Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size");
 
@@ -233,6 +238,29 @@ struct sluice_listener_mark {
 	__u32 pad;
 };
 _Static_assert(sizeof(struct sluice_listener_mark) == 8, "sluice_listener_mark size");
+
+/*
+ * Unix allowlist (map sluice_unix_allow, LPM trie): `unix:` entries of the
+ * policy, generation first as in the cidr tries.  A path is stored with
+ * its terminating NUL (exact) or without it (an entry ending in '/': every
+ * socket below that directory); an abstract name as its length byte and
+ * its bytes (exact only: names may hold NUL).  The programs build the key
+ * of what the client passed and look it up; no match: reason 14.
+ *   unix: /run/postgresql/.s.PGSQL.5432   connect("/run/postgresql/.s.PGSQL.5432")  allowed
+ *   unix: /tmp/sockets/                   connect("/tmp/sockets/a/b.sock")          allowed
+ *                                         connect("/run/docker.sock")               denied, reason 14
+ */
+#define SLUICE_UNIX_KEY_BYTES 109      /* sun_path (108) + a terminator or length byte */
+#define SLUICE_UNIX_KIND_PATH     0
+#define SLUICE_UNIX_KIND_ABSTRACT 1
+struct sluice_unix_key {
+	__u32 prefixlen;    /* bits of what follows: 32 (gen) + 8 (kind) + 8 * bytes */
+	__u32 gen;          /* host byte order */
+	__u8  kind;         /* SLUICE_UNIX_KIND_* */
+	__u8  b[SLUICE_UNIX_KEY_BYTES];
+	__u8  pad[2];
+};
+_Static_assert(sizeof(struct sluice_unix_key) == 120, "sluice_unix_key size");
 
 /* Value of map sluice_sk_owner (socket storage): the socket was made by a
  * task inside the sandbox (lsm/socket_post_create).  Cloned to accepted
@@ -305,5 +333,18 @@ struct sluice_event {
 	__u64 reserved;
 };
 _Static_assert(sizeof(struct sluice_event) == 96, "sluice_event size");
+
+/* A unix denial (hooks SLUICE_HOOK_CONNECT_UNIX, _SENDMSG_UNIX): the event
+ * and the name the client asked for.  Records of this size in the ring
+ * buffer are this struct; the consumer tells them by their length. */
+struct sluice_event_unix {
+	struct sluice_event ev;
+	__u8  kind;         /* SLUICE_UNIX_KIND_* */
+	__u8  len;          /* bytes of name */
+	__u8  pad[6];
+	char  name[108];    /* a path, or an abstract name without its leading NUL */
+	__u32 pad2;
+};
+_Static_assert(sizeof(struct sluice_event_unix) == 96 + 8 + 112, "sluice_event_unix size");
 
 #endif /* SLUICE_H */

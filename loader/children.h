@@ -52,7 +52,7 @@ int sluice_listeners_mark(const struct sluice_listeners *l, int map_fd, char *ms
  * listeners at most SLUICE_RESTART_MAX times within SLUICE_RESTART_WINDOW_MS;
  * past that its owner gives up and the sandbox's traffic to it fails closed.
  */
-#define SLUICE_RESTART_MAX       5
+#define SLUICE_RESTART_MAX       5u
 #define SLUICE_RESTART_WINDOW_MS 60000u
 struct sluice_restarts {
 	uint64_t window_start_ms;  /* CLOCK_MONOTONIC, ms */

@@ -67,6 +67,12 @@ static const char *proto_str(const struct sluice_entry *e)
 	return e->protocol == IPPROTO_UDP ? "udp" : "tcp";
 }
 
+/* How an entry's traffic leaves: the proxy, direct (kernel cidr), or a unix socket (kernel). */
+static const char *via_str(const struct sluice_entry *e)
+{
+	return e->kind == SLUICE_ENTRY_CIDR ? "direct" : e->kind == SLUICE_ENTRY_UNIX ? "unix" : "proxy";
+}
+
 static void ports_str(const struct sluice_entry *e, char *buf, size_t len)
 {
 	size_t o = 0;
@@ -159,10 +165,17 @@ static json_object *entry_json(const struct sluice_entry *e)
 		json_object_object_add(o, "family", json_object_new_int(e->family == AF_INET6 ? 6 : 4));
 		json_object_object_add(o, "prefix_len", json_object_new_int(e->prefix_len));
 		break;
+	case SLUICE_ENTRY_UNIX:
+		json_object_object_add(o, "path", jstr(e->unix_path));
+		json_object_object_add(o, "abstract", json_object_new_boolean(e->unix_abstract));
+		json_object_object_add(o, "prefix", json_object_new_boolean(e->unix_prefix));
+		break;
 	}
-	json_object_object_add(o, "ports", ports_json(e));
-	json_object_object_add(o, "protocol", jstr(proto_str(e)));
-	json_object_object_add(o, "via", jstr(e->kind == SLUICE_ENTRY_CIDR ? "direct" : "proxy"));
+	if (e->kind != SLUICE_ENTRY_UNIX) {
+		json_object_object_add(o, "ports", ports_json(e));
+		json_object_object_add(o, "protocol", jstr(proto_str(e)));
+	}
+	json_object_object_add(o, "via", jstr(via_str(e)));
 	json_object_object_add(o, "why", jstr(e->why));
 	return o;
 }
@@ -227,7 +240,7 @@ static void print_table(const struct sluice_policy *p)
 		snprintf(why, sizeof(why), "%.*s%s", nl ? (int)(nl - e->why) : (int)strlen(e->why),
 			 e->why, nl && nl[1] ? " ..." : "");
 		printf("  %-4zu %-5s %-40s %-14s %-6s %-9s %s\n", i, sluice_entry_kind_name(e->kind),
-		       target, ports, proto_str(e), e->kind == SLUICE_ENTRY_CIDR ? "direct" : "proxy", why);
+		       target, ports, e->kind == SLUICE_ENTRY_UNIX ? "-" : proto_str(e), via_str(e), why);
 	}
 }
 
@@ -438,7 +451,17 @@ static void diff_entry(struct diff_out *d, const struct sluice_entry *e,
 	json_object *o;
 
 	target_key(e, key, sizeof(key));
-	if (e->kind == SLUICE_ENTRY_URL) {
+	if (e->kind == SLUICE_ENTRY_UNIX) {
+		if (other)      /* the same socket (or directory) on both sides: nothing changed */
+			return;
+		o = json_object_new_object();
+		json_object_object_add(o, "kind", jstr("unix"));
+		json_object_object_add(o, "target", jstr(target_str(e)));
+		json_object_object_add(o, "rule", jstr(e->name));
+		json_object_object_add(o, "line", json_object_new_int((int)e->line));
+		snprintf(text, sizeof(text), "%s %s  (%s, line %u)", key,
+			 e->unix_prefix ? "every unix socket below it" : "unix socket", e->name, e->line);
+	} else if (e->kind == SLUICE_ENTRY_URL) {
 		json_object *ms = json_object_new_array();
 		char m[64] = "";
 

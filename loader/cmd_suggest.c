@@ -1988,6 +1988,8 @@ static void target_entry(struct suggest *s, const struct target *t, struct oentr
 		e->target = xasprintf("%s/%u", t->ip, t->family == AF_INET ? 32 : 128);
 		e->proto = t->proto;
 		break;
+	default: /* suggestions are host, url or cidr entries */
+		break;
 	}
 	if (t->kind != SLUICE_ENTRY_URL) {
 		for (size_t i = 0; i < t->n_pu; i++)
@@ -2066,8 +2068,11 @@ static void existing_entry(const struct sluice_entry *x, struct oentry *e)
 		e->proto = x->protocol;
 		break;
 	}
+	case SLUICE_ENTRY_UNIX:
+		e->target = xasprintf("%s%s", x->unix_abstract ? "@" : "", x->unix_path);
+		break;
 	}
-	if (x->kind != SLUICE_ENTRY_URL) {
+	if (x->kind != SLUICE_ENTRY_URL && x->kind != SLUICE_ENTRY_UNIX) {
 		e->ports = xcalloc(x->n_ports, sizeof(*e->ports));
 		memcpy(e->ports, x->ports, x->n_ports * sizeof(*e->ports));
 		e->n_ports = x->n_ports;
@@ -2141,7 +2146,7 @@ static void yentry(FILE *f, const char *prefix, const char *indent, const struct
 		fprintf(f, "%s%s  methods: ", prefix, indent);
 		methods_text(f, e->methods);
 		fputc('\n', f);
-	} else {
+	} else if (e->kind != SLUICE_ENTRY_UNIX) {
 		fprintf(f, "%s%s  ports: ", prefix, indent);
 		ranges_text(f, e->ports, e->n_ports);
 		fputc('\n', f);

@@ -373,6 +373,7 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "hooks", hooks);
 	/* foreign sockets, unix sockets and other families are judged only with it */
 	json_object_object_add(o, "bpf_lsm", json_object_new_boolean(s->sb.cfg.have_lsm));
+	json_object_object_add(o, "unix_hooks", json_object_new_boolean(s->sb.cfg.have_unix));
 	if (s->sb.cfg.have_proxy)
 		json_object_object_add(o, "proxy_port", json_object_new_int(s->sb.cfg.proxy4_port));
 	if (s->sb.cfg.have_dns)
@@ -467,6 +468,7 @@ static json_object *do_attach(json_object *req)
 		}
 		cfg.have_set_retval = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
 		cfg.have_lsm = D.use_lsm && sluice_bpf_lsm_active(msg, sizeof(msg));
+		cfg.have_unix = 1;
 		if (sandbox_load(&s->sb, name, &cfg, s->policy, msg, sizeof(msg)) < 0 ||
 		    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
 			o = reply_error("%s", msg);

@@ -32,6 +32,7 @@ static const char *reason_names[SLUICE_REASON__MAX] = {
 	[SLUICE_REASON_FOREIGN_SOCKET] = "foreign_socket",
 	[SLUICE_REASON_SOCKET_FAMILY] = "socket_family",
 	[SLUICE_REASON_UNIX_OUTSIDE] = "unix_outside_sandbox",
+	[SLUICE_REASON_UNIX_NOT_ALLOWED] = "unix_not_allowed",
 };
 
 static const char *hook_names[SLUICE_HOOK__MAX] = {
@@ -45,6 +46,8 @@ static const char *hook_names[SLUICE_HOOK__MAX] = {
 	[SLUICE_HOOK_LSM_SENDMSG] = "lsm_sendmsg",
 	[SLUICE_HOOK_LSM_CREATE] = "lsm_socket_create",
 	[SLUICE_HOOK_LSM_UNIX] = "lsm_unix",
+	[SLUICE_HOOK_CONNECT_UNIX] = "connect_unix",
+	[SLUICE_HOOK_SENDMSG_UNIX] = "sendmsg_unix",
 };
 
 const char *sluice_reason_name(unsigned reason)
@@ -154,11 +157,11 @@ static void jb_raw(struct jb *b, const char *s, size_t n)
 	b->len += n;
 }
 
-static void jb_str(struct jb *b, const char *s)
+/* `n` bytes of `s` as a JSON string (NUL bytes escaped like any control byte). */
+static void jb_strn(struct jb *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
-	const unsigned char *u = (const unsigned char *)(s ? s : "");
-	size_t n = strlen((const char *)u);
+	const unsigned char *u = (const unsigned char *)s;
 
 	jb_raw(b, "\"", 1);
 	for (size_t i = 0; i < n;) {
@@ -192,6 +195,11 @@ static void jb_str(struct jb *b, const char *s)
 	jb_raw(b, "\"", 1);
 }
 
+static void jb_str(struct jb *b, const char *s)
+{
+	jb_strn(b, s ? s : "", s ? strlen(s) : 0);
+}
+
 /* ,"key": (the first key of a line has no comma) */
 static void jb_key(struct jb *b, const char *k)
 {
@@ -215,8 +223,10 @@ static void jb_kv_u64(struct jb *b, const char *k, uint64_t v)
 	jb_raw(b, num, (size_t)n);
 }
 
-int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,
-			size_t len)
+/* The line of event `e`; `u`, when not NULL, is the same record with the
+ * unix name (hooks connect_unix, sendmsg_unix). */
+static int format_event(const struct sluice_event *e, const struct sluice_event_unix *u,
+			const struct sluice_event_meta *m, char *buf, size_t len)
 {
 	struct jb b = { .p = buf, .cap = len };
 	char comm[sizeof(e->comm) + 1], ip[INET6_ADDRSTRLEN] = "", uid[16], ts[40];
@@ -252,7 +262,21 @@ int sluice_event_format(const struct sluice_event *e, const struct sluice_event_
 		snprintf(uid, sizeof(uid), "%u", e->uid);
 		jb_kv_str(&b, "user.id", uid);
 	}
-	if (e->hook == SLUICE_HOOK_LSM_UNIX) {
+	if (u) {
+		/* ECS destination.address: a unix socket path; "@name" for an abstract one */
+		char name[sizeof(u->name) + 2];
+		size_t n = u->len < sizeof(u->name) ? u->len : sizeof(u->name);
+		size_t o = 0;
+
+		if (u->kind == SLUICE_UNIX_KIND_ABSTRACT)
+			name[o++] = '@';
+		memcpy(name + o, u->name, n);
+		name[o + n] = 0;
+		jb_key(&b, "destination.address");
+		jb_strn(&b, name, o + n);
+		jb_kv_u64(&b, "sluice.socket_type", e->sock_type);
+	} else if (e->hook == SLUICE_HOOK_LSM_UNIX || e->hook == SLUICE_HOOK_CONNECT_UNIX ||
+		   e->hook == SLUICE_HOOK_SENDMSG_UNIX) {
 		jb_kv_u64(&b, "sluice.socket_type", e->sock_type);
 	} else if (e->hook != SLUICE_HOOK_SOCK_CREATE && e->hook != SLUICE_HOOK_LSM_CREATE) {
 		if (e->family == SLUICE_AF_INET)
@@ -268,7 +292,7 @@ int sluice_event_format(const struct sluice_event *e, const struct sluice_event_
 		if (e->hook == SLUICE_HOOK_LSM_CREATE)
 			jb_kv_u64(&b, "sluice.socket_family", e->family);
 	}
-	jb_kv_str(&b, "network.transport", transport_name(e->protocol, e->sock_type));
+	jb_kv_str(&b, "network.transport", e->family == 1 /* AF_UNIX */ ? "unix" : transport_name(e->protocol, e->sock_type));
 	jb_kv_str(&b, "network.type", e->family == SLUICE_AF_INET6 ? "ipv6" : e->family == SLUICE_AF_INET ? "ipv4" : "other");
 	jb_kv_str(&b, "sluice.hook", sluice_hook_name(e->hook));
 	jb_kv_u64(&b, "sluice.cgroup_id", e->cgroup_id);
@@ -283,6 +307,18 @@ int sluice_event_format(const struct sluice_event *e, const struct sluice_event_
 		return -1;
 	buf[b.len] = 0;
 	return (int)b.len;
+}
+
+int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,
+			size_t len)
+{
+	return format_event(e, NULL, m, buf, len);
+}
+
+int sluice_unix_event_format(const struct sluice_event_unix *u, const struct sluice_event_meta *m, char *buf,
+			     size_t len)
+{
+	return format_event(&u->ev, u, m, buf, len);
 }
 
 int sluice_events_lost_format(uint64_t count, uint64_t total, const struct sluice_event_meta *m,
@@ -337,7 +373,8 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(struct sluice_event))
 		return 0;
-	n = sluice_event_format(data, c->meta, line, sizeof(line));
+	n = size >= sizeof(struct sluice_event_unix) ? sluice_unix_event_format(data, c->meta, line, sizeof(line))
+						     : sluice_event_format(data, c->meta, line, sizeof(line));
 	if (n < 0)
 		return 0;
 	sluice_write_line(c->out_fd, line, (size_t)n);

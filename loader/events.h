@@ -41,6 +41,11 @@ void sluice_format_time(int64_t real_ns, char *buf, size_t len);
 int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,
 			size_t len);
 
+/* The same for a unix denial record (struct sluice_event_unix): adds
+ * destination.address, the path or "@abstract-name" the client asked for. */
+int sluice_unix_event_format(const struct sluice_event_unix *u, const struct sluice_event_meta *m, char *buf,
+			     size_t len);
+
 /*
  * Format an "events_lost" line: `count` events could not be reserved in the
  * ring buffer since the previous such line (`total` since start).

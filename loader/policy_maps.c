@@ -226,7 +226,9 @@ int sluice_plan_build(const struct sluice_policy *p, uint32_t gen, struct sluice
 	}
 	plan->v4 = calloc(n4 ? n4 : 1, sizeof(*plan->v4));
 	plan->v6 = calloc(n6 ? n6 : 1, sizeof(*plan->v6));
-	if (!plan->v4 || !plan->v6) {
+	plan->ux = calloc(p->n_entries ? p->n_entries : 1, sizeof(*plan->ux));
+	plan->ux_rule = calloc(p->n_entries ? p->n_entries : 1, sizeof(*plan->ux_rule));
+	if (!plan->v4 || !plan->v6 || !plan->ux || !plan->ux_rule) {
 		snprintf(err, errlen, "out of memory");
 		sluice_plan_free(plan);
 		return -1;
@@ -236,16 +238,71 @@ int sluice_plan_build(const struct sluice_policy *p, uint32_t gen, struct sluice
 		sluice_plan_free(plan);
 		return -1;
 	}
+	for (size_t i = 0; i < p->n_entries; i++) {
+		if (p->entries[i].kind != SLUICE_ENTRY_UNIX)
+			continue;
+		sluice_unix_key_of_entry(&p->entries[i], gen, &plan->ux[plan->n_ux]);
+		plan->ux_rule[plan->n_ux++] = (uint32_t)i;
+	}
 	return 0;
+}
+
+void sluice_unix_key_of_entry(const struct sluice_entry *e, uint32_t gen, struct sluice_unix_key *k)
+{
+	size_t n = strlen(e->unix_path);
+
+	memset(k, 0, sizeof(*k));
+	k->gen = gen;
+	if (n > SLUICE_UNIX_PATH_MAX)   /* the parser refuses longer ones */
+		n = SLUICE_UNIX_PATH_MAX;
+	if (e->unix_abstract) {
+		k->kind = SLUICE_UNIX_KIND_ABSTRACT;
+		k->b[0] = (uint8_t)n;
+		memcpy(k->b + 1, e->unix_path, n);
+		k->prefixlen = 32 + 8 + 8 * (uint32_t)(n + 1);
+	} else {
+		k->kind = SLUICE_UNIX_KIND_PATH;
+		memcpy(k->b, e->unix_path, n);
+		/* exact: the terminating NUL is part of the key; a directory
+		 * ("/x/y/") is a prefix of every path below it */
+		k->prefixlen = 32 + 8 + 8 * (uint32_t)(e->unix_prefix ? n : n + 1);
+	}
+}
+
+void sluice_unix_key_of_addr(const unsigned char *sun_path, size_t len, uint32_t gen, struct sluice_unix_key *k)
+{
+	size_t n = 0;
+
+	memset(k, 0, sizeof(*k));
+	k->gen = gen;
+	if (len > 108)
+		len = 108;
+	if (len > 0 && sun_path[0] == 0) {
+		n = len - 1;
+		k->kind = SLUICE_UNIX_KIND_ABSTRACT;
+		k->b[0] = (uint8_t)n;
+		memcpy(k->b + 1, sun_path + 1, n);
+		k->prefixlen = 32 + 8 + 8 * (uint32_t)(n + 1);
+		return;
+	}
+	while (n < len && sun_path[n])
+		n++;
+	k->kind = SLUICE_UNIX_KIND_PATH;
+	memcpy(k->b, sun_path, n);
+	k->prefixlen = 32 + 8 + 8 * (uint32_t)(n + 1);
 }
 
 void sluice_plan_free(struct sluice_plan *plan)
 {
 	free(plan->v4);
 	free(plan->v6);
+	free(plan->ux);
+	free(plan->ux_rule);
 	plan->v4 = NULL;
 	plan->v6 = NULL;
-	plan->n_v4 = plan->n_v6 = 0;
+	plan->ux = NULL;
+	plan->ux_rule = NULL;
+	plan->n_v4 = plan->n_v6 = plan->n_ux = 0;
 }
 
 int sluice_plan_allows4(const struct sluice_plan *plan, uint32_t addr, uint8_t proto, uint16_t port)

@@ -30,6 +30,9 @@ struct sluice_plan {
 	size_t n_v4;
 	struct sluice_plan_v6 *v6;
 	size_t n_v6;
+	struct sluice_unix_key *ux;        /* `unix:` entries (map sluice_unix_allow), value: entry index */
+	uint32_t *ux_rule;
+	size_t n_ux;
 	uint32_t ports[SLUICE_PORT_WORDS]; /* proxied-port bitmap, bank (gen & 1) */
 	uint32_t genflags;                 /* SLUICE_GEN_* */
 };
@@ -46,6 +49,20 @@ int sluice_plan_build(const struct sluice_policy *p, uint32_t gen, struct sluice
 		      char *err, size_t errlen);
 
 void sluice_plan_free(struct sluice_plan *plan);
+
+/*
+ * The LPM key of `unix:` entry `e` for generation `gen` (struct
+ * sluice_unix_key in bpf/sluice.h: a path with its NUL when exact, without
+ * when it ends in '/'; an abstract name as length byte + bytes).
+ */
+void sluice_unix_key_of_entry(const struct sluice_entry *e, uint32_t gen, struct sluice_unix_key *k);
+
+/*
+ * The key the kernel builds for a client's address: `sun_path` bytes as
+ * passed (`len` of them; abstract when the first is NUL), exactly as
+ * bpf/sluice.bpf.c judge_unix_addr() does.  For tests and `policy` tools.
+ */
+void sluice_unix_key_of_addr(const unsigned char *sun_path, size_t len, uint32_t gen, struct sluice_unix_key *k);
 
 /* Would this plan let an IPv4 `addr` (network byte order) through directly
  * for `proto`/`port` (host order)?  The same answer the kernel gives; used

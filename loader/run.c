@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,6 +186,40 @@ static void canary_lsm(int errfd, const int foreign[2], const struct sockaddr_in
 	close(foreign[1]);
 }
 
+static bool unix_hooks, canary_audit; /* set in the canary child only */
+
+/*
+ * The unix part of the canary: a connect and an addressed send to an
+ * abstract name no policy entry names (nobody listens there: a missing
+ * hook gives ECONNREFUSED) must each be refused with EPERM.  Audit mode
+ * lets them through to that empty name; the would-deny count shows them.
+ */
+static void canary_unix(int errfd)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t sl;
+	int fd, r, n;
+
+	n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "sluice-canary-%d", (int)getpid());
+	sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		child_fail(errfd, 2, "canary: cannot create a unix socket: %s", strerror(errno));
+	r = connect(fd, (struct sockaddr *)&sun, sl);
+	if (r == 0 || (errno != EPERM && !canary_audit))
+		child_fail(errfd, 2, "canary: a unix connect to @%s was not refused (%s): hook connect_unix not in force",
+			   sun.sun_path + 1, r == 0 ? "connected" : errname(errno));
+	close(fd);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		child_fail(errfd, 2, "canary: cannot create a unix socket: %s", strerror(errno));
+	r = (int)sendto(fd, "x", 1, 0, (struct sockaddr *)&sun, sl);
+	if (r >= 0 || (errno != EPERM && !canary_audit))
+		child_fail(errfd, 2, "canary: a unix sendto @%s was not refused (%s): hook sendmsg_unix not in force",
+			   sun.sun_path + 1, r >= 0 ? "sent" : errname(errno));
+	close(fd);
+}
+
 static void canary(int errfd, uint16_t port, bool audit, const int foreign[2])
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -211,6 +247,8 @@ static void canary(int errfd, uint16_t port, bool audit, const int foreign[2])
 	if (fd >= 0 || errno != EPERM)
 		child_fail(errfd, 2, "canary: raw socket from inside the cgroup was not refused (%s): hook sock_create not in force",
 			   fd >= 0 ? "created" : errname(errno));
+	if (unix_hooks)
+		canary_unix(errfd);
 	if (foreign[0] >= 0)
 		canary_lsm(errfd, foreign, &sin);
 }
@@ -568,6 +606,7 @@ int cmd_run(int argc, char **argv)
 	}
 	cfg.have_set_retval = have_set_retval();
 	cfg.have_lsm = !no_lsm && sluice_bpf_lsm_active(lsm_msg, sizeof(lsm_msg));
+	cfg.have_unix = 1;
 
 	/* 4. load, fill, pin */
 	if (sandbox_load(&st.sb, name, &cfg, st.policy, msg, sizeof(msg)) < 0) {
@@ -735,6 +774,8 @@ int cmd_run(int argc, char **argv)
 		umount2("/proc", MNT_DETACH);
 		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 			child_fail(errpipe[1], 2, "cannot mount /proc for the sandbox's pid namespace: %s", strerror(errno));
+		unix_hooks = cfg.have_unix;
+		canary_audit = audit;
 		canary(errpipe[1], (uint16_t)port, audit, foreign);
 		/* tell the loader the canary is done; wait for its go-ahead */
 		if (write(syncpipe[1], "c", 1) != 1 || read(gopipe[0], &go, 1) != 1 || go != 'g')
@@ -819,9 +860,11 @@ int cmd_run(int argc, char **argv)
 	{
 		char m[512];
 
-		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s; bpf lsm: %s%s", name, pid, mode,
-			 cfg.have_lsm ? "active (foreign sockets, unix sockets and socket families judged)" : lsm_msg,
-			 cfg.have_lsm ? "" : ": sockets made outside the sandbox, unix sockets and other socket families are not judged");
+		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s; unix hooks: %s; bpf lsm: %s%s", name, pid,
+			 mode, cfg.have_unix ? "active (unix connects and sends judged by path)" :
+			 "not available (kernel before 6.7?): unix sockets are not judged by path",
+			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
+			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
 		emit_line(st.events, line, sluice_lifecycle_format("sandbox-start", m, &meta, line, sizeof(line)));
 	}
 	signal(SIGINT, on_signal);

@@ -27,6 +27,8 @@ static const char *prog_names[SLUICE_PROG__MAX] = {
 	[SLUICE_PROG_SOCK_CREATE] = "sock_create",
 	[SLUICE_PROG_SOCKOPS] = "sockops",
 	[SLUICE_PROG_EGRESS] = "egress",
+	[SLUICE_PROG_CONNECT_UNIX] = "connect_unix",
+	[SLUICE_PROG_SENDMSG_UNIX] = "sendmsg_unix",
 	[SLUICE_PROG_LSM_POST_CREATE] = "lsm_socket_post_create",
 	[SLUICE_PROG_LSM_CREATE] = "lsm_socket_create",
 	[SLUICE_PROG_LSM_CONNECT] = "lsm_socket_connect",
@@ -46,6 +48,7 @@ static const char *map_names[SLUICE_MAP__MAX] = {
 	[SLUICE_MAP_FLOWS] = "sluice_flows",
 	[SLUICE_MAP_CONFIG] = "sluice_config",
 	[SLUICE_MAP_LISTENERS] = "sluice_listener_sk",
+	[SLUICE_MAP_UNIX] = "sluice_unix_allow",
 };
 
 const char *sluice_prog_name(enum sluice_prog_id id)
@@ -71,6 +74,7 @@ static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id)
 	case SLUICE_MAP_FLOWS: return s->maps.sluice_flows;
 	case SLUICE_MAP_CONFIG: return s->maps.rodata;
 	case SLUICE_MAP_LISTENERS: return s->maps.sluice_listener_sk;
+	case SLUICE_MAP_UNIX: return s->maps.sluice_unix_allow;
 	default: return NULL;
 	}
 }
@@ -89,6 +93,8 @@ static struct bpf_program *prog_of(struct sluice_bpf *s, enum sluice_prog_id id)
 	case SLUICE_PROG_SOCK_CREATE: return s->progs.sluice_sock_create;
 	case SLUICE_PROG_SOCKOPS: return s->progs.sluice_sockops;
 	case SLUICE_PROG_EGRESS: return s->progs.sluice_egress;
+	case SLUICE_PROG_CONNECT_UNIX: return s->progs.sluice_connect_unix;
+	case SLUICE_PROG_SENDMSG_UNIX: return s->progs.sluice_sendmsg_unix;
 	case SLUICE_PROG_LSM_POST_CREATE: return s->progs.sluice_lsm_post_create;
 	case SLUICE_PROG_LSM_CREATE: return s->progs.sluice_lsm_create;
 	case SLUICE_PROG_LSM_CONNECT: return s->progs.sluice_lsm_connect;
@@ -104,9 +110,22 @@ bool sluice_prog_is_lsm(enum sluice_prog_id id)
 	return id >= SLUICE_PROG_LSM_POST_CREATE && id < SLUICE_PROG__MAX;
 }
 
+bool sluice_prog_loaded(const struct sluice_bpf_config *cfg, enum sluice_prog_id id)
+{
+	if (sluice_prog_is_lsm(id))
+		return cfg->have_lsm;
+	if (id == SLUICE_PROG_CONNECT_UNIX || id == SLUICE_PROG_SENDMSG_UNIX)
+		return cfg->have_unix;
+	return id < SLUICE_PROG__MAX;
+}
+
 int sluice_prog_count(const struct sluice_bpf_config *cfg)
 {
-	return cfg->have_lsm ? SLUICE_PROG__MAX : SLUICE_PROG_LSM_POST_CREATE;
+	int n = 0;
+
+	for (int i = 0; i < SLUICE_PROG__MAX; i++)
+		n += sluice_prog_loaded(cfg, i);
+	return n;
 }
 
 int sluice_bpf_lsm_active(char *msg, size_t msglen)
@@ -140,6 +159,15 @@ int sluice_bpf_lsm_active(char *msg, size_t msglen)
 	return 0;
 }
 
+static size_t count_unix(const struct sluice_policy *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; p && i < p->n_entries; i++)
+		n += p->entries[i].kind == SLUICE_ENTRY_UNIX;
+	return n;
+}
+
 static size_t count_cidr(const struct sluice_policy *p, int family)
 {
 	size_t n = 0;
@@ -151,7 +179,12 @@ static size_t count_cidr(const struct sluice_policy *p, int family)
 }
 
 /* Open, size and load the object with configuration `cfg`; 0 or -errno. */
-static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config *cfg, size_t n4, size_t n6)
+/* Attach types of the unix hooks (UAPI 6.7); older headers lack the names. */
+#define SLUICE_CGROUP_UNIX_CONNECT 49 /* BPF_CGROUP_UNIX_CONNECT */
+#define SLUICE_CGROUP_UNIX_SENDMSG 50 /* BPF_CGROUP_UNIX_SENDMSG */
+
+static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config *cfg, size_t n4, size_t n6,
+		       size_t nu)
 {
 	struct sluice_bpf *s = sluice_bpf__open();
 	int err;
@@ -162,10 +195,13 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	/* two generations side by side during a reload, plus slack */
 	bpf_map__set_max_entries(s->maps.sluice_allow4, 2 * (n4 + 16));
 	bpf_map__set_max_entries(s->maps.sluice_allow6, 2 * (n6 + 16));
+	bpf_map__set_max_entries(s->maps.sluice_unix_allow, 2 * (nu + 16));
 	/* 4 MiB: about 43,000 events of burst before losses are counted */
 	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
-	for (int i = SLUICE_PROG_LSM_POST_CREATE; i < SLUICE_PROG__MAX; i++)
-		bpf_program__set_autoload(prog_of(s, i), cfg->have_lsm);
+	for (int i = 0; i < SLUICE_PROG__MAX; i++)
+		bpf_program__set_autoload(prog_of(s, i), sluice_prog_loaded(cfg, i));
+	bpf_program__set_expected_attach_type(s->progs.sluice_connect_unix, SLUICE_CGROUP_UNIX_CONNECT);
+	bpf_program__set_expected_attach_type(s->progs.sluice_sendmsg_unix, SLUICE_CGROUP_UNIX_SENDMSG);
 	err = sluice_bpf__load(s);
 	if (err) {
 		sluice_bpf__destroy(s);
@@ -179,7 +215,7 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
 		 const struct sluice_policy *policy, char *msg, size_t msglen)
 {
-	size_t n4 = count_cidr(policy, 2), n6 = count_cidr(policy, 10);
+	size_t n4 = count_cidr(policy, 2), n6 = count_cidr(policy, 10), nu = count_unix(policy);
 	int err;
 
 	memset(sb, 0, sizeof(*sb));
@@ -189,20 +225,30 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
 
 	/* the LSM active is not enough: the kernel may still refuse
-	 * tracing-type programs (lockdown, a hardened build).  Probe by the
-	 * real load, once per process; without them the sandbox says so. */
-	static int lsm_refused;
+	 * tracing-type programs (lockdown, a hardened build); a kernel before
+	 * 6.7 has no unix hooks.  Probe by the real load, once per process;
+	 * without them the sandbox says so. */
+	static int lsm_refused, unix_refused;
 	struct sluice_bpf_config c = *cfg;
 
 	if (c.have_lsm && lsm_refused) {
 		c.have_lsm = 0;
 		sb->lsm_err = lsm_refused;
 	}
-	err = load_object(sb, &c, n4, n6);
+	if (c.have_unix && unix_refused) {
+		c.have_unix = 0;
+		sb->unix_err = unix_refused;
+	}
+	err = load_object(sb, &c, n4, n6, nu);
 	if (err && c.have_lsm) {
 		c.have_lsm = 0;
 		sb->lsm_err = lsm_refused = err;
-		err = load_object(sb, &c, n4, n6);
+		err = load_object(sb, &c, n4, n6, nu);
+	}
+	if (err && c.have_unix) {
+		c.have_unix = 0;
+		sb->unix_err = unix_refused = err;
+		err = load_object(sb, &c, n4, n6, nu);
 	}
 	if (err) {
 		snprintf(msg, msglen, "cannot load BPF programs: %s (does this kernel have BPF, BTF and cgroup sock_addr hooks? run as root)",
@@ -261,6 +307,9 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 	for (size_t i = 0; i < plan->n_v6; i++)
 		if (bpf_map_update_elem(fd6, &plan->v6[i].key, &plan->v6[i].val, BPF_ANY))
 			return -errno;
+	for (size_t i = 0; i < plan->n_ux; i++)
+		if (bpf_map_update_elem(sb->map_fd[SLUICE_MAP_UNIX], &plan->ux[i], &plan->ux_rule[i], BPF_ANY))
+			return -errno;
 	for (uint32_t w = 0; w < SLUICE_PORT_WORDS; w++) {
 		uint32_t key = bank * SLUICE_PORT_WORDS + w;
 
@@ -281,11 +330,13 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 static void delete_gen_map(int fd, size_t keysz, uint32_t gen)
 {
 	size_t n = 0, cap = 1024;
-	unsigned char *keys = malloc(cap * keysz), cur[32], next[32];
+	unsigned char *keys = malloc(cap * keysz), cur[128], next[128];
 	void *prev = NULL;
 
-	if (!keys)
+	if (!keys || keysz > sizeof(cur)) {
+		free(keys);
 		return;
+	}
 	while (bpf_map_get_next_key(fd, prev, next) == 0) {
 		uint32_t g;
 
@@ -315,6 +366,7 @@ static void delete_gen(struct sluice_sandbox *sb, uint32_t gen)
 {
 	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW4], sizeof(struct sluice_lpm4_key), gen);
 	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW6], sizeof(struct sluice_lpm6_key), gen);
+	delete_gen_map(sb->map_fd[SLUICE_MAP_UNIX], sizeof(struct sluice_unix_key), gen);
 }
 
 int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *policy, char *msg,
@@ -391,10 +443,14 @@ int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msgle
 		snprintf(msg, msglen, "cannot set the sandbox's cgroup for the LSM programs: %s", strerror(errno));
 		return -1;
 	}
-	for (int i = 0; i < sluice_prog_count(&sb->cfg); i++) {
-		struct bpf_link *l = sluice_prog_is_lsm(i) ? bpf_program__attach_lsm(prog_of(sb->skel, i))
-							  : bpf_program__attach_cgroup(prog_of(sb->skel, i), cg_fd);
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		struct bpf_link *l;
 		int err;
+
+		if (!sluice_prog_loaded(&sb->cfg, i))
+			continue;
+		l = sluice_prog_is_lsm(i) ? bpf_program__attach_lsm(prog_of(sb->skel, i))
+					  : bpf_program__attach_cgroup(prog_of(sb->skel, i), cg_fd);
 
 		if (!l) {
 			err = -errno;

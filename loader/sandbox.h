@@ -33,6 +33,9 @@ enum sluice_prog_id {
 	SLUICE_PROG_SOCK_CREATE,
 	SLUICE_PROG_SOCKOPS,
 	SLUICE_PROG_EGRESS,
+	/* unix sockets (cgroup, 6.7+; loaded only where cfg.have_unix) */
+	SLUICE_PROG_CONNECT_UNIX,
+	SLUICE_PROG_SENDMSG_UNIX,
 	/* BPF LSM (global; loaded only where cfg.have_lsm) */
 	SLUICE_PROG_LSM_POST_CREATE,
 	SLUICE_PROG_LSM_CREATE,
@@ -56,6 +59,7 @@ enum sluice_map_id {
 	SLUICE_MAP_FLOWS,
 	SLUICE_MAP_CONFIG,          /* .rodata: struct sluice_bpf_config */
 	SLUICE_MAP_LISTENERS,       /* socket storage: sluice's own listeners (struct sluice_listener_mark) */
+	SLUICE_MAP_UNIX,            /* LPM trie: `unix:` entries (struct sluice_unix_key) */
 	SLUICE_MAP__MAX,
 };
 
@@ -70,6 +74,7 @@ struct sluice_sandbox {
 	bool pinned;
 	struct sluice_bpf_config cfg; /* as loaded: cfg.have_lsm is 0 if the LSM programs could not be */
 	int lsm_err;                /* -errno of the refused load with the LSM programs, or 0 */
+	int unix_err;               /* -errno of the refused load with the unix programs, or 0 */
 };
 
 /* File name of a map's pin under pin_dir ("sluice_flows", ...). */
@@ -94,8 +99,11 @@ void sandbox_detach(struct sluice_sandbox *sb);
 /* Is program `id` one of the BPF LSM programs? */
 bool sluice_prog_is_lsm(enum sluice_prog_id id);
 
-/* How many programs a sandbox with configuration `cfg` attaches (the LSM
- * ones only where cfg->have_lsm). */
+/* Does a sandbox with configuration `cfg` load and attach program `id`
+ * (the LSM ones only where cfg->have_lsm, the unix ones where have_unix)? */
+bool sluice_prog_loaded(const struct sluice_bpf_config *cfg, enum sluice_prog_id id);
+
+/* How many programs a sandbox with configuration `cfg` attaches. */
 int sluice_prog_count(const struct sluice_bpf_config *cfg);
 
 /*
@@ -112,7 +120,8 @@ const char *sluice_prog_name(enum sluice_prog_id id);
  * Open, configure and load the BPF programs for a sandbox named `name`
  * with the read-only config `cfg` and map sizes fit for `policy`.  Where
  * cfg->have_lsm is set but the kernel refuses the LSM programs, loads
- * without them: sb->cfg.have_lsm is then 0 and sb->lsm_err says why.
+ * without them: sb->cfg.have_lsm is then 0 and sb->lsm_err says why; the
+ * same for cfg->have_unix (cgroup/connect_unix, 6.7+) and sb->unix_err.
  * Returns 0 or -errno; on error *msg explains (static or in sb->name scope).
  */
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,

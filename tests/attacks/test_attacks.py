@@ -667,10 +667,10 @@ def lsm_refusal(lines, reason):
     assert hit, "no %s event: %s" % (reason, json.dumps(lines)[:2000])
     return hit[0]
 
-def _limit_run(w, cmd, name):
+def _limit_run(w, cmd, name, policy=POLICY):
     c = ctx(w)
     events = os.path.join(w.tmp, name + ".jsonl")
-    r = w.sluice_run(["sh", "-c", cmd.format(attacker=ATTACKER)], policy=POLICY,
+    r = w.sluice_run(["sh", "-c", cmd.format(attacker=ATTACKER)], policy=policy,
                      extra=["--name", name, "--events", events])
     got = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
     assert got, r
@@ -695,7 +695,9 @@ def test_L1_a_socket_passed_in(w):
                 break
             time.sleep(0.02)
         mark = w.mark()
-        got, lines, _ = _limit_run(w, "python3 {attacker} recv-fd " + path, "atkl1%d" % (os.getpid() % 100000))
+        # the unix socket it comes over is allowed: what is judged is the socket passed in
+        got, lines, _ = _limit_run(w, "python3 {attacker} recv-fd " + path, "atkl1%d" % (os.getpid() % 100000),
+                                   policy=POLICY + unix_entry(path))
     finally:
         p.kill()
         p.wait()
@@ -775,14 +777,22 @@ def test_L1_stdout_socket(w):
     assert b"through-stdout" in echoed, "expected the limit: the echo server got CMD's stdout (%r)" % echoed
 
 
+def unix_entry(path):
+    return "  - unix: %s\n    why: the test's unix socket\n" % json.dumps(path)
+
+
 def test_L3_a_unix_socket_to_a_host_daemon(w):
-    """A unix socket of a process outside the sandbox: with the BPF LSM
-    programs the connect is refused (unix_outside_sandbox); without, it is
-    reachable (no inet hook sees it: the limit)."""
-    path = os.path.join(w.tmp, "hostd.sock")
+    """A unix socket of a process outside the sandbox (a host daemon): the
+    connect is refused (cgroup/connect_unix, unix_not_allowed, with the
+    path) unless a `unix:` entry names it; then it is reached.  The daemon
+    gets nothing from the refused one."""
+    path = os.path.join(w.tmp, "hostd-%d.sock" % time.monotonic_ns())
+    got_log = path + ".log"
     helper = ("import socket, os\n"
-              "l = socket.socket(socket.AF_UNIX); l.bind(%r); os.chmod(%r, 0o777); l.listen(1)\n"
-              "c, _ = l.accept(); c.sendall(b'host daemon got: ' + c.recv(100)); c.close()\n" % (path, path))
+              "l = socket.socket(socket.AF_UNIX); l.bind(%r); os.chmod(%r, 0o777); l.listen(4)\n"
+              "while True:\n"
+              "    c, _ = l.accept(); d = c.recv(100); open(%r, 'ab').write(d); c.sendall(b'host daemon got: ' + d); c.close()\n"
+              % (path, path, got_log))
     p = subprocess.Popen(["python3", "-c", helper])
     try:
         for _ in range(100):
@@ -790,14 +800,97 @@ def test_L3_a_unix_socket_to_a_host_daemon(w):
                 break
             time.sleep(0.02)
         got, lines, _ = _limit_run(w, "python3 {attacker} unix " + path, "atkl3%d" % (os.getpid() % 100000))
+        assert got["result"] == "EPERM", got
+        assert not os.path.exists(got_log), "the host daemon received the refused connection"
+        hit = [e for e in lines if e.get("event.reason") == "unix_not_allowed" and not e.get("sluice.canary")]
+        assert hit and hit[0]["destination.address"] == path and hit[0]["sluice.hook"] == "connect_unix", lines
+        assert hit[0]["network.transport"] == "unix", hit[0]
+        got, lines, _ = _limit_run(w, "python3 {attacker} unix " + path, "atkl3b%d" % (os.getpid() % 100000),
+                                   policy=POLICY + unix_entry(path))
+        assert got["result"] == "ok" and "host daemon got: hello from the sandbox" in got["reply"], got
     finally:
         p.kill()
         p.wait()
-    if lsm_in_force(lines):
-        assert got["result"] == "EPERM", got
-        lsm_refusal(lines, "unix_outside_sandbox")
-        return
-    assert got["result"] == "ok" and "host daemon got: hello from the sandbox" in got["reply"], got
+
+
+UNIX_CLIENT = """\
+import json, socket, sys
+kind, name = sys.argv[1], sys.argv[2]
+addr = "\\0" + name[1:] if name.startswith("@") else name
+try:
+    if kind == "stream":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(3); s.connect(addr)
+        s.sendall(b"hi"); r = s.recv(100).decode()
+    else:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b"hi", addr); r = "sent"
+    print(json.dumps({"result": "ok", "reply": r}))
+except OSError as e:
+    import errno
+    print(json.dumps({"result": errno.errorcode.get(e.errno, str(e.errno))}))
+"""
+
+
+def test_unix_abstract_and_datagram_sockets_need_an_entry(w):
+    """An abstract stream socket of a process outside the sandbox (in the
+    sandbox's netns, where abstract names live) and a datagram socket
+    (syslog style, sendto a path): refused without a `unix:` entry
+    (connect_unix, sendmsg_unix), reached with one."""
+    name = "@sluice-test-%d" % os.getpid()
+    dgram = os.path.join(w.tmp, "dgram-%d.sock" % time.monotonic_ns())
+    seen = dgram + ".log"
+    helper = ("import socket, os, threading\n"
+              "a = socket.socket(socket.AF_UNIX); a.bind(%r); a.listen(4)\n"
+              "d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind(%r); os.chmod(%r, 0o777)\n"
+              "def dg():\n"
+              "    while True:\n"
+              "        m = d.recv(100); open(%r, 'ab').write(m)\n"
+              "threading.Thread(target=dg, daemon=True).start()\n"
+              "while True:\n"
+              "    c, _ = a.accept(); c.sendall(b'abstract got: ' + c.recv(100)); c.close()\n"
+              % ("\0" + name[1:], dgram, dgram, seen))
+    p = subprocess.Popen(["ip", "netns", "exec", w.sbx, "python3", "-c", helper])
+    client = w.write("unix_client.py", UNIX_CLIENT)
+    try:
+        for _ in range(100):
+            if os.path.exists(dgram):
+                break
+            time.sleep(0.02)
+        cmd = "python3 %s stream %s; python3 %s dgram %s" % (client, name, client, dgram)
+        r = w.sluice_run(["sh", "-c", cmd], policy=POLICY)
+        res = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        assert [x["result"] for x in res] == ["EPERM", "EPERM"], (res, r.stderr[-500:])
+        hits = [e for e in r.events if e.get("event.reason") == "unix_not_allowed" and not e.get("sluice.canary")]
+        assert [(e["sluice.hook"], e["destination.address"]) for e in hits] == \
+            [("connect_unix", name), ("sendmsg_unix", dgram)], hits
+        time.sleep(0.2)
+        assert not os.path.exists(seen), "the datagram reached the socket outside"
+        r = w.sluice_run(["sh", "-c", cmd], policy=POLICY + unix_entry(name) + unix_entry(dgram))
+        res = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        assert res[0] == {"result": "ok", "reply": "abstract got: hi"} and res[1]["result"] == "ok", res
+        deadline = time.time() + 3
+        while not os.path.exists(seen) and time.time() < deadline:
+            time.sleep(0.05)
+        assert open(seen, "rb").read() == b"hi"
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_unix_sockets_made_inside_work_among_themselves(w):
+    """A unix server and its client both inside the sandbox, on a path a
+    `unix:` directory entry names: the sandbox's own sockets work."""
+    d = os.path.join(w.tmp, "inside-%d" % time.monotonic_ns())
+    os.mkdir(d)
+    script = ("import socket, os, threading\n"
+              "p = %r\n"
+              "l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)\n"
+              "def srv():\n"
+              "    c, _ = l.accept(); c.sendall(c.recv(10) + b'!'); c.close()\n"
+              "threading.Thread(target=srv).start()\n"
+              "s = socket.socket(socket.AF_UNIX); s.connect(p); s.sendall(b'ping'); print(s.recv(10).decode())\n"
+              % os.path.join(d, "srv.sock"))
+    r = w.sluice_run(["python3", "-c", script], policy=POLICY + unix_entry(d + "/"))
+    assert r.rc == 0 and r.stdout.strip() == "ping!", r
 
 
 def test_L2_vsock_sockets(w):

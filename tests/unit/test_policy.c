@@ -361,9 +361,9 @@ static void test_err_missing(void **state)
 	    "'why' must be a string, not null");
 	bad(HEAD "allow:\n  - host: a.example\n    ports: [443]\n    why: \"a\\x01b\"\n", 6, 10,
 	    "'why' contains a control byte");
-	bad(HEAD "allow:\n  - ports: [443]\n    why: x\n", 4, 5, "allow[0] needs one of host, url or cidr");
+	bad(HEAD "allow:\n  - ports: [443]\n    why: x\n", 4, 5, "allow[0] needs one of host, url, cidr or unix");
 	bad(HEAD "allow:\n  - host: a.example\n    cidr: 192.0.2.0/24\n    ports: [1]\n    why: x\n",
-	    5, 5, "exactly one of host, url, cidr: 'host' and 'cidr' together");
+	    5, 5, "exactly one of host, url, cidr, unix: 'host' and 'cidr' together");
 }
 
 static void test_err_ports(void **state)
@@ -723,9 +723,65 @@ static void test_limits(void **state)
 	free(y);
 }
 
+/* unix entries: paths, directories, abstract names; every refusal at file:line:col. */
+static void test_unix_entries(void **state)
+{
+	struct sluice_policy *p = load(HEAD "allow:\n"
+				       "  - unix: /run/postgresql/.s.PGSQL.5432\n    why: db\n"
+				       "  - unix: /srv/sockets/\n    why: a directory\n"
+				       "  - unix: \"@dbus-abc\"\n    why: abstract\n");
+
+	assert_int_equal(p->n_entries, 3);
+	assert_int_equal(p->entries[0].kind, SLUICE_ENTRY_UNIX);
+	assert_string_equal(p->entries[0].unix_path, "/run/postgresql/.s.PGSQL.5432");
+	assert_false(p->entries[0].unix_prefix);
+	assert_true(p->entries[1].unix_prefix);
+	assert_true(p->entries[2].unix_abstract);
+	assert_string_equal(p->entries[2].unix_path, "dbus-abc");
+	assert_string_equal(p->entries[2].name, "allow[2] unix:@dbus-abc");
+	sluice_policy_free(p);
+
+	bad(HEAD "allow:\n  - unix: rel.sock\n    why: x\n", 4, 11, "absolute path");
+	bad(HEAD "allow:\n  - unix: /a/../b\n    why: x\n", 4, 11, "'..' segment");
+	bad(HEAD "allow:\n  - unix: /a/./b\n    why: x\n", 4, 11, "'.'");
+	bad(HEAD "allow:\n  - unix: /a//b\n    why: x\n", 4, 11, "empty");
+	bad(HEAD "allow:\n  - unix: /\n    why: x\n", 4, 11, "every socket");
+	bad(HEAD "allow:\n  - unix: \"@\"\n    why: x\n", 4, 11, "abstract name");
+	bad(HEAD "allow:\n  - unix: \"/a\\0b\"\n    why: x\n", 4, 11, "NUL");
+	bad(HEAD "allow:\n  - unix: /a\n    ports: [1]\n    why: x\n", 5, 5, "'ports' is not allowed in a unix entry");
+	bad(HEAD "allow:\n  - unix: /a\n    host: x.example\n    why: x\n", 5, 5, "exactly one of");
+	{
+		char y[512], long_name[120];
+
+		memset(long_name, 'x', 108);
+		long_name[108] = 0;
+		snprintf(y, sizeof(y), HEAD "allow:\n  - unix: \"@%s\"\n    why: x\n", long_name);
+		bad(y, 4, 11, "longer than 107");
+		snprintf(y, sizeof(y), HEAD "allow:\n  - unix: \"/%s\"\n    why: x\n", long_name);
+		bad(y, 4, 11, "longer than 107");
+	}
+}
+
+/* The digest covers unix entries; the same socket twice is a duplicate. */
+static void test_unix_digest_and_duplicates(void **state)
+{
+	struct sluice_policy *a = load(HEAD "allow:\n  - unix: /run/a.sock\n    why: x\n");
+	struct sluice_policy *b = load(HEAD "allow:\n  - unix: /run/b.sock\n    why: x\n");
+	struct sluice_policy *c = load(HEAD "allow:\n  - unix: \"@run/a.sock\"\n    why: x\n");
+
+	assert_string_not_equal(a->digest, b->digest);
+	assert_string_not_equal(a->digest, c->digest);
+	sluice_policy_free(a);
+	sluice_policy_free(b);
+	sluice_policy_free(c);
+	bad(HEAD "allow:\n  - unix: /run/a.sock\n    why: x\n  - unix: /run/a.sock\n    why: y\n", 6, 5, "duplicate entry: unix /run/a.sock");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unix_entries),
+		cmocka_unit_test(test_unix_digest_and_duplicates),
 		cmocka_unit_test(test_load_full),
 		cmocka_unit_test(test_load_minimal_and_defaults),
 		cmocka_unit_test(test_load_file),

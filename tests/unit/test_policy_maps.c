@@ -176,6 +176,44 @@ static void test_too_many_rules_for_one_prefix(void **state)
 	sluice_policy_free(p);
 }
 
+/* A unix entry's key and the key of what a client passes agree: exact
+ * paths with their NUL, directories as prefixes, abstract names by length
+ * (the LPM semantics the kernel applies are checked in tests/attacks). */
+static void test_unix_keys(void **state)
+{
+	struct sluice_policy *p = load("version: 1\nname: t\nallow:\n"
+				       "  - unix: /run/a.sock\n    why: x\n"
+				       "  - unix: /srv/s/\n    why: x\n"
+				       "  - unix: \"@ab\"\n    why: x\n");
+	struct sluice_plan plan;
+	struct sluice_unix_key k;
+	char err[128];
+
+	assert_int_equal(sluice_plan_build(p, 7, &plan, err, sizeof(err)), 0);
+	assert_int_equal(plan.n_ux, 3);
+	assert_int_equal(plan.ux[0].gen, 7);
+	assert_int_equal(plan.ux[0].kind, SLUICE_UNIX_KIND_PATH);
+	assert_int_equal(plan.ux[0].prefixlen, 32 + 8 + 8 * (strlen("/run/a.sock") + 1));
+	assert_memory_equal(plan.ux[0].b, "/run/a.sock\0", 12);
+	assert_int_equal(plan.ux[1].prefixlen, 32 + 8 + 8 * strlen("/srv/s/"));
+	assert_int_equal(plan.ux[2].kind, SLUICE_UNIX_KIND_ABSTRACT);
+	assert_int_equal(plan.ux[2].b[0], 2);
+	assert_int_equal(plan.ux_rule[2], 2);
+
+	/* the client's spelling: a path with or without its NUL in the length */
+	sluice_unix_key_of_addr((const unsigned char *)"/run/a.sock", 11, 7, &k);
+	assert_memory_equal(&k, &plan.ux[0], sizeof(k));
+	sluice_unix_key_of_addr((const unsigned char *)"/run/a.sock\0junk", 16, 7, &k);
+	assert_memory_equal(&k, &plan.ux[0], sizeof(k));
+	/* an abstract name: leading NUL, its length from the address length */
+	sluice_unix_key_of_addr((const unsigned char *)"\0ab", 3, 7, &k);
+	assert_memory_equal(&k, &plan.ux[2], sizeof(k));
+	sluice_unix_key_of_addr((const unsigned char *)"\0ab\0", 4, 7, &k);
+	assert_memory_not_equal(&k, &plan.ux[2], sizeof(k));   /* "ab\0" is another name */
+	sluice_plan_free(&plan);
+	sluice_policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_host_and_url_ports_become_proxy_ports),
 		cmocka_unit_test(test_audit_mode_sets_generation_flag),
 		cmocka_unit_test(test_too_many_rules_for_one_prefix),
+		cmocka_unit_test(test_unix_keys),
 	};
 
 	return cmocka_run_group_tests_name("policy_maps", tests, NULL, NULL);

@@ -151,6 +151,11 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 			sb_str(&b, ",\"protocol\":");
 			sb_json(&b, e->protocol == IPPROTO_UDP ? "udp" : "tcp");
 			break;
+		case SLUICE_ENTRY_UNIX:   /* unix, why: "@name" for an abstract name */
+			sb_str(&b, "\"unix\":");
+			snprintf(t, sizeof(t), "%s%s", e->unix_abstract ? "@" : "", e->unix_path);
+			sb_json(&b, t);
+			break;
 		}
 		sb_str(&b, ",\"why\":");
 		sb_json(&b, e->why ? e->why : "");

@@ -47,6 +47,7 @@ static void add(struct lints *l, enum sluice_lint_code code, const struct sluice
 		[SLUICE_LINT_SPECIAL_RANGE] = "special-range",
 		[SLUICE_LINT_DNS_PORT] = "dns-port",
 		[SLUICE_LINT_PLAIN_HTTP_BODY] = "plain-http-body",
+		[SLUICE_LINT_UNIX_DAEMON] = "unix-daemon",
 	};
 	struct sluice_lint *x;
 	va_list ap;
@@ -285,6 +286,55 @@ static bool prefix_overlap(const uint8_t *a, unsigned alen, const uint8_t *b, un
 	return true;
 }
 
+/*
+ * Unix sockets of daemons that act for their clients: whoever reaches one
+ * gets what the daemon can do (the container engines' sockets are root on
+ * the host; D-Bus and systemd start and talk to anything; an SSH agent
+ * signs for its keys).  A directory entry covering one counts too.
+ */
+static void lint_unix(struct lints *l, const struct sluice_entry *e)
+{
+	static const struct {
+		const char *path, *what;
+	} daemons[] = {
+		{ "/run/docker.sock", "the Docker engine (root on the host)" },
+		{ "/var/run/docker.sock", "the Docker engine (root on the host)" },
+		{ "/run/containerd/containerd.sock", "containerd (root on the host)" },
+		{ "/run/podman/podman.sock", "podman (root on the host)" },
+		{ "/run/crio/crio.sock", "CRI-O (root on the host)" },
+		{ "/run/dbus/system_bus_socket", "the D-Bus system bus" },
+		{ "/var/run/dbus/system_bus_socket", "the D-Bus system bus" },
+		{ "/run/systemd/private", "systemd's private bus" },
+		{ "/run/sluice/control.sock", "sluice's own control socket" },
+	};
+
+	static const char *const shared_dirs[] = { "/tmp/", "/var/tmp/", "/dev/shm/", "/run/user/" };
+
+	if (e->unix_abstract)
+		return;
+	/* the kernel follows symlinks after the check: a directory others
+	 * (or the sandbox) can write to may hold a link to any socket */
+	for (size_t i = 0; e->unix_prefix && i < sizeof(shared_dirs) / sizeof(shared_dirs[0]); i++)
+		if (strncmp(e->unix_path, shared_dirs[i], strlen(shared_dirs[i])) == 0 ||
+		    strncmp(shared_dirs[i], e->unix_path, strlen(e->unix_path)) == 0) {
+			add(l, SLUICE_LINT_UNIX_DAEMON, e, "%s: a directory entry in or over %s: a symlink placed there can lead to any socket on the host",
+			    e->name, shared_dirs[i]);
+			return;
+		}
+	for (size_t i = 0; i < sizeof(daemons) / sizeof(daemons[0]); i++) {
+		size_t n = strlen(e->unix_path);
+
+		if (e->unix_prefix ? strncmp(daemons[i].path, e->unix_path, n) == 0 : strcmp(daemons[i].path, e->unix_path) == 0) {
+			add(l, SLUICE_LINT_UNIX_DAEMON, e, "%s: reaches %s at %s: the sandbox gets what the daemon can do",
+			    e->name, daemons[i].what, daemons[i].path);
+			return;
+		}
+	}
+	if (strstr(e->unix_path, "ssh") && strstr(e->unix_path, "agent"))
+		add(l, SLUICE_LINT_UNIX_DAEMON, e, "%s: looks like an SSH agent socket: the sandbox can sign with its keys",
+		    e->name);
+}
+
 static void lint_cidr(struct lints *l, const struct sluice_entry *e)
 {
 	if ((e->family == AF_INET && e->prefix_len < 24) ||
@@ -379,6 +429,9 @@ int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 		}
 		case SLUICE_ENTRY_CIDR:
 			lint_cidr(&l, e);
+			break;
+		case SLUICE_ENTRY_UNIX:
+			lint_unix(&l, e);
 			break;
 		}
 	}

@@ -423,6 +423,8 @@ const char *sluice_entry_kind_name(enum sluice_entry_kind kind)
 		return "url";
 	case SLUICE_ENTRY_CIDR:
 		return "cidr";
+	case SLUICE_ENTRY_UNIX:
+		return "unix";
 	}
 	return "?";
 }
@@ -735,6 +737,52 @@ static int method_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/*
+ * A unix entry: "/abs/path", "/abs/dir/" (every socket below it) or
+ * "@abstract-name".  The kernel compares the bytes a client passes to
+ * connect(), so a path must be spelled as clients spell it: absolute, no
+ * "." or ".." segments, no "//", no NUL.
+ */
+static int parse_unix(struct ctx *c, const struct ynode *v, struct sluice_entry *e)
+{
+	const char *s = v->value;
+	size_t n = v->len;
+	char b[64];
+
+	if (memchr(s, 0, n))
+		return fail(c, v, "unix entry '%s' holds a NUL byte", shown(v, b, sizeof(b)));
+	if (n > 0 && s[0] == '@') {
+		if (n < 2)
+			return fail(c, v, "unix entry '@' needs an abstract name after the '@'");
+		if (n - 1 > SLUICE_UNIX_PATH_MAX)
+			return fail(c, v, "abstract unix name '%s' is longer than %d bytes", shown(v, b, sizeof(b)),
+				    SLUICE_UNIX_PATH_MAX);
+		e->unix_abstract = true;
+		e->unix_path = strdup(s + 1);
+		return e->unix_path ? 0 : fail(c, v, "out of memory");
+	}
+	if (n == 0 || s[0] != '/')
+		return fail(c, v, "unix entry '%s' must be an absolute path or '@abstract-name'", shown(v, b, sizeof(b)));
+	if (n > SLUICE_UNIX_PATH_MAX)
+		return fail(c, v, "unix path '%s' is longer than %d bytes (sun_path)", shown(v, b, sizeof(b)),
+			    SLUICE_UNIX_PATH_MAX);
+	for (const char *seg = s + 1; seg <= s + n;) {
+		const char *end = memchr(seg, '/', (size_t)(s + n - seg));
+		size_t sl = end ? (size_t)(end - seg) : (size_t)(s + n - seg);
+
+		if ((sl == 0 && end) || (sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
+			return fail(c, v, "unix path '%s' has an empty, '.' or '..' segment", shown(v, b, sizeof(b)));
+		if (!end)
+			break;
+		seg = end + 1;
+	}
+	if (n == 1)
+		return fail(c, v, "unix entry '/' would allow every socket: name the sockets or their directory");
+	e->unix_prefix = s[n - 1] == '/';
+	e->unix_path = strdup(s);
+	return e->unix_path ? 0 : fail(c, v, "out of memory");
+}
+
 static int parse_methods(struct ctx *c, const struct ynode *key, const struct ynode *v,
 			 struct sluice_entry *e)
 {
@@ -792,6 +840,9 @@ static int set_entry_name(struct sluice_entry *e)
 	case SLUICE_ENTRY_CIDR:
 		sluice_cidr_str(e, t, sizeof(t));
 		break;
+	case SLUICE_ENTRY_UNIX:
+		snprintf(t, sizeof(t), "%s%s", e->unix_abstract ? "@" : "", e->unix_path);
+		break;
 	}
 	snprintf(full, sizeof(full), "allow[%u] %s:%s", e->index, sluice_entry_kind_name(e->kind), t);
 	e->name = strdup(full);
@@ -811,6 +862,8 @@ static bool same_target(const struct sluice_entry *a, const struct sluice_entry 
 	case SLUICE_ENTRY_CIDR:
 		return a->family == b->family && a->prefix_len == b->prefix_len &&
 		       a->protocol == b->protocol && memcmp(a->addr, b->addr, 16) == 0;
+	case SLUICE_ENTRY_UNIX:
+		return a->unix_abstract == b->unix_abstract && strcmp(a->unix_path, b->unix_path) == 0;
 	}
 	return false;
 }
@@ -847,6 +900,11 @@ static int target_cmp(const void *pa, const void *pb)
 				r = (int)a->protocol - (int)b->protocol;
 			if (!r)
 				r = memcmp(a->addr, b->addr, 16);
+			break;
+		case SLUICE_ENTRY_UNIX:
+			r = (int)a->unix_abstract - (int)b->unix_abstract;
+			if (!r)
+				r = strcmp(a->unix_path, b->unix_path);
 			break;
 		}
 	}
@@ -890,10 +948,11 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	static const char *const host_keys[] = { "host", "ports", "why", NULL };
 	static const char *const url_keys[] = { "url", "methods", "why", NULL };
 	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "why", NULL };
-	static const char *const entry_keys[] = { "host", "url", "cidr", "ports", "methods",
+	static const char *const unix_keys[] = { "unix", "why", NULL };
+	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
 						  "protocol", "why", NULL };
 	const struct ynode *kn = NULL, *v, *kind_key = NULL, *kind_val = NULL;
-	const char *kinds[] = { "host", "url", "cidr" };
+	const char *kinds[] = { "host", "url", "cidr", "unix" };
 	char b[64];
 
 	e->line = m->line;
@@ -903,7 +962,7 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 			    e->index, node_kind(m));
 	if (check_keys(c, m, entry_keys, "allow entry") < 0)
 		return -1;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		const struct ynode *k = NULL;
 		const struct ynode *val = map_get(m, kinds[i], &k);
 
@@ -914,7 +973,7 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 				(k->line == kind_key->line && k->col > kind_key->col) ? k : kind_key;
 			const struct ynode *first = later == k ? kind_key : k;
 
-			return fail(c, later, "an entry has exactly one of host, url, cidr: '%s' and '%s' together",
+			return fail(c, later, "an entry has exactly one of host, url, cidr, unix: '%s' and '%s' together",
 				    first->value, later->value);
 		}
 		kind_key = k;
@@ -930,13 +989,14 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 				return fail(c, m->kids[i], "unknown key '%s' in allow entry",
 					    shown(m->kids[i], b, sizeof(b)));
 		}
-		return fail(c, m, "allow[%u] needs one of host, url or cidr", e->index);
+		return fail(c, m, "allow[%u] needs one of host, url, cidr or unix", e->index);
 	}
 	/* Unknown keys before wrong types: a key of another kind is a typo or
 	 * a misunderstanding ("ports" on a url entry). */
 	{
 		const char *const *known = e->kind == SLUICE_ENTRY_HOST ? host_keys :
-					   e->kind == SLUICE_ENTRY_URL ? url_keys : cidr_keys;
+					   e->kind == SLUICE_ENTRY_URL ? url_keys :
+					   e->kind == SLUICE_ENTRY_UNIX ? unix_keys : cidr_keys;
 
 		for (size_t i = 0; i < m->n; i += 2) {
 			const struct ynode *k = m->kids[i];
@@ -949,6 +1009,8 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 				continue;
 			if (e->kind == SLUICE_ENTRY_URL && strcmp(k->value, "ports") == 0)
 				return fail(c, k, "'ports' is not allowed in a url entry (the port is part of the url)");
+			if (e->kind == SLUICE_ENTRY_UNIX && strcmp(k->value, "ports") == 0)
+				return fail(c, k, "'ports' is not allowed in a unix entry");
 			if (strcmp(k->value, "methods") == 0 || strcmp(k->value, "protocol") == 0)
 				return fail(c, k, "'%s' is not allowed in a %s entry", k->value,
 					    sluice_entry_kind_name(e->kind));
@@ -970,8 +1032,14 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 		if (parse_cidr(c, kind_val, e) < 0)
 			return -1;
 		break;
+	case SLUICE_ENTRY_UNIX:
+		if (parse_unix(c, kind_val, e) < 0)
+			return -1;
+		break;
 	}
-	if (e->kind != SLUICE_ENTRY_URL) {
+	if (e->kind == SLUICE_ENTRY_UNIX) {
+		/* no ports, no methods */
+	} else if (e->kind != SLUICE_ENTRY_URL) {
 		v = map_get(m, "ports", &kn);
 		if (!v)
 			return fail(c, m, "%s entry needs 'ports' (there is no \"all ports\")",
@@ -1327,6 +1395,7 @@ void sluice_policy_free(struct sluice_policy *p)
 		free(e->url_scheme);
 		free(e->url_host);
 		free(e->url_path);
+		free(e->unix_path);
 		for (size_t j = 0; j < e->n_methods; j++)
 			free(e->methods[j]);
 		free(e->methods);

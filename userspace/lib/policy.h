@@ -21,7 +21,10 @@ enum sluice_entry_kind {
 	SLUICE_ENTRY_HOST = 1,  /* proxied TCP, host level (HTTP Host / TLS SNI / CONNECT) */
 	SLUICE_ENTRY_URL  = 2,  /* proxied TCP, full-URL rules (plain HTTP only for now) */
 	SLUICE_ENTRY_CIDR = 3,  /* direct, enforced in the kernel */
+	SLUICE_ENTRY_UNIX = 4,  /* a unix socket outside the sandbox it may connect or send to (kernel) */
 };
+
+#define SLUICE_UNIX_PATH_MAX 107     /* sun_path is 108 bytes: a path and its NUL, or NUL + abstract name */
 
 enum sluice_mode {
 	SLUICE_MODE_ENFORCE = 0,
@@ -71,6 +74,14 @@ struct sluice_entry {
 	uint8_t addr[16];
 	uint8_t prefix_len;
 	uint8_t protocol;
+
+	/* SLUICE_ENTRY_UNIX: an absolute path (exact, or every socket below a
+	 * directory when it ends in '/'), or an abstract name (written
+	 * "@name", stored without the '@'; exact).  Never empty, no NUL, no
+	 * "." or ".." segment, at most SLUICE_UNIX_PATH_MAX bytes. */
+	char *unix_path;
+	bool unix_abstract;
+	bool unix_prefix;
 };
 
 struct sluice_policy {
@@ -191,6 +202,7 @@ enum sluice_lint_code {
 	SLUICE_LINT_SPECIAL_RANGE,    /* private, loopback, link-local, CGNAT, metadata ... */
 	SLUICE_LINT_DNS_PORT,         /* port 53 or 853 in a cidr entry */
 	SLUICE_LINT_PLAIN_HTTP_BODY,  /* url on http:// with methods that carry bodies */
+	SLUICE_LINT_UNIX_DAEMON,      /* unix socket of a daemon that acts for its clients (docker, dbus, ...) */
 };
 
 struct sluice_lint {
@@ -212,7 +224,7 @@ int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 
 /* Additions (issue 3) ------------------------------------------------------ */
 
-/* "host", "url" or "cidr" ("?" for anything else). */
+/* "host", "url", "cidr" or "unix" ("?" for anything else). */
 const char *sluice_entry_kind_name(enum sluice_entry_kind kind);
 
 /* Mnemonic of a DNS RR type ("A", "AAAA", ...) or NULL when unknown. */

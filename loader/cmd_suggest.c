@@ -1365,13 +1365,8 @@ static bool cidr_allows(const struct sluice_policy *p, int family, const uint8_t
 {
 	for (size_t i = 0; p && i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
-		unsigned bits = e->prefix_len, full = bits / 8;
 
-		if (e->kind != SLUICE_ENTRY_CIDR || e->family != family || e->protocol != proto)
-			continue;
-		if (memcmp(e->addr, addr, full) != 0)
-			continue;
-		if (bits % 8 && ((e->addr[full] ^ addr[full]) & (uint8_t)(0xff << (8 - bits % 8))))
+		if (e->protocol != proto || !sluice_entry_cidr_contains(e, family, addr))
 			continue;
 		if (sluice_entry_has_port(e, port))
 			return true;

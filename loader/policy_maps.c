@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "policy_maps.h"
+#include "netaddr.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,25 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-
-/* Does prefix (a, alen) contain prefix (b, blen)?  Byte arrays, network order.
- * Used by sluice_plan_allows4(). */
-static int prefix_contains(const uint8_t *a, unsigned alen, const uint8_t *b, unsigned blen)
-{
-	unsigned full = alen / 8, rem = alen % 8;
-
-	if (alen > blen)
-		return 0;
-	if (memcmp(a, b, full) != 0)
-		return 0;
-	if (rem) {
-		uint8_t mask = (uint8_t)(0xff << (8 - rem));
-
-		if ((a[full] & mask) != (b[full] & mask))
-			return 0;
-	}
-	return 1;
-}
 
 static int add_rules(struct sluice_cidr_rules *val, const struct sluice_entry *e, const char *what,
 		     char *err, size_t errlen)
@@ -313,7 +295,7 @@ int sluice_plan_allows4(const struct sluice_plan *plan, uint32_t addr, uint8_t p
 		const struct sluice_plan_v4 *d = &plan->v4[i];
 		unsigned len = d->key.prefixlen - 32;
 
-		if (!prefix_contains((const uint8_t *)&d->key.addr, len, (const uint8_t *)&addr, 32))
+		if (!netaddr_in_prefix(AF_INET, (const uint8_t *)&d->key.addr, len, AF_INET, (const uint8_t *)&addr))
 			continue;
 		if (!best || d->key.prefixlen > best->key.prefixlen)
 			best = d;

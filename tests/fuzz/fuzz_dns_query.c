@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rsv_logctx lc;
 	struct rsv_logmeta m = { .src_ip = "127.0.0.1", .src_port = 1 };
 	struct sluice_policy_error err;
-	struct rsv_cidr allow = { .family = 2 /* AF_INET */, .addr = { 192, 0, 2 }, .plen = 24 };
+	struct netaddr_cidr allow = { .family = 2 /* AF_INET */, .addr = { 192, 0, 2 }, .prefix_len = 24 };
 	uint8_t flags, ancount, *q = NULL;
 	size_t qlen, msglen, anslen = 0;
 	char *line;

@@ -1,7 +1,7 @@
 """Just enough DNS wire format (RFC 1035) for the resolver tests.
 
 Test-side only: builds queries (including deliberately broken ones), parses
-responses, and builds the answers of the fake upstream (dns_upstream.py).
+responses, and builds the answers of the fake upstream (dns_server.py).
 The product parses DNS with ldns; this file never runs in production.
 """
 import ipaddress

@@ -17,7 +17,7 @@ with that policy the same client reaches exactly those five and is refused a
 sixth (denied.example.org, by name and through CONNECT).  `suggest --against`
 the starting policy, on an enforce-mode log, gives additions a reviewer can
 apply.  Servers are the proxy tests' origin (origin_server.py) and the
-resolver tests' upstream (dns_upstream.py), on the world's documentation
+resolver tests' upstream (dns_server.py), on the world's documentation
 addresses; the proxy and resolver get the test-only hatches for them.
 """
 import json
@@ -78,8 +78,8 @@ class Env:
         self.origin_log = os.path.join(d, "audit-origin.jsonl")
         w.start_server([os.path.join(HERE, "origin_server.py"), "--http", str(HTTP_PORT), "--https", str(TLS_PORT),
                         "--cert", self.cert, "--key", key, "--log", self.origin_log], name="audit-origin")
-        w.start_server([os.path.join(HERE, "dns_upstream.py"), "--listen", "192.0.2.53:53",
-                        "--zone", w.write("audit-zone.json", json.dumps(ZONE)),
+        w.start_server([os.path.join(HERE, "dns_server.py"), "--listen", "192.0.2.53:53",
+                        "--zone-file", w.write("audit-zone.json", json.dumps(ZONE)),
                         "--log", os.path.join(d, "audit-dns.jsonl")], name="audit-dns")
         self.start = w.write("audit-start.yaml", START)
         self.script = w.write("audit-client.sh", CLIENT)

@@ -109,7 +109,8 @@ class Env:
         w.start_server([os.path.join(HERE, "origin_server.py"), "--http", str(HTTP_PORT),
                         "--https", str(TLS_PORT), "--cert", self.cert, "--key", self.key,
                         "--log", self.origin_log], name="origin")
-        dns = [os.path.join(HERE, "dns_server.py"), "--listen", "192.0.2.53:53", "--log", self.dns_log]
+        dns = [os.path.join(HERE, "dns_server.py"), "--listen", "192.0.2.53:53", "--log", self.dns_log,
+               "--default-ttl", "0"]
         for name, addrs in ZONE.items():
             dns += ["--zone", "%s=%s" % (name, addrs)]
         for name, seq in REBIND.items():
@@ -658,7 +659,7 @@ def test_dns_cache_one_query_per_ttl_and_rebinding_vetted_again(w):
     assert res[6]["status"] == 200, res[6]
     assert res[7]["status"] == 502 and res[7]["headers"]["x-sluice-error"] == "no_public_address", res[7]
     q = e.dns_queries()[q0:]
-    a = [x["name"].lower() for x in q if x["type"] == 1]
+    a = [x["name"].lower() for x in q if x["qtype"] == 1]
     # one A query per name per TTL: before and after the sleep
     assert a.count("cached.example.com") == 2, q
     assert a.count("rebind-ttl.example.com") == 2, q

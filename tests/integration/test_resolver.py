@@ -1,6 +1,6 @@
 """The sandbox resolver (sluice-resolver) under `sluice run`, end to end.
 
-A fake upstream DNS server (dns_upstream.py) runs in the world netns on
+A fake upstream DNS server (dns_server.py) runs in the world netns on
 192.0.2.53:53 and logs every query it receives; the sandboxed client
 (dns_client.py) asks "any server" on port 53, which the kernel sends to the
 resolver.  Each test checks the client's answer, what reached the upstream
@@ -58,8 +58,8 @@ def _upstream(w):
     log = os.path.join(w.tmp, "dns-upstream.jsonl")
     if not getattr(w, "_dns_upstream", None):
         zone = w.write("zone.json", json.dumps(ZONE))
-        w.start_server([os.path.join(HERE, "dns_upstream.py"), "--listen", UPSTREAM + ":53",
-                        "--zone", zone, "--log", log], name="dns-upstream")
+        w.start_server([os.path.join(HERE, "dns_server.py"), "--listen", UPSTREAM + ":53",
+                        "--zone-file", zone, "--log", log], name="dns-upstream")
         w._dns_upstream = log
     return log
 

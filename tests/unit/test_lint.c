@@ -114,7 +114,7 @@ static void test_clean(void **state)
 	(void)state;
 	l = lint(HEAD "  - host: api.example.com\n    ports: [443]\n    why: x\n"
 		      "  - url: http://deb.example.net/debian/\n    why: x\n"
-		      "  - cidr: 198.51.100.0/24\n    ports: [5432]\n    why: x\n", NULL, &n);
+		      "  - cidr: 11.0.0.0/24\n    ports: [5432]\n    why: x\n", NULL, &n);
 	assert_int_equal(n, 0);
 	free(l);
 	l = lint("version: 1\nname: nothing\n", NULL, &n);
@@ -216,12 +216,23 @@ static void test_special_ranges(void **state)
 		expect(y, SLUICE_LINT_SPECIAL_RANGE, 1, 0, 4, 5, cases[i].part);
 	}
 	/* public ranges are not special; neighbours of private ones neither */
-	expect(HEAD "  - cidr: 198.51.100.0/24\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 0, 0, 0, 0, "");
 	expect(HEAD "  - cidr: 172.32.0.0/24\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 0, 0, 0, 0, "");
 	expect(HEAD "  - cidr: 11.0.0.0/24\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 0, 0, 0, 0, "");
-	expect(HEAD "  - cidr: 2001:db8::/48\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 0, 0, 0, 0, "");
-	/* a wide range that contains private ones says which */
-	expect(HEAD "  - cidr: 0.0.0.0/0\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 10, 0, 4, 5, "metadata");
+	expect(HEAD "  - cidr: 2a00:1450::/48\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 0, 0, 0, 0, "");
+	/* documentation ranges are special too (never on the internet): the
+	 * proxy and the resolver refuse them without a hatch */
+	expect(HEAD "  - cidr: 198.51.100.0/24\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 1, 0, 4, 5,
+	       "a documentation range (198.51.100.0/24)");
+	expect(HEAD "  - cidr: 2001:db8::/48\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 1, 0, 4, 5,
+	       "a documentation range (2001:db8::/32)");
+	/* an IPv6 form that embeds an IPv4 address names it */
+	expect(HEAD "  - cidr: 64:ff9b::a9fe:a9fe/128\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 1, 0, 4, 5,
+	       "NAT64, well-known prefix (64:ff9b::/96), which embeds 169.254.169.254 (metadata)");
+	expect(HEAD "  - cidr: 2002:a00:1::/48\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 1, 0, 4, 5,
+	       "6to4 (2002::/16)");
+	/* a wide range that contains special ones says which: every row of
+	 * the IPv4 table (userspace/lib/netaddr.c) */
+	expect(HEAD "  - cidr: 0.0.0.0/0\n    ports: [443]\n    why: x\n", SLUICE_LINT_SPECIAL_RANGE, 22, 0, 4, 5, "metadata");
 	/* metadata and loopback names on host entries */
 	expect(HEAD "  - host: metadata.google.internal\n    ports: [80]\n    why: x\n",
 	       SLUICE_LINT_SPECIAL_RANGE, 1, 0, 4, 5, "metadata.google.internal");

@@ -3,7 +3,7 @@
  * test_proxy_request.c - the proxy's pure logic (userspace/proxy/request.c,
  * addr.c, flow.c, accesslog.c): head scanning and smuggling framings,
  * request parsing, targets, policy decisions, the heads sent upstream and
- * back, body re-framing, special address ranges, flow keys and log lines.
+ * back, body re-framing, the special-address hatch (the ranges: test_netaddr.c), flow keys and log lines.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -751,64 +751,31 @@ static void test_error_response(void **state)
 
 /* --- addresses, flow keys, log lines ------------------------------------------------------ */
 
-static const char *special(const char *ip)
+/* The ranges themselves, and that the proxy agrees with the resolver and
+ * the lint on them: tests/unit/test_netaddr.c.  Here: the hatch. */
+static void test_address_hatch(void **state)
 {
-	uint8_t a[16] = { 0 };
-	int fam = strchr(ip, ':') ? AF_INET6 : AF_INET;
-
-	assert_int_equal(inet_pton(fam, ip, a), 1);
-	return proxy_addr_special(fam, a);
-}
-
-static void test_address_ranges(void **state)
-{
-	static const struct { const char *ip, *range; } cases[] = {
-		{ "8.8.8.8", NULL }, { "1.1.1.1", NULL }, { "2606:4700::1111", NULL },
-		{ "127.0.0.1", "loopback" }, { "127.255.0.9", "loopback" }, { "::1", "loopback" },
-		{ "10.1.2.3", "private" }, { "172.16.0.1", "private" }, { "172.31.255.255", "private" },
-		{ "172.32.0.1", NULL }, { "192.168.1.1", "private" },
-		{ "169.254.169.254", "metadata" }, { "169.254.1.1", "link_local" }, { "fe80::1", "link_local" },
-		{ "100.64.0.1", "cgnat" }, { "100.127.255.255", "cgnat" }, { "100.128.0.1", NULL },
-		{ "100.100.100.200", "metadata" }, { "fd00:ec2::254", "metadata" },
-		{ "224.0.0.1", "multicast" }, { "ff02::1", "multicast" }, { "255.255.255.255", "reserved" },
-		{ "0.0.0.0", "this_network" }, { "::", "unspecified" },
-		{ "192.0.2.10", "documentation" }, { "198.51.100.1", "documentation" },
-		{ "203.0.113.9", "documentation" }, { "2001:db8::10", "documentation" }, { "3fff::1", "documentation" },
-		{ "64:ff9b::1.2.3.4", "nat64" }, { "64:ff9b:1::1", "nat64" }, { "2002:c000:0204::1", "6to4" },
-		{ "192.88.99.1", "6to4" }, { "2001::1", "teredo" }, { "fc00::1", "ula" },
-		{ "::ffff:127.0.0.1", "loopback" }, { "::ffff:8.8.8.8", NULL }, { "::127.0.0.1", "v4_compat" },
-		{ "198.18.0.1", "benchmarking" }, { "4000::1", "not_global_unicast" },
-	};
-	struct proxy_cidr hatch[2];
+	struct netaddr_cidr hatch[2];
 	uint8_t a[16];
 	const char *why;
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *got = special(cases[i].ip);
-
-		if (!cases[i].range ? got != NULL : (!got || strcmp(got, cases[i].range) != 0))
-			fail_msg("%s: got %s, want %s", cases[i].ip, got ? got : "public",
-				 cases[i].range ? cases[i].range : "public");
-	}
-	assert_int_equal(proxy_cidr_parse("192.0.2.0/24", &hatch[0]), 0);
-	assert_int_equal(proxy_cidr_parse("2001:db8::/32", &hatch[1]), 0);
+	assert_int_equal(netaddr_cidr_parse("192.0.2.0/24", &hatch[0]), 0);
+	assert_int_equal(netaddr_cidr_parse("2001:db8::/32", &hatch[1]), 0);
 	inet_pton(AF_INET, "192.0.2.10", a);
 	assert_false(proxy_addr_dialable(AF_INET, a, NULL, 0, &why));
 	assert_string_equal(why, "documentation");
 	assert_true(proxy_addr_dialable(AF_INET, a, hatch, 2, &why));
+	assert_null(why);
 	inet_pton(AF_INET6, "::ffff:192.0.2.10", a);
 	assert_true(proxy_addr_dialable(AF_INET6, a, hatch, 2, &why));
 	inet_pton(AF_INET, "127.0.0.1", a);
 	assert_false(proxy_addr_dialable(AF_INET, a, hatch, 2, &why));
+	assert_string_equal(why, "loopback");
 	inet_pton(AF_INET6, "2001:db8:5::1", a);
 	assert_true(proxy_addr_dialable(AF_INET6, a, hatch, 2, &why));
-
-	assert_int_equal(proxy_cidr_parse("192.0.2.1/24", &hatch[0]), -1);   /* host bits */
-	assert_int_equal(proxy_cidr_parse("192.0.2.0/33", &hatch[0]), -1);
-	assert_int_equal(proxy_cidr_parse("192.0.2.0/", &hatch[0]), -1);
-	assert_int_equal(proxy_cidr_parse("example.com/8", &hatch[0]), -1);
-	assert_int_equal(proxy_cidr_parse("10.0.0.1", &hatch[0]), 0);
-	assert_int_equal(hatch[0].prefix, 32);
+	inet_pton(AF_INET6, "::ffff:0:7f00:1", a);   /* SIIT form of 127.0.0.1 */
+	assert_false(proxy_addr_dialable(AF_INET6, a, hatch, 2, &why));
+	assert_string_equal(why, "siit");
 }
 
 static void test_cidr_entries(void **state)
@@ -1020,7 +987,7 @@ int main(void)
 		cmocka_unit_test(test_build_request_head),
 		cmocka_unit_test(test_responses),
 		cmocka_unit_test(test_error_response),
-		cmocka_unit_test(test_address_ranges),
+		cmocka_unit_test(test_address_hatch),
 		cmocka_unit_test(test_cidr_entries),
 		cmocka_unit_test(test_flow_key),
 		cmocka_unit_test(test_log_line),

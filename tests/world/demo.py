@@ -66,7 +66,7 @@ def proxy_demo(w):
                     "--key", key, "--log", os.path.join(w.tmp, "origin.jsonl")], name="origin")
     w.start_server([os.path.join(here, "dns_server.py"), "--listen", "192.0.2.53:53",
                     "--zone", "api.example.com=192.0.2.10", "--zone", "files.example.com=198.51.100.10",
-                    "--zone", "denied.example.org=192.0.2.20"], name="dns")
+                    "--zone", "denied.example.org=192.0.2.20", "--default-ttl", "0"], name="dns")
     # The world lives on documentation addresses, which the proxy and the
     # resolver refuse by default (reserved, never public): the demo opens
     # them with their test-only flags.

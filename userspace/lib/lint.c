@@ -3,6 +3,7 @@
  * lint.c - findings for `sluice policy check`: things a valid policy may
  * say but a reviewer should look at twice.  See docs/policy.md "Lints".
  */
+#include "netaddr.h"
 #include "policy_internal.h"
 
 #include <arpa/inet.h>
@@ -246,44 +247,50 @@ static void lint_relays(struct lints *l, const struct sluice_entry *e,
 
 /* --- address ranges -------------------------------------------------------------- */
 
-struct range {
-	const char *addr;
-	const char *what;
-	int family;
-	unsigned plen;
-};
-
-static const struct range special[] = {
-	{ "169.254.169.254", "the cloud metadata service", AF_INET, 32 },
-	{ "0.0.0.0", "\"this network\" (0.0.0.0/8)", AF_INET, 8 },
-	{ "10.0.0.0", "a private range (10.0.0.0/8)", AF_INET, 8 },
-	{ "100.64.0.0", "carrier-grade NAT (100.64.0.0/10)", AF_INET, 10 },
-	{ "127.0.0.0", "loopback (127.0.0.0/8)", AF_INET, 8 },
-	{ "169.254.0.0", "link-local (169.254.0.0/16)", AF_INET, 16 },
-	{ "172.16.0.0", "a private range (172.16.0.0/12)", AF_INET, 12 },
-	{ "192.168.0.0", "a private range (192.168.0.0/16)", AF_INET, 16 },
-	{ "224.0.0.0", "multicast (224.0.0.0/4)", AF_INET, 4 },
-	{ "240.0.0.0", "reserved/broadcast (240.0.0.0/4)", AF_INET, 4 },
-	{ "fd00:ec2::254", "the cloud metadata service (fd00:ec2::254)", AF_INET6, 128 },
-	{ "::", "the unspecified address (::)", AF_INET6, 128 },
-	{ "::1", "loopback (::1)", AF_INET6, 128 },
-	{ "fc00::", "a unique-local range (fc00::/7)", AF_INET6, 7 },
-	{ "fe80::", "link-local (fe80::/10)", AF_INET6, 10 },
-	{ "ff00::", "multicast (ff00::/8)", AF_INET6, 8 },
-	{ "64:ff9b::", "NAT64 (64:ff9b::/96), which reaches IPv4 ranges", AF_INET6, 96 },
-};
-
-static bool prefix_overlap(const uint8_t *a, unsigned alen, const uint8_t *b, unsigned blen)
+/* "10.0.0.0/8", or the address alone for a host prefix, into buf
+ * (>= INET6_ADDRSTRLEN + 4 bytes). */
+static void prefix_text(int family, const uint8_t *a, unsigned plen, char *buf, size_t len)
 {
-	unsigned n = alen < blen ? alen : blen;
+	char t[INET6_ADDRSTRLEN];
 
-	for (unsigned bit = 0; bit < n; bit++) {
-		uint8_t m = (uint8_t)(0x80 >> (bit % 8));
+	if (!inet_ntop(family, a, t, sizeof(t)))
+		snprintf(t, sizeof(t), "?");
+	if (plen == (family == AF_INET ? 32u : 128u))
+		snprintf(buf, len, "%s", t);
+	else
+		snprintf(buf, len, "%s/%u", t, plen);
+}
 
-		if ((a[bit / 8] & m) != (b[bit / 8] & m))
-			return false;
+/*
+ * Every special range (netaddr_ranges(), the classifier's own table) the
+ * entry overlaps, most specific first, up to the first one that contains
+ * it entirely: 169.254.169.254/32 says "metadata" once, 169.254.0.0/16
+ * says metadata and link-local, 0.0.0.0/0 lists them all.  A host entry
+ * (/32, /128) is reported exactly when netaddr_classify() calls the
+ * address special.  For one IPv6 address that embeds an IPv4 address
+ * (NAT64, 6to4, Teredo, ...), the message names the IPv4 address too.
+ */
+static void lint_special(struct lints *l, const struct sluice_entry *e)
+{
+	size_t n;
+	const struct netaddr_range *r = netaddr_ranges(&n);
+	struct netaddr_info info;
+
+	netaddr_classify(e->family, e->addr, &info);
+	for (size_t i = 0; i < n; i++) {
+		char where[INET6_ADDRSTRLEN + 8], v4[INET_ADDRSTRLEN], embeds[96] = "";
+
+		if (r[i].family != e->family || !netaddr_prefix_overlap(e->addr, e->prefix_len, r[i].addr, r[i].prefix_len))
+			continue;
+		prefix_text(r[i].family, r[i].addr, r[i].prefix_len, where, sizeof(where));
+		if (e->prefix_len == 128 && info.embeds_v4 && info.cls == r[i].cls &&
+		    inet_ntop(AF_INET, info.v4, v4, sizeof(v4)))
+			snprintf(embeds, sizeof(embeds), ", which embeds %s (%s)", v4,
+				 info.v4_cls == NETADDR_PUBLIC ? "public" : netaddr_class_name(info.v4_cls));
+		add(l, SLUICE_LINT_SPECIAL_RANGE, e, "%s: includes %s (%s)%s", e->name, r[i].what, where, embeds);
+		if (e->prefix_len >= r[i].prefix_len)
+			break;
 	}
-	return true;
 }
 
 /*
@@ -343,23 +350,7 @@ static void lint_cidr(struct lints *l, const struct sluice_entry *e)
 		    e->name, e->family == AF_INET ? 24 : 48,
 		    e->family == AF_INET ?
 			    (e->prefix_len == 0 ? "all IPv4" : "more than 256") : "more than a /48 of");
-	/* Every special range the entry overlaps, most specific first, up
-	 * to the first one that contains it entirely: 169.254.169.254/32
-	 * says "metadata" once, 169.254.0.0/16 says metadata and
-	 * link-local, 0.0.0.0/0 lists them all. */
-	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++) {
-		uint8_t a[16] = { 0 };
-
-		if (special[i].family != e->family)
-			continue;
-		if (inet_pton(special[i].family, special[i].addr, a) != 1)
-			continue;
-		if (!prefix_overlap(e->addr, e->prefix_len, a, special[i].plen))
-			continue;
-		add(l, SLUICE_LINT_SPECIAL_RANGE, e, "%s: includes %s", e->name, special[i].what);
-		if (e->prefix_len >= special[i].plen)
-			break;
-	}
+	lint_special(l, e);
 	if (sluice_entry_has_port(e, 53) || sluice_entry_has_port(e, 853))
 		add(l, SLUICE_LINT_DNS_PORT, e, "%s: port %s directly: a resolver other than sluice's own is a tunnel",
 		    e->name, sluice_entry_has_port(e, 53) ? "53 (DNS)" : "853 (DNS over TLS)");

@@ -4,6 +4,7 @@
  * sluice.  The policy, the proxy and the resolver all call these, so that
  * a name or path is compared in exactly one spelling everywhere.
  */
+#include "netaddr.h"
 #include "policy_internal.h"
 
 #include <arpa/inet.h>
@@ -104,8 +105,6 @@ static bool looks_like_ipv6(const char *s, size_t n)
 	return colon;
 }
 
-static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
 int sluice_ip_normalise(const char *in, int *family, uint8_t addr[16])
 {
 	char buf[INET6_ADDRSTRLEN + 2];
@@ -130,7 +129,7 @@ int sluice_ip_normalise(const char *in, int *family, uint8_t addr[16])
 		uint8_t a[16];
 
 		if (n < sizeof(buf) && inet_pton(AF_INET6, s, a) == 1) {
-			if (memcmp(a, v4mapped_prefix, sizeof(v4mapped_prefix)) == 0) {
+			if (netaddr_is_v4mapped(a)) {
 				*family = AF_INET;
 				memset(addr, 0, 16);
 				memcpy(addr, a + 12, 4);

@@ -234,6 +234,14 @@ const char *sluice_qtype_name(uint16_t qtype);
 bool sluice_entry_has_port(const struct sluice_entry *e, uint16_t port);
 
 /*
+ * Is `addr` (family AF_INET/AF_INET6, network byte order) inside the cidr
+ * entry `e`?  False for other kinds.  The one CIDR matcher
+ * (netaddr_in_prefix(), userspace/lib/netaddr.c): a v4-mapped address is
+ * matched as IPv4, as the kernel does; protocol and ports are not looked at.
+ */
+bool sluice_entry_cidr_contains(const struct sluice_entry *e, int family, const uint8_t *addr);
+
+/*
  * The canonical serialisation the digest is the SHA-256 of (compact JSON,
  * sorted keys, normalised values, entries in order; see docs/policy.md).
  * Returns a malloc'd NUL-terminated string (length in *len if non-NULL)

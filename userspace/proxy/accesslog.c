@@ -192,12 +192,7 @@ static void put_boolk(struct jb *b, const char *key, size_t kl, bool v)
 /* An address as text (v4-mapped IPv6 as IPv4), IPv4 without printf. */
 static void ip_text(int family, const uint8_t *a, char *out, size_t len)
 {
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	if (family == AF_INET6 && memcmp(a, mapped, 12) == 0) {
-		family = AF_INET;
-		a += 12;
-	}
+	family = netaddr_unmap(family, a, &a);
 	if (family == AF_INET && len >= 16) {
 		size_t n = 0;
 

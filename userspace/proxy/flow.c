@@ -6,6 +6,8 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "netaddr.h"
+
 int proxy_flow_open(const char *path)
 {
 	int fd = bpf_obj_get(path);
@@ -18,8 +20,6 @@ int proxy_flow_open(const char *path)
 	}
 	return fd;
 }
-
-static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 int proxy_flow_key(const struct sockaddr *peer, uint64_t netns_cookie,
 		   struct sluice_flow_key *key)
@@ -37,7 +37,7 @@ int proxy_flow_key(const struct sockaddr *peer, uint64_t netns_cookie,
 	if (peer->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)peer;
 
-		if (memcmp(in6->sin6_addr.s6_addr, v4mapped_prefix, 12) == 0) {
+		if (netaddr_is_v4mapped(in6->sin6_addr.s6_addr)) {
 			key->family = SLUICE_AF_INET;
 			memcpy(&key->saddr[0], in6->sin6_addr.s6_addr + 12, 4);
 		} else {

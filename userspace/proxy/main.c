@@ -268,7 +268,7 @@ int main(int argc, char **argv)
 		case 'A':
 			if (cfg->n_allow_private >= PROXY_MAX_ALLOW)
 				fatalx("too many --allow-private-upstream");
-			if (proxy_cidr_parse(optarg, &cfg->allow_private[cfg->n_allow_private]) < 0)
+			if (netaddr_cidr_parse(optarg, &cfg->allow_private[cfg->n_allow_private]) < 0)
 				fatalx("--allow-private-upstream: bad CIDR \"%s\"", optarg);
 			cfg->n_allow_private++;
 			break;

@@ -63,7 +63,7 @@ struct proxy_config {
 	const char *upstream_dns;       /* NULL: /etc/resolv.conf */
 	int ready_fd;                   /* -1: none */
 	int mode;                       /* -1: the policy's, else enum sluice_mode */
-	struct proxy_cidr allow_private[PROXY_MAX_ALLOW];
+	struct netaddr_cidr allow_private[PROXY_MAX_ALLOW];
 	size_t n_allow_private;
 	unsigned max_conns;             /* per sandbox (this process serves one) */
 	unsigned header_timeout_ms;

@@ -651,14 +651,8 @@ bool proxy_policy_cidr_allows(const struct sluice_policy *p, int family, const u
 {
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
-		struct proxy_cidr c;
 
-		if (e->kind != SLUICE_ENTRY_CIDR || e->protocol != IPPROTO_TCP)
-			continue;
-		c.family = e->family;
-		memcpy(c.addr, e->addr, sizeof(c.addr));
-		c.prefix = e->prefix_len;
-		if (!proxy_cidr_contains(&c, family, addr))
+		if (e->protocol != IPPROTO_TCP || !sluice_entry_cidr_contains(e, family, addr))
 			continue;
 		for (size_t j = 0; j < e->n_ports; j++)
 			if (port >= e->ports[j].lo && port <= e->ports[j].hi)

@@ -446,6 +446,18 @@ static void answer_record(struct rsv_answer *a, const ldns_rr *rr)
 	}
 }
 
+bool rsv_answer_addr_ok(const struct rsv_ctx *ctx, int family, const uint8_t *addr, const char **why)
+{
+	const char *refusal = netaddr_refusal(family, addr, ctx->allow_private, ctx->n_allow_private);
+
+	for (size_t i = 0; refusal && ctx->policy && i < ctx->policy->n_entries; i++)
+		if (sluice_entry_cidr_contains(&ctx->policy->entries[i], family, addr))
+			refusal = NULL;
+	if (why)
+		*why = refusal;
+	return refusal == NULL;
+}
+
 /* Address of an A/AAAA record, or -1 (bad rdata). */
 static int rr_addr(const ldns_rr *rr, int *family, uint8_t addr[16])
 {

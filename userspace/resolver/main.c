@@ -116,7 +116,7 @@ int main(int argc, char **argv)
 	const char *listen_addrs[MAX_FDS];
 	const char *policy_path = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
 	const char *upstream = NULL, *mode = NULL;
-	struct rsv_cidr allow[MAX_ALLOW];
+	struct netaddr_cidr allow[MAX_ALLOW];
 	size_t n_allow = 0;
 	int ready_fd = -1, verbose = 0, c, i;
 	struct sluice_policy *policy = NULL;
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 		case O_ALLOW:
 			if (n_allow >= MAX_ALLOW)
 				fatalx("too many --allow-private-answers");
-			if (rsv_cidr_parse(optarg, &allow[n_allow]) < 0)
+			if (netaddr_cidr_parse(optarg, &allow[n_allow]) < 0)
 				fatalx("--allow-private-answers: not a CIDR (host bits must be zero): %s",
 				       optarg);
 			n_allow++;

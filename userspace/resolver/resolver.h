@@ -23,6 +23,7 @@
 
 #include <ldns/ldns.h>
 
+#include "netaddr.h"
 #include "policy.h"
 
 /* DNS response codes (RFC 1035 4.1.1, RFC 6895 2.3). */
@@ -48,13 +49,6 @@ enum rsv_verdict {
 	RSV_V_REFUSE = 4,      /* refused whatever the policy (malformed, ANY, CHAOS, ...) */
 };
 
-/* An address range (answer filter exceptions). */
-struct rsv_cidr {
-	int family;            /* AF_INET or AF_INET6 */
-	uint8_t addr[16];      /* network byte order */
-	uint8_t plen;
-};
-
 /* Limits of the DNS tunnelling heuristics (tunnel.c); see docs/events.md. */
 struct rsv_tunnel_limits {
 	unsigned long_label;     /* a label this long or longer is suspect (default 40) */
@@ -73,7 +67,7 @@ struct rsv_tunnel;
 struct rsv_ctx {
 	const struct sluice_policy *policy;
 	enum sluice_mode mode;
-	const struct rsv_cidr *allow_private; /* --allow-private-answers */
+	const struct netaddr_cidr *allow_private; /* --allow-private-answers */
 	size_t n_allow_private;
 	struct rsv_tunnel *tunnel;            /* may be NULL: no tunnelling checks */
 };
@@ -176,28 +170,15 @@ void rsv_decision_free(struct rsv_decision *d);
 const char *rsv_rcode_name(int rcode);
 const char *rsv_verdict_name(enum rsv_verdict v);
 
-/* --- address ranges (netrange.c) ---------------------------------------- */
+/* --- answer addresses (decide.c) --------------------------------------- */
 
 /*
- * Classify an answer address: NULL if it is public, else a stable name of
- * the special range it is in ("private", "loopback", "link_local",
- * "cgnat", "multicast", "nat64", "6to4", "teredo", "metadata",
- * "documentation", "benchmarking", "reserved", "unspecified", "ula",
- * "v4_compat", ...).  IPv4-mapped IPv6 is classified as its IPv4 address.
- * Sources: RFC 6890 and the IANA special-purpose registries.
+ * May an answer with this address (family, network byte order) be passed
+ * on: public (netaddr_classify(), userspace/lib/netaddr.h), or inside an
+ * --allow-private-answers range or a cidr entry of the policy (any
+ * protocol)?  *why (may be NULL) gets the category name ("private",
+ * "nat64", ...) when it may not, else NULL.
  */
-const char *rsv_addr_special(int family, const uint8_t *addr);
-
-/* Is `addr` inside `c`? */
-bool rsv_cidr_contains(const struct rsv_cidr *c, int family, const uint8_t *addr);
-
-/* Parse "ADDR/PLEN" (or a bare address: full length).  Host bits must be
- * zero.  Returns 0, or -1 on a malformed string. */
-int rsv_cidr_parse(const char *s, struct rsv_cidr *out);
-
-/* May an answer with this address be passed on: public, or inside an
- * --allow-private-answers range or a cidr entry of the policy?  *why gets
- * the range name when it may not. */
 bool rsv_answer_addr_ok(const struct rsv_ctx *ctx, int family, const uint8_t *addr, const char **why);
 
 /* --- DNS tunnelling heuristics (tunnel.c) ------------------------------- */

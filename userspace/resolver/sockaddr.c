@@ -114,17 +114,15 @@ const char *rsv_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
 
 bool rsv_sockaddr_is_loopback(const struct sockaddr *sa)
 {
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+	struct netaddr_info info;
 
-		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return false;
+	if (sa->sa_family == AF_INET)
+		netaddr_classify(AF_INET, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr, &info);
+	else if (sa->sa_family == AF_INET6)
+		netaddr_classify(AF_INET6, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr, &info);
+	else
+		return false;
+	return info.cls == NETADDR_LOOPBACK;
 }
 
 int rsv_resolv_conf_first(const char *path, char *out, size_t len)

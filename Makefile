@@ -6,6 +6,7 @@
 #   make fuzz     longer fuzz runs (FUZZ_SECONDS per target)
 #   make lint     clang-tidy and cppcheck, warnings as errors
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel
+#   make install  install into $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall
 # Options: V=1 (show commands), SANITIZE=1 (ASan+UBSan user space, built in
 # build-san/ so that it never mixes with build/; `make test SANITIZE=1` runs
 # the whole suite on it and fails on any sanitizer report).
@@ -78,9 +79,22 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/unit/%,$(UNIT_SRCS))
 TOOL_SRCS  := $(wildcard tests/tools/*.c)
 TOOL_BINS  := $(patsubst tests/tools/%.c,$(OUTPUT)/tests/tools/%,$(TOOL_SRCS))
 
+# --- install layout (FHS) -------------------------------------------------
+# The helpers' directory is compiled into the loader (SLUICE_LIBEXECDIR): it
+# looks there first, then beside its own binary (the build tree).
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+LIBEXECDIR  ?= $(PREFIX)/libexec
+DATADIR     ?= $(PREFIX)/share
+MANDIR      ?= $(DATADIR)/man
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+HELPERDIR   := $(LIBEXECDIR)/sluice
+
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
+.PHONY: all deps install uninstall FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
 
 all: $(BINS) $(TOOL_BINS)
 
@@ -111,6 +125,13 @@ $(OUTPUT)/%.o: %.c $(SKELS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+
+# children.c is rebuilt when the helpers' directory changes (PREFIX=...)
+$(OUTPUT)/helperdir.stamp: FORCE | $(OUTPUT)
+	$(Q)echo '$(HELPERDIR)' | cmp -s - $@ || echo '$(HELPERDIR)' > $@
+$(OUTPUT)/loader/children.o: $(OUTPUT)/helperdir.stamp
+$(OUTPUT)/loader/children.o: CFLAGS += -DSLUICE_LIBEXECDIR='"$(HELPERDIR)"'
+FORCE:
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 
@@ -246,6 +267,40 @@ lint: $(SKELS)
 
 bench: all
 	bash bench/run.sh
+
+# --- install -------------------------------------------------------------
+# `make install DESTDIR=/some/root PREFIX=/usr`: DESTDIR must exist and be
+# writable (a missing or read-only one is an error before anything is copied).
+INSTALL   ?= install
+INST_ROOT := $(if $(DESTDIR),$(DESTDIR),/)
+EXAMPLE_POLICIES := $(wildcard policies/*.yaml)
+install: $(BINS)
+	@if [ -n "$(DESTDIR)" ] && [ ! -d "$(DESTDIR)" ]; then \
+		echo "make install: DESTDIR $(DESTDIR) does not exist (create it first)" >&2; exit 2; fi
+	@d="$(DESTDIR)$(PREFIX)"; while [ ! -e "$$d" ]; do d=$$(dirname "$$d"); done; \
+	if [ ! -w "$$d" ]; then echo "make install: $$d is not writable (read-only file system or no permission)" >&2; exit 2; fi; \
+	if [ ! -w "$(INST_ROOT)" ]; then echo "make install: $(INST_ROOT) is not writable (read-only file system or no permission)" >&2; exit 2; fi
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(HELPERDIR) $(DESTDIR)$(DATADIR)/sluice/policies \
+		$(DESTDIR)$(SYSCONFDIR)/sluice/policies $(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR)
+	$(INSTALL) -m 0755 $(OUTPUT)/sluice $(DESTDIR)$(BINDIR)/sluice
+	$(INSTALL) -m 0755 $(OUTPUT)/sluice-proxy $(OUTPUT)/sluice-resolver $(DESTDIR)$(HELPERDIR)/
+	$(INSTALL) -m 0644 policies/relays.txt $(DESTDIR)$(DATADIR)/sluice/relays.txt
+	$(INSTALL) -m 0644 $(EXAMPLE_POLICIES) $(DESTDIR)$(DATADIR)/sluice/policies/
+	sed 's|/usr/local/bin/sluice|$(BINDIR)/sluice|g' packaging/sluice.service > $(DESTDIR)$(UNITDIR)/sluice.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/sluice.service
+	$(INSTALL) -m 0644 packaging/sluice.bash-completion $(DESTDIR)$(BASHCOMPDIR)/sluice
+	$(if $(MAN_PAGES),for m in $(MAN_PAGES); do s=$${m##*.}; $(INSTALL) -d $(DESTDIR)$(MANDIR)/man$$s && \
+		$(INSTALL) -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done)
+
+# Removes what install copied; /etc/sluice/policies is left when it holds
+# an operator's policies.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sluice $(DESTDIR)$(HELPERDIR)/sluice-proxy $(DESTDIR)$(HELPERDIR)/sluice-resolver
+	rm -f $(DESTDIR)$(DATADIR)/sluice/relays.txt $(addprefix $(DESTDIR)$(DATADIR)/sluice/,$(EXAMPLE_POLICIES))
+	rm -f $(DESTDIR)$(UNITDIR)/sluice.service $(DESTDIR)$(BASHCOMPDIR)/sluice
+	$(foreach m,$(MAN_PAGES),rm -f $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)
+	-rmdir $(DESTDIR)$(HELPERDIR) $(DESTDIR)$(DATADIR)/sluice/policies $(DESTDIR)$(DATADIR)/sluice \
+		$(DESTDIR)$(SYSCONFDIR)/sluice/policies $(DESTDIR)$(SYSCONFDIR)/sluice 2>/dev/null
 
 clean:
 	rm -rf $(OUTPUT)

@@ -855,10 +855,18 @@ int cmd_daemon(int argc, char **argv)
 		log_warn("daemon: no BPF filesystem at %s", SLUICE_BPFFS);
 		return 2;
 	}
-	if (!sluice_helper_path("sluice-proxy", D.proxy_bin, sizeof(D.proxy_bin)))
-		D.proxy_bin[0] = 0;
-	if (!sluice_helper_path("sluice-resolver", D.resolver_bin, sizeof(D.resolver_bin)))
-		D.resolver_bin[0] = 0;
+	{
+		char tried[2 * PATH_MAX + 8];
+
+		if (!sluice_helper_path("sluice-proxy", D.proxy_bin, sizeof(D.proxy_bin), tried, sizeof(tried))) {
+			log_warnx("daemon: sluice-proxy not found (tried %s)", tried);
+			return 2;
+		}
+		if (!sluice_helper_path("sluice-resolver", D.resolver_bin, sizeof(D.resolver_bin), tried, sizeof(tried))) {
+			log_warnx("daemon: sluice-resolver not found (tried %s)", tried);
+			return 2;
+		}
+	}
 	libbpf_set_print(libbpf_quiet);
 	signal(SIGPIPE, SIG_IGN);
 

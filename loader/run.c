@@ -472,16 +472,18 @@ int cmd_run(int argc, char **argv)
 	/* 3. listeners for the proxy and resolver, inside the sandbox's netns */
 	memset(&cfg, 0, sizeof(cfg));
 	{
-		const char *px = no_proxy ? NULL : sluice_helper_path("sluice-proxy", helper, sizeof(helper));
-		int want_proxy = px != NULL;
-		char helper2[4096];
-		const char *rs = no_resolver ? NULL : sluice_helper_path("sluice-resolver", helper2, sizeof(helper2));
-		int want_dns = rs != NULL;
+		char helper2[4096], tried[2 * 4096 + 8];
+		int want_proxy = !no_proxy, want_dns = !no_resolver;
 
-		if (!no_proxy && !px)
-			log_warnx("run: sluice-proxy not found beside sluice: proxied ports will fail closed");
-		if (!no_resolver && !rs)
-			log_warnx("run: sluice-resolver not found beside sluice: DNS will fail closed");
+		/* a missing helper is an error: --no-proxy / --no-resolver skip one */
+		if (want_proxy && !sluice_helper_path("sluice-proxy", helper, sizeof(helper), tried, sizeof(tried))) {
+			log_warnx("run: sluice-proxy not found (tried %s); install it or pass --no-proxy", tried);
+			goto out;
+		}
+		if (want_dns && !sluice_helper_path("sluice-resolver", helper2, sizeof(helper2), tried, sizeof(tried))) {
+			log_warnx("run: sluice-resolver not found (tried %s); install it or pass --no-resolver", tried);
+			goto out;
+		}
 		if (sluice_listeners_open(&st.listeners, netns_path, want_proxy, want_dns, &cfg, msg, sizeof(msg)) < 0) {
 			log_warnx("run: %s", msg);
 			goto out;
@@ -532,7 +534,7 @@ int cmd_run(int argc, char **argv)
 		snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", st.sb.pin_dir);
 		if (cfg.have_proxy) {
 			co.extra = proxy_extra;
-			st.proxy_pid = sluice_child_start(sluice_helper_path("sluice-proxy", helper, sizeof(helper)),
+			st.proxy_pid = sluice_child_start(sluice_helper_path("sluice-proxy", helper, sizeof(helper), NULL, 0),
 							  &st.listeners, &co, 10000, msg, sizeof(msg));
 			if (st.proxy_pid < 0) {
 				log_warnx("run: %s", msg);
@@ -542,7 +544,7 @@ int cmd_run(int argc, char **argv)
 		if (cfg.have_dns) {
 			co.extra = resolver_extra;
 			co.flow_map = NULL;
-			st.resolver_pid = sluice_child_start(sluice_helper_path("sluice-resolver", helper, sizeof(helper)),
+			st.resolver_pid = sluice_child_start(sluice_helper_path("sluice-resolver", helper, sizeof(helper), NULL, 0),
 							     &st.listeners, &co, 10000, msg, sizeof(msg));
 			if (st.resolver_pid < 0) {
 				log_warnx("run: %s", msg);

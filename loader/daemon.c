@@ -43,6 +43,8 @@
 #include "children.h"
 #include "destroy.h"
 #include "events.h"
+#include "features.h"
+#include "owner.h"
 #include "inspect.h"
 #include "log.h"
 #include "policy.h"
@@ -182,7 +184,8 @@ static int write_state(struct dsandbox *s)
 	json_object_put(o);
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
 		return -errno;
-	return 0;
+	/* `sluice gc` leaves a sandbox of a running daemon alone */
+	return sluice_owner_write(s->name, "daemon");
 }
 
 /* Copy `src` to `dst` atomically (the policy in force, kept by the daemon). */
@@ -228,6 +231,7 @@ static void teardown(struct dsandbox *s, bool keep_state)
 	stop_children(s);
 	sandbox_destroy(&s->sb);
 	if (!keep_state) {
+		sluice_owner_remove(s->name);
 		state_path(path, sizeof(path), s->name, "json");
 		unlink(path);
 		state_path(path, sizeof(path), s->name, "yaml");
@@ -389,10 +393,8 @@ static json_object *do_attach(json_object *req)
 
 	if (!name || !cg || !policy)
 		return reply_error("attach needs name, cgroup and policy");
-	for (const char *q = name; *q; q++)
-		if (!(*q == '-' || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') ||
-		      (*q >= 'A' && *q <= 'Z')) || name[0] == '.' || strlen(name) > 60)
-			return reply_error("sandbox name '%s' may only hold letters, digits, '-', '_' and '.'", name);
+	if (sluice_name_check(name, msg, sizeof(msg)) < 0)
+		return reply_error("%s", msg);
 	if (find(name))
 		return reply_error("a sandbox named '%s' is already attached", name);
 	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0)
@@ -545,8 +547,9 @@ static json_object *do_reload(json_object *req)
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
 	struct sluice_policy_error perr;
-	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1];
-	json_object *o;
+	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128];
+	const char *children = "restarted on the new policy";
+	json_object *o, *r;
 
 	if (!s)
 		return reply_error("no sandbox named '%s'", name ? name : "");
@@ -561,18 +564,29 @@ static json_object *do_reload(json_object *req)
 	if (copy_file(policy, s->policy_path) < 0)
 		log_warn("cannot keep a copy of %s", policy);
 	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
+	snprintf(old_name, sizeof(old_name), "%s", s->policy->name ? s->policy->name : "");
 	sluice_policy_free(s->policy);
 	s->policy = np;
 	snprintf(s->mode, sizeof(s->mode), "%s", np->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	init_meta(s);
-	if (start_children(s, msg, sizeof(msg)) < 0)
+	if (start_children(s, msg, sizeof(msg)) < 0) {
 		emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
+		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
+	}
 	write_state(s);
 	emit(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)", s->name, old_digest,
 	     np->digest, s->sb.gen);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
+	r = json_object_new_object();
+	json_object_object_add(r, "old_policy_name", json_object_new_string(old_name));
+	json_object_object_add(r, "old_policy_sha256", json_object_new_string(old_digest));
+	json_object_object_add(r, "new_policy_name", json_object_new_string(np->name ? np->name : ""));
+	json_object_object_add(r, "new_policy_sha256", json_object_new_string(np->digest));
+	json_object_object_add(r, "generation", json_object_new_int64(s->sb.gen));
+	json_object_object_add(r, "children", json_object_new_string(children));
+	json_object_object_add(o, "reload", r);
 	return o;
 }
 
@@ -774,6 +788,8 @@ static int adopt_all(void)
 			log_warnx("sandbox %s: %s (fail closed)", name, msg);
 		s->next = D.sandboxes;
 		D.sandboxes = s;
+		if (sluice_owner_write(name, "daemon") < 0)
+			log_warn("sandbox %s: cannot record the daemon as its owner in %s", name, SLUICE_OWNER_DIR);
 		emit(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name, s->sb.gen);
 	}
 	closedir(d);
@@ -889,7 +905,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	if (adopt_all() > 0) {
 		log_warnx("daemon: refusing to start: some pinned sandboxes could not be re-adopted (see above); "
-			  "their filters stay in force; `sluice detach --force NAME` removes one");
+			  "their filters stay in force; `sluice detach --force NAME` removes one without the daemon");
 		return 2;
 	}
 

@@ -32,6 +32,8 @@
 #include "cgroup.h"
 #include "children.h"
 #include "events.h"
+#include "features.h"
+#include "owner.h"
 #include "run_limits.h"
 #include "log.h"
 #include "policy.h"
@@ -238,6 +240,7 @@ struct run_state {
 	int events;                 /* fd: 2 (stderr) or the --events file */
 	struct sluice_consumer consumer;
 	bool consumer_ok;
+	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */
 };
 
 static void run_cleanup(struct run_state *st)
@@ -265,6 +268,8 @@ static void run_cleanup(struct run_state *st)
 	sluice_listeners_close(&st->listeners);
 	if (st->sb_loaded)
 		sandbox_destroy(&st->sb);
+	if (st->owner_written)
+		sluice_owner_remove(st->sb.name);
 	if (st->cg_fd >= 0)
 		close(st->cg_fd);
 	if (st->policy)
@@ -304,11 +309,6 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-static int have_set_retval(void)
-{
-	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
-}
-
 static void emit_line(int fd, const char *line, int n)
 {
 	if (n > 0)
@@ -340,7 +340,7 @@ int cmd_run(int argc, char **argv)
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
 		   *upstream = NULL;
-	char name[64] = "", msg[512], cg2[1024], helper[4096], line[2048];
+	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024], helper[4096], line[2048];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	struct run_state st;
@@ -364,7 +364,13 @@ int cmd_run(int argc, char **argv)
 		switch (c) {
 		case 'p': policy_path = optarg; break;
 		case 'e': events_path = optarg; break;
-		case 'n': snprintf(name, sizeof(name), "%s", optarg); break;
+		case 'n':
+			if (sluice_name_check(optarg, msg, sizeof(msg)) < 0) {
+				fprintf(stderr, "sluice: run: --name: %s\n", msg);
+				return 2;
+			}
+			snprintf(name, sizeof(name), "%s", optarg);
+			break;
 		case 'N': netns_path = optarg; break;
 		case 'm': mode = optarg; break;
 		case 'u': upstream = optarg; break;
@@ -403,12 +409,6 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!name[0])
 		snprintf(name, sizeof(name), "run-%d", getpid());
-	for (const char *q = name; *q; q++)
-		if (!(*q == '-' || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') ||
-		      (*q >= 'A' && *q <= 'Z')) || name[0] == '.') {
-			log_warnx("run: sandbox name '%s' may only hold letters, digits, '-', '_' and '.'", name);
-			return 2;
-		}
 
 	/* 1. the policy: all checks before anything is created */
 	if (policy_path) {
@@ -489,7 +489,7 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	cfg.have_set_retval = have_set_retval();
+	cfg.have_set_retval = sluice_have_set_retval();
 
 	/* 4. load, fill, pin */
 	if (sandbox_load(&st.sb, name, &cfg, st.policy, msg, sizeof(msg)) < 0) {
@@ -509,6 +509,13 @@ int cmd_run(int argc, char **argv)
 				  strerror(-err), name);
 			goto out;
 		}
+		/* who owns the pins, for `sluice gc` after a SIGKILL */
+		err = sluice_owner_write(name, "run");
+		if (err) {
+			log_warnx("run: cannot record the owner in %s: %s", SLUICE_OWNER_DIR, strerror(-err));
+			goto out;
+		}
+		st.owner_written = true;
 	}
 
 	memset(&meta, 0, sizeof(meta));

@@ -25,6 +25,7 @@
 #include "dnscache.h"
 #include "flow.h"
 #include "log.h"
+#include "version.h"
 #include "proxy.h"
 #include "upool.h"
 
@@ -66,6 +67,7 @@ static void usage(FILE *f)
 		"                             0: no cache)\n"
 		"  -v, --verbose              debug diagnostics on stderr\n"
 		"  -h, --help                 this text\n"
+		"  -V, --version              the version and the libbpf it runs with\n"
 		"\n"
 		"Exit status: 0 after SIGTERM/SIGINT, 2 usage or environment error.\n"
 		"\n"
@@ -228,6 +230,7 @@ int main(int argc, char **argv)
 		{ "dns-max-ttl", required_argument, NULL, 'X' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct proxy px;
@@ -238,7 +241,7 @@ int main(int argc, char **argv)
 
 	log_init("sluice-proxy", 0);
 	proxy_config_defaults(cfg);
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			if (cfg->n_listen_fds >= PROXY_MAX_LISTEN)
@@ -284,6 +287,7 @@ int main(int argc, char **argv)
 		case 'X': cfg->dns_max_ttl = parse_uint("--dns-max-ttl", optarg, 0, 86400); break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': sluice_version_print(stdout, "sluice-proxy"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "log.h"
+#include "version.h"
 #include "policy.h"
 #include "resolver.h"
 #include "server.h"
@@ -54,6 +55,7 @@ static void usage(FILE *f)
 "  --allow-private-answers CIDR  pass A/AAAA answers in this non-public range\n"
 "                           (repeatable; for test worlds on documentation ranges)\n"
 "  --upstream-timeout-ms N  per UDP attempt (default 2000; one retry)\n"
+"  -V, --version            the version and the libbpf it runs with\n"
 "\n"
 "Examples:\n"
 "  sluice-resolver --listen 127.0.0.1:5353 --policy policies/example.yaml \\\n"
@@ -110,6 +112,7 @@ int main(int argc, char **argv)
 		{ "upstream-timeout-ms", required_argument, NULL, O_TIMEOUT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp = 0, n_tcp = 0, n_listen = 0;
@@ -130,7 +133,7 @@ int main(int argc, char **argv)
 	long timeout_ms = 2000;
 
 	log_init("sluice-resolver", 0);
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case O_UDP:
 		case O_TCP:
@@ -170,6 +173,7 @@ int main(int argc, char **argv)
 			break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': sluice_version_print(stdout, "sluice-resolver"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -26,7 +26,7 @@ DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libb
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
 	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev \
 	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables \
-	cppcheck clang-tidy
+	cppcheck clang-tidy scdoc man-db groff-base bash-completion
 
 ifeq ($(V),1)
 	Q =
@@ -96,7 +96,16 @@ HELPERDIR   := $(LIBEXECDIR)/sluice
 .SECONDARY:
 .PHONY: all deps install uninstall FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
 
-all: $(BINS) $(TOOL_BINS)
+# man pages: scdoc sources in man/, roff in $(OUTPUT)/man/
+MAN_SRCS  := $(wildcard man/*.scd)
+MAN_PAGES := $(patsubst man/%.scd,$(OUTPUT)/man/%,$(MAN_SRCS))
+
+all: $(BINS) $(TOOL_BINS) $(MAN_PAGES)
+
+$(OUTPUT)/man/%: man/%.scd
+	$(call msg,SCDOC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)scdoc < $< > $@
 
 deps:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q
@@ -274,7 +283,7 @@ bench: all
 INSTALL   ?= install
 INST_ROOT := $(if $(DESTDIR),$(DESTDIR),/)
 EXAMPLE_POLICIES := $(wildcard policies/*.yaml)
-install: $(BINS)
+install: $(BINS) $(MAN_PAGES)
 	@if [ -n "$(DESTDIR)" ] && [ ! -d "$(DESTDIR)" ]; then \
 		echo "make install: DESTDIR $(DESTDIR) does not exist (create it first)" >&2; exit 2; fi
 	@d="$(DESTDIR)$(PREFIX)"; while [ ! -e "$$d" ]; do d=$$(dirname "$$d"); done; \

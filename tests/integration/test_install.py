@@ -57,7 +57,9 @@ def test_install_layout_and_uninstall(w):
                   "usr/local/libexec/sluice/sluice-resolver", "usr/local/share/sluice/relays.txt",
                   "usr/local/share/sluice/policies/llm-api.yaml",
                   "usr/local/lib/systemd/system/sluice.service",
-                  "usr/local/share/bash-completion/completions/sluice"):
+                  "usr/local/share/bash-completion/completions/sluice",
+                  "usr/local/share/man/man8/sluice.8", "usr/local/share/man/man5/sluice-policy.5",
+                  "usr/local/share/man/man7/sluice-events.7"):
             assert f in files, (f, files)
         for f in ("usr/local/bin/sluice", "usr/local/libexec/sluice/sluice-proxy"):
             assert os.access(os.path.join(dest, f), os.X_OK), f
@@ -149,3 +151,35 @@ def test_install_into_missing_or_readonly_destdir_is_refused(w):
         finally:
             subprocess.run(["umount", dest], check=False)
     _with_dest(body)
+
+
+MAN_PAGES = ("sluice.8", "sluice-policy.5", "sluice-events.7")
+
+
+def test_man_pages_render_without_warnings(w):
+    env = dict(os.environ, LC_ALL="C.UTF-8", MANWIDTH="80")
+    for page in MAN_PAGES:
+        path = os.path.join(W.BUILD, "man", page)
+        assert os.path.exists(path), "make builds %s from man/%s.scd" % (path, page)
+        r = subprocess.run(["man", "--warnings", "-l", path], capture_output=True, text=True, env=env)
+        assert r.returncode == 0 and r.stderr == "", (page, r.stderr)
+        assert "NAME" in r.stdout and "SEE ALSO" in r.stdout, (page, r.stdout[:500])
+    # sluice(8) documents every command `sluice help` lists
+    text = subprocess.run(["man", "-l", os.path.join(W.BUILD, "man", "sluice.8")], capture_output=True,
+                          text=True, env=env).stdout
+    for c in ("run", "policy check", "policy diff", "policy suggest", "daemon", "attach", "detach",
+              "status", "reload", "events", "gc", "version", "help"):
+        assert ("\n   %s" % c) in text, (c, "missing from sluice(8)")
+
+
+def test_bash_completion_parses_and_completes(w):
+    comp = os.path.join(W.ROOT, "packaging", "sluice.bash-completion")
+    if not os.path.exists("/usr/share/bash-completion/bash_completion"):
+        raise W.Skip("bash-completion is not installed")
+    script = (". /usr/share/bash-completion/bash_completion; . %s; "
+              "c() { COMP_LINE=\"$1\"; COMP_POINT=${#1}; read -ra COMP_WORDS <<< \"$1\"; "
+              "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _sluice; echo \"${COMPREPLY[*]}\"; }; "
+              "c 'sluice g'; c 'sluice gc --d'" % comp)
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert r.returncode == 0, r
+    assert r.stdout.splitlines() == ["gc", "--dry-run"], r.stdout

@@ -26,7 +26,7 @@ DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libb
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
 	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev \
 	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables \
-	cppcheck clang-tidy scdoc man-db groff-base bash-completion
+	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion
 
 ifeq ($(V),1)
 	Q =
@@ -47,6 +47,9 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
 LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
+# libsystemd (sd_notify) only where the loader's code is linked: sluice, its
+# unit tests and fuzzers; never the proxy or the resolver
+LOADER_LIBS := $(LIBS) -lsystemd
 
 BPF_SRCS      := $(wildcard bpf/*.bpf.c)
 BPF_OBJS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
@@ -162,7 +165,7 @@ $(LIBRESOLVER): $(RESOLVER_OBJS)
 
 $(OUTPUT)/sluice: $(OUTPUT)/loader/main.o $(LIBLOADER) $(LIBSLUICE)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(LOADER_LIBS) -o $@
 
 $(OUTPUT)/sluice-proxy: $(OUTPUT)/userspace/proxy/main.o $(LIBPROXY) $(LIBSLUICE)
 	$(call msg,LINK,$@)
@@ -180,7 +183,7 @@ $(OUTPUT)/tests/unit/%: tests/unit/%.c $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(
 	$(call msg,CC-TEST,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Iloader -Iuserspace/proxy -Iuserspace/resolver $(LDFLAGS) \
-		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(LIBS) -lcmocka \
+		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(LOADER_LIBS) -lcmocka \
 		$(shell cat tests/unit/$*.wrap 2>/dev/null) -o $@
 
 $(OUTPUT)/tests/tools/%: tests/tools/%.c | $(OUTPUT)
@@ -233,7 +236,7 @@ FUZZ_SMOKE_SECONDS ?= 10
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(SKELS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LIBS) -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LOADER_LIBS) -o $@
 
 # A crash, leak or sanitizer report fails the target (the log is kept in
 # $(OUTPUT)/fuzz/NAME.log, the input in $(OUTPUT)/fuzz/crash-*); /bin/sh has

@@ -23,6 +23,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <systemd/sd-daemon.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -712,7 +713,31 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
+	sd_notify(0, "STOPPING=1");
 	event_base_loopbreak(D.base);
+}
+
+/* SIGHUP (systemctl reload, logrotate): reopen the events file and have the
+ * proxies and resolvers reopen theirs; every sandbox keeps running. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	int err;
+	int n = 0;
+
+	sd_notify(0, "RELOADING=1");
+	err = log_reopen_fd(D.events, D.events_path, 0600);
+	if (err)
+		log_warnx("daemon: SIGHUP: cannot reopen %s: %s (still writing to the old file)", D.events_path,
+			  strerror(-err));
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		if (s->proxy_pid > 0)
+			kill(s->proxy_pid, SIGHUP);
+		if (s->resolver_pid > 0)
+			kill(s->resolver_pid, SIGHUP);
+		n++;
+	}
+	emit(NULL, "daemon-reopen", "sluice daemon reopened %s on SIGHUP (%d sandboxes)", D.events_path, n);
+	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 }
 
 /* Re-adopt every sandbox a previous daemon left (pins + state files). */
@@ -830,7 +855,7 @@ int cmd_daemon(int argc, char **argv)
 	static char *px[32], *rx[32];
 	int npx = 0, nrx = 0, c, lfd;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct event *tick, *sigs[2];
+	struct event *tick, *sigs[3];
 	struct timeval tv = { 0, 100000 };
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
@@ -847,8 +872,10 @@ int cmd_daemon(int argc, char **argv)
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n\n"
 			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
 			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
-			       "unit is in packaging/sluice.service.  Restarted, it re-adopts the sandboxes it\n"
-			       "finds pinned, or refuses to start and says why.\n", SLUICE_STATE_DIR);
+			       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
+			       "Restarted, it re-adopts the sandboxes it finds pinned, or refuses to start and\n"
+			       "says why.  SIGHUP reopens the events file (the proxies and resolvers reopen\n"
+			       "theirs); SIGTERM stops it, every sandbox staying filtered.\n", SLUICE_STATE_DIR);
 			return 0;
 		default: return 2;
 		}
@@ -926,9 +953,19 @@ int cmd_daemon(int argc, char **argv)
 	event_add(tick, &tv);
 	sigs[0] = evsignal_new(D.base, SIGTERM, on_signal, NULL);
 	sigs[1] = evsignal_new(D.base, SIGINT, on_signal, NULL);
+	sigs[2] = evsignal_new(D.base, SIGHUP, on_hup, NULL);
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);
+	event_add(sigs[2], NULL);
 	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s", D.sock_path, D.events_path);
+	{
+		int n = 0;
+
+		for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+			n++;
+		/* Type=notify: ready once the socket listens and the pinned sandboxes are adopted */
+		sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
+	}
 	event_base_dispatch(D.base);
 
 	/* A clean stop keeps every sandbox filtered and pinned (fail closed);

@@ -204,6 +204,20 @@ static void ms_to_tv(unsigned ms, struct timeval *tv)
 	tv->tv_usec = (ms % 1000) * 1000;
 }
 
+/* SIGHUP: reopen the --log file (after a rotation); keep serving. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	struct proxy *p = arg;
+	int err;
+
+	if (!p->cfg.log_path || p->log_fd < 0)
+		return;
+	err = log_reopen_fd(p->log_fd, p->cfg.log_path, 0640);
+	if (err)
+		log_warnx("SIGHUP: cannot reopen %s: %s (still writing to the old file)", p->cfg.log_path,
+			  strerror(-err));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -236,7 +250,7 @@ int main(int argc, char **argv)
 	static struct proxy px;
 	struct proxy_config *cfg = &px.cfg;
 	struct sluice_policy_error perr;
-	struct event *sigs[2];
+	struct event *sigs[3];
 	int c;
 
 	log_init("sluice-proxy", 0);
@@ -394,7 +408,9 @@ int main(int argc, char **argv)
 
 	sigs[0] = evsignal_new(px.base, SIGTERM, on_signal, px.base);
 	sigs[1] = evsignal_new(px.base, SIGINT, on_signal, px.base);
-	if (!sigs[0] || !sigs[1] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0)
+	sigs[2] = evsignal_new(px.base, SIGHUP, on_hup, &px);
+	if (!sigs[0] || !sigs[1] || !sigs[2] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0 ||
+	    event_add(sigs[2], NULL) < 0)
 		fatalx("cannot install signal handlers");
 
 	log_debug("serving %zu listener(s), policy %s (%s), mode %s", px.n_listeners,

@@ -93,6 +93,24 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(arg, NULL);
 }
 
+struct hup_log {
+	int fd;
+	const char *path;
+};
+
+/* SIGHUP: reopen the --log file (after a rotation); keep serving. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	const struct hup_log *h = arg;
+	int err;
+
+	if (!h->path || h->fd < 0)
+		return;
+	err = log_reopen_fd(h->fd, h->path, 0640);
+	if (err)
+		log_warnx("SIGHUP: cannot reopen %s: %s (still writing to the old file)", h->path, strerror(-err));
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
@@ -127,7 +145,8 @@ int main(int argc, char **argv)
 	struct rsv_server_cfg cfg;
 	struct rsv_server *srv;
 	struct event_base *base;
-	struct event *sigs[2];
+	struct event *sigs[3];
+	static struct hup_log hup_log;
 	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600], *line;
 	unsigned ulen;
 	long timeout_ms = 2000;
@@ -286,7 +305,11 @@ int main(int argc, char **argv)
 
 	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
 	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
-	if (!sigs[0] || !sigs[1] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0)
+	hup_log.fd = cfg.log_fd;
+	hup_log.path = log_path;
+	sigs[2] = evsignal_new(base, SIGHUP, on_hup, &hup_log);
+	if (!sigs[0] || !sigs[1] || !sigs[2] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0 ||
+	    event_add(sigs[2], NULL) < 0)
 		fatalx("cannot handle signals");
 
 	line = rsv_log_start_line(&cfg.lc, upbuf, listen_desc);

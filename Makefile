@@ -26,7 +26,8 @@ DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libb
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
 	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev \
 	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables \
-	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion
+	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion \
+	dpkg-dev debhelper lintian
 
 ifeq ($(V),1)
 	Q =
@@ -97,13 +98,16 @@ HELPERDIR   := $(LIBEXECDIR)/sluice
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps install uninstall FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
+.PHONY: all progs deps install uninstall deb FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
 
 # man pages: scdoc sources in man/, roff in $(OUTPUT)/man/
 MAN_SRCS  := $(wildcard man/*.scd)
 MAN_PAGES := $(patsubst man/%.scd,$(OUTPUT)/man/%,$(MAN_SRCS))
 
 all: $(BINS) $(TOOL_BINS) $(MAN_PAGES)
+
+# what a package ships (no test tools): debian/rules builds this
+progs: $(BINS) $(MAN_PAGES)
 
 $(OUTPUT)/man/%: man/%.scd
 	$(call msg,SCDOC,$@)
@@ -136,7 +140,7 @@ $(OUTPUT):
 $(OUTPUT)/%.o: %.c $(SKELS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
 
 # children.c is rebuilt when the helpers' directory changes (PREFIX=...)
 $(OUTPUT)/helperdir.stamp: FORCE | $(OUTPUT)
@@ -313,6 +317,22 @@ uninstall:
 	$(foreach m,$(MAN_PAGES),rm -f $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)
 	-rmdir $(DESTDIR)$(HELPERDIR) $(DESTDIR)$(DATADIR)/sluice/policies $(DESTDIR)$(DATADIR)/sluice \
 		$(DESTDIR)$(SYSCONFDIR)/sluice/policies $(DESTDIR)$(SYSCONFDIR)/sluice 2>/dev/null
+
+# --- Debian package -------------------------------------------------------
+# `make deb`: dpkg-buildpackage -b on a copy of the tracked files (the
+# working tree's content) in $(OUTPUT)/deb/, so that nothing is written
+# beside the checkout; the .deb and lintian's report end up there.
+DEB_DIR := $(OUTPUT)/deb
+deb:
+	@command -v dpkg-buildpackage >/dev/null || { echo "make deb: dpkg-buildpackage missing (apt-get install dpkg-dev debhelper)" >&2; exit 2; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	git ls-files -z | tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/src
+	@# the package's own make must not inherit this one's variables (OUTPUT=...: its clean would remove us)
+	cd $(DEB_DIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u OUTPUT -u PREFIX -u DESTDIR \
+		dpkg-buildpackage -b -us -uc > $(abspath $(DEB_DIR))/build.log 2>&1 || \
+		{ tail -n 40 $(abspath $(DEB_DIR))/build.log; exit 1; }
+	@ls $(DEB_DIR)/sluice_*.deb
+	@if command -v lintian >/dev/null; then lintian --fail-on error $(DEB_DIR)/sluice_*.changes | tee $(DEB_DIR)/lintian.log; fi
 
 clean:
 	rm -rf $(OUTPUT)

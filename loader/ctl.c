@@ -22,7 +22,7 @@
 #include <json-c/json.h>
 
 #include "cgroup.h"
-#include "features.h"
+#include "kfeatures.h"
 #include "gc.h"
 #include "sandbox.h"
 #include "inspect.h"

@@ -44,7 +44,7 @@
 #include "children.h"
 #include "destroy.h"
 #include "events.h"
-#include "features.h"
+#include "kfeatures.h"
 #include "owner.h"
 #include "inspect.h"
 #include "log.h"

@@ -16,7 +16,7 @@
 
 #include "cgroup.h"
 #include "daemon.h"
-#include "features.h"
+#include "kfeatures.h"
 #include "log.h"
 #include "owner.h"
 #include "sandbox.h"

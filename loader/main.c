@@ -5,7 +5,7 @@
 
 #include "cmd_policy.h"
 #include "daemon.h"
-#include "features.h"
+#include "kfeatures.h"
 #include "gc.h"
 #include "log.h"
 #include "run.h"

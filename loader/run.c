@@ -32,7 +32,7 @@
 #include "cgroup.h"
 #include "children.h"
 #include "events.h"
-#include "features.h"
+#include "kfeatures.h"
 #include "owner.h"
 #include "run_limits.h"
 #include "log.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-#include "features.h"
+#include "kfeatures.h"
 
 #include <bpf/libbpf.h>
 #include <limits.h>

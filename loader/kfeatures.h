@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * features.h - what the running kernel offers sluice (`sluice -V`, and the
+ * kfeatures.h - what the running kernel offers sluice (`sluice -V`, and the
  * probes `sluice run` and the daemon decide by), and the sandbox name rule.
  */
 #ifndef SLUICE_FEATURES_H

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/vfs.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -223,6 +224,8 @@ static void free_sandbox(struct dsandbox *s)
 }
 
 /* Undo everything of s: detach, stop children, unpin, remove state. */
+static void fdstore_forget(const char *name);
+
 static void teardown(struct dsandbox *s, bool keep_state)
 {
 	char path[PATH_MAX];
@@ -240,6 +243,7 @@ static void teardown(struct dsandbox *s, bool keep_state)
 		if (s->netns[0]) {
 			umount2(s->netns, MNT_DETACH);
 			unlink(s->netns);
+			fdstore_forget(s->name);
 		}
 	}
 }
@@ -279,6 +283,80 @@ static int keep_netns(const char *src, const char *dst)
 		return err;
 	}
 	return 0;
+}
+
+/*
+ * The netns bind mounts live in the daemon's mount namespace: under the
+ * hardened unit (ProtectSystem= and friends) that namespace is the unit's
+ * own and dies with the daemon, while the sandbox outlives it.  So each kept
+ * netns also goes to systemd's file descriptor store (FileDescriptorStoreMax=,
+ * sd_pid_notify_with_fds(3)), which hands it back to the restarted daemon
+ * (sd_listen_fds_with_names(3)).  Outside systemd these are no-ops.
+ */
+#define NETNS_FDNAME "netns-"
+#ifndef NSFS_MAGIC
+#define NSFS_MAGIC 0x6e736673
+#endif
+
+static void fdstore_netns(const char *name, const char *path)
+{
+	char msg[128];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=" NETNS_FDNAME "%s", name);
+	if (sd_pid_notify_with_fds(0, 0, msg, &fd, 1) < 0)
+		log_warnx("sandbox %s: cannot hand its netns to systemd's fd store", name);
+	close(fd);
+}
+
+static void fdstore_forget(const char *name)
+{
+	sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=" NETNS_FDNAME "%s", name);
+}
+
+/* Bind each netns the fd store handed back onto its file under the state
+ * dir, where the previous daemon's mount namespace had it.  Returns the
+ * number restored. */
+static int fdstore_restore(void)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(1, &names), restored = 0;
+
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		const char *nm = names ? names[i] : NULL;
+		char path[PATH_MAX], src[64], json[PATH_MAX];
+		struct statfs sfs;
+
+		if (nm && strncmp(nm, NETNS_FDNAME, strlen(NETNS_FDNAME)) == 0) {
+			const char *name = nm + strlen(NETNS_FDNAME);
+
+			snprintf(path, sizeof(path), "%s/netns/%s", D.state_dir, name);
+			state_path(json, sizeof(json), name, "json");
+			if (access(json, F_OK) < 0) {
+				fdstore_forget(name); /* detached meanwhile */
+			} else if (statfs(path, &sfs) == 0 && sfs.f_type == NSFS_MAGIC) {
+				restored++; /* still mounted (same namespace) */
+			} else {
+				int f = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+				if (f >= 0)
+					close(f);
+				snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+				if (f < 0 || mount(src, path, NULL, MS_BIND, NULL) < 0)
+					log_warn("sandbox %s: cannot bind its stored netns onto %s", name, path);
+				else
+					restored++;
+			}
+		}
+		close(fd);
+		if (names)
+			free(names[i]);
+	}
+	free(names);
+	return restored;
 }
 
 /* Is `cg` the cgroup2 root, or an ancestor of (or equal to) our own cgroup?
@@ -447,6 +525,7 @@ static json_object *do_attach(json_object *req)
 			s->netns[0] = 0;
 			goto fail;
 		}
+		fdstore_netns(name, s->netns);
 	}
 	{
 		struct sluice_bpf_config cfg;
@@ -893,6 +972,13 @@ int cmd_daemon(int argc, char **argv)
 	if (mkdirs() < 0) {
 		log_warn("daemon: cannot create %s", D.state_dir);
 		return 2;
+	}
+	{
+		/* first, before any other descriptor is opened: SD_LISTEN_FDS_START on */
+		int n = fdstore_restore();
+
+		if (n > 0)
+			log_info("daemon: %d network namespaces handed back by systemd's fd store", n);
 	}
 	if (bpffs_ensure(SLUICE_BPFFS) < 0) {
 		log_warn("daemon: no BPF filesystem at %s", SLUICE_BPFFS);

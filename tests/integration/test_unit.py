@@ -171,3 +171,100 @@ def test_unit_security_exposure_at_most_4(w):
                 "NoNewPrivileges=yes", "RestrictAddressFamilies=", "SystemCallFilter=",
                 "ReadWritePaths=/sys/fs/bpf /sys/fs/cgroup"):
         assert key in text, key
+
+
+class NsDaemon(Daemon):
+    """The daemon in a mount namespace of its own, as the hardened unit runs
+    it (unshare -m --propagation slave: its mounts never reach ours), with
+    $NOTIFY_SOCKET; `stored` = an fd systemd's fd store would hand back."""
+
+    def __init__(self, w, notify_path, state=None, stored=None, expect_fail=False):
+        self.notify_path, self.stored, self.expect_fail = notify_path, stored, expect_fail
+        self.err = os.path.join(w.tmp, "daemon-ns-%d.err" % time.monotonic_ns())
+        Daemon.__init__(self, w) if state is None else self._init_state(w, state)
+
+    def _init_state(self, w, state):
+        self.w, self.state = w, state
+        self.env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(state, "control.sock"))
+        self.events = os.path.join(state, "events.jsonl")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        env = dict(self.env, NOTIFY_SOCKET=self.notify_path)
+        argv = ["unshare", "-m", "--propagation", "slave", W.SLUICE, "daemon", "--state-dir", self.state,
+                "--upstream-dns", "192.0.2.53"]
+        pass_fds = ()
+        if self.stored is not None:
+            fd, name = self.stored
+            # systemd's protocol: the fds from 3 on, LISTEN_PID = the daemon's pid
+            wrap = 'exec 3<&%d %d<&-; export LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=%s; exec "$@"' % (fd, fd, name)
+            argv = ["bash", "-c", wrap, "bash"] + argv
+            pass_fds = (fd,)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.err, "a"), env=env,
+                                     pass_fds=pass_fds)
+        deadline = time.time() + 10
+        while self.ctl("status").returncode != 0:
+            if self.proc.poll() is not None:
+                if self.expect_fail:
+                    return
+                raise AssertionError("daemon exited: " + open(self.err).read())
+            assert time.time() < deadline, open(self.err).read()
+            time.sleep(0.05)
+
+
+def _recv_fdstore(sock, want):
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        msg, fds, _, _ = socket.recv_fds(sock, 4096, 4)
+        text = msg.decode()
+        if want in text.split("\n"):
+            return text, fds
+        for f in fds:
+            os.close(f)
+    raise AssertionError("no %s" % want)
+
+
+def test_attached_netns_survives_a_restart_through_the_fd_store(w):
+    import fcntl
+    sock, npath = _notify_socket(w)
+    name = "unitns%d" % os.getpid()
+    a = Workload(w, name)
+    d = NsDaemon(w, npath)
+    stored = None
+    try:
+        pol = w.write("unitns.yaml", POLICY)
+        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0, r
+        text, fds = _recv_fdstore(sock, "FDNAME=netns-" + name)
+        assert "FDSTORE=1" in text.split("\n") and len(fds) == 1, (text, fds)
+        stored = fcntl.fcntl(fds[0], fcntl.F_DUPFD, 20)
+        os.close(fds[0])
+        assert os.fstat(stored).st_ino == os.stat(w.sbx_path).st_ino, "not the sandbox's netns"
+        kept = os.path.join(d.state, "netns", name)
+        # the daemon's bind mount is in its namespace only
+        assert subprocess.run(["mountpoint", "-q", kept]).returncode != 0
+        d.kill9()
+        assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"   # fail closed meanwhile
+
+        # without the fd store the netns is lost: the restarted daemon refuses (filters stay)
+        bad = NsDaemon(w, npath, state=d.state, expect_fail=True)
+        bad.proc.wait(timeout=15)
+        assert bad.proc.returncode == 2, open(bad.err).read()
+        assert "cannot re-adopt sandbox %s" % name in open(bad.err).read(), open(bad.err).read()
+        assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"
+
+        # with it, the sandbox is re-adopted in the same netns
+        d = NsDaemon(w, npath, state=d.state, stored=(stored, "netns-" + name))
+        st = d.status()[name]
+        assert int(st["proxy_pid"]) > 0 and int(st["resolver_pid"]) > 0, st
+        assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"
+        assert "sandbox-adopt" in [e.get("event.action") for e in d.events_of(name)]
+        assert d.ctl("detach", name).returncode == 0
+        _recv_fdstore(sock, "FDSTOREREMOVE=1")
+    finally:
+        if stored is not None:
+            os.close(stored)
+        a.close()
+        d.close()
+        sock.close()

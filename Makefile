@@ -7,6 +7,8 @@
 #   make lint     clang-tidy and cppcheck, warnings as errors
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel
 #   make install  install into $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall
+#   make deb      the Debian package in $(OUTPUT)/deb (dpkg-buildpackage, lintian)
+#   make check-fresh  the README's commands on a debootstrapped Debian 12 (slow)
 # Options: V=1 (show commands), SANITIZE=1 (ASan+UBSan user space, built in
 # build-san/ so that it never mixes with build/; `make test SANITIZE=1` runs
 # the whole suite on it and fails on any sanitizer report).
@@ -98,7 +100,7 @@ HELPERDIR   := $(LIBEXECDIR)/sluice
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all progs deps install uninstall deb FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
+.PHONY: all progs deps install uninstall deb check-fresh FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
 
 # man pages: scdoc sources in man/, roff in $(OUTPUT)/man/
 MAN_SRCS  := $(wildcard man/*.scd)
@@ -333,6 +335,12 @@ deb:
 		{ tail -n 40 $(abspath $(DEB_DIR))/build.log; exit 1; }
 	@ls $(DEB_DIR)/sluice_*.deb
 	@if command -v lintian >/dev/null; then lintian --fail-on error $(DEB_DIR)/sluice_*.changes | tee $(DEB_DIR)/lintian.log; fi
+
+# --- a fresh machine ------------------------------------------------------
+# The README's two commands on a debootstrapped Debian 12 (tests/fresh/):
+# slow (debootstrap, make deps, the whole suite); everything is removed after.
+check-fresh:
+	bash tests/fresh/check-fresh.sh
 
 clean:
 	rm -rf $(OUTPUT)

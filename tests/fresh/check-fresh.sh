@@ -7,6 +7,7 @@
 # give it its own /run and /tmp, then in a chroot run exactly
 #     make deps && make && make demo
 #     make test
+# (after `apt-get install make`, which the README asks for first)
 # and remove everything it made (mounts, processes, the root), also on
 # failure.  Prints how long each step took.  Needs root and the network to
 # the mirror.  `make test` in the root takes the host's suite lock
@@ -78,8 +79,8 @@ bind() {
 
 t_start=$(date +%s)
 echo "check-fresh: root $root, mirror $mirror"
-step "debootstrap bookworm (minbase)" debootstrap --variant=minbase bookworm "$root" "$mirror" > "$log" 2>&1 ||
-	{ tail -n 30 "$log"; exit 1; }
+quiet() { "$@" > "$log" 2>&1 || { tail -n 30 "$log"; return 1; }; }
+step "debootstrap bookworm (minbase)" quiet debootstrap --variant=minbase bookworm "$root" "$mirror"
 mkdir -p "$root/src"
 git archive HEAD | tar -x -C "$root/src"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
@@ -93,6 +94,9 @@ in_root() {
 	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root TERM=dumb LANG=C.UTF-8 /bin/bash -c "cd /src && $1"
 }
+# the one thing the README asks for before its commands: make itself (a
+# minimal Debian has no make; `make deps` installs everything else)
+step "apt-get install make" in_root "apt-get update -q > /dev/null && apt-get install -y -q --no-install-recommends make > /dev/null"
 step "make deps && make && make demo" in_root "make deps && make && make demo"
 step "make test" flock "$lock" chroot "$root" /usr/bin/env -i \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb LANG=C.UTF-8 \

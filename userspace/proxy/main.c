@@ -428,6 +428,7 @@ int main(int argc, char **argv)
 		evconnlistener_free(px.listeners[i]);
 	event_free(sigs[0]);
 	event_free(sigs[1]);
+	event_free(sigs[2]);
 	proxy_upool_free(px.upool);
 	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);

@@ -334,6 +334,7 @@ int main(int argc, char **argv)
 	rsv_server_free(srv);
 	event_free(sigs[0]);
 	event_free(sigs[1]);
+	event_free(sigs[2]);
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
 	sluice_policy_free(policy);

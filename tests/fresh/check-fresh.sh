@@ -32,6 +32,7 @@ fi
 lock=${SLUICE_SUITE_LOCK:-/tmp/sluice-suite.lock}
 
 root=$(mktemp -d /var/tmp/sluice-fresh.XXXXXX)
+chmod 0755 "$root"   # a root directory others (apt's _apt, nobody) can enter
 log=${SLUICE_FRESH_LOG:-$root.log}
 mounted=()
 

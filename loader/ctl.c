@@ -417,9 +417,16 @@ int cmd_status(int argc, char **argv)
 	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
 
 	if (argc > 1 && !json) {
-		printf("usage: sluice status [--json]\n");
+		bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+
+		fprintf(help ? stdout : stderr,
+			"usage: sluice status [--json]\n\n"
+			"The daemon's sandboxes: name, cgroup (and id), mode, policy name, sha256 and\n"
+			"generation, the hooks attached, the counters (allowed, redirected, denied,\n"
+			"would-deny, events lost), the proxy's and resolver's pids, and the events\n"
+			"file.  --json: the daemon's answer as it is.\n");
 		json_object_put(req);
-		return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+		return help ? 0 : 2;
 	}
 	json_object_object_add(req, "cmd", json_object_new_string("status"));
 	return finish(call(req), json, human_status);

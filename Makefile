@@ -6,6 +6,9 @@
 #   make fuzz     longer fuzz runs (FUZZ_SECONDS per target)
 #   make lint     clang-tidy and cppcheck, warnings as errors
 #   make vmlinux  regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel
+#   make install  install into $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall
+#   make deb      the Debian package in $(OUTPUT)/deb (dpkg-buildpackage, lintian)
+#   make check-fresh  the README's commands on a debootstrapped Debian 12 (slow)
 # Options: V=1 (show commands), SANITIZE=1 (ASan+UBSan user space, built in
 # build-san/ so that it never mixes with build/; `make test SANITIZE=1` runs
 # the whole suite on it and fails on any sanitizer report).
@@ -25,7 +28,8 @@ DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libb
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
 	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev \
 	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables \
-	cppcheck clang-tidy
+	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion \
+	dpkg-dev debhelper lintian
 
 ifeq ($(V),1)
 	Q =
@@ -46,6 +50,9 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
 LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
+# libsystemd (sd_notify) only where the loader's code is linked: sluice, its
+# unit tests and fuzzers; never the proxy or the resolver
+LOADER_LIBS := $(LIBS) -lsystemd
 
 BPF_SRCS      := $(wildcard bpf/*.bpf.c)
 BPF_OBJS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
@@ -78,11 +85,36 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/unit/%,$(UNIT_SRCS))
 TOOL_SRCS  := $(wildcard tests/tools/*.c)
 TOOL_BINS  := $(patsubst tests/tools/%.c,$(OUTPUT)/tests/tools/%,$(TOOL_SRCS))
 
+# --- install layout (FHS) -------------------------------------------------
+# The helpers' directory is compiled into the loader (SLUICE_LIBEXECDIR): it
+# looks there first, then beside its own binary (the build tree).
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+LIBEXECDIR  ?= $(PREFIX)/libexec
+DATADIR     ?= $(PREFIX)/share
+MANDIR      ?= $(DATADIR)/man
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+HELPERDIR   := $(LIBEXECDIR)/sluice
+
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
+.PHONY: all progs deps install uninstall deb check-fresh FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
 
-all: $(BINS) $(TOOL_BINS)
+# man pages: scdoc sources in man/, roff in $(OUTPUT)/man/
+MAN_SRCS  := $(wildcard man/*.scd)
+MAN_PAGES := $(patsubst man/%.scd,$(OUTPUT)/man/%,$(MAN_SRCS))
+
+all: $(BINS) $(TOOL_BINS) $(MAN_PAGES)
+
+# what a package ships (no test tools): debian/rules builds this
+progs: $(BINS) $(MAN_PAGES)
+
+$(OUTPUT)/man/%: man/%.scd
+	$(call msg,SCDOC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)scdoc < $< > $@
 
 deps:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q
@@ -110,7 +142,14 @@ $(OUTPUT):
 $(OUTPUT)/%.o: %.c $(SKELS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+
+# children.c is rebuilt when the helpers' directory changes (PREFIX=...)
+$(OUTPUT)/helperdir.stamp: FORCE | $(OUTPUT)
+	$(Q)echo '$(HELPERDIR)' | cmp -s - $@ || echo '$(HELPERDIR)' > $@
+$(OUTPUT)/loader/children.o: $(OUTPUT)/helperdir.stamp
+$(OUTPUT)/loader/children.o: CFLAGS += -DSLUICE_LIBEXECDIR='"$(HELPERDIR)"'
+FORCE:
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 
@@ -132,7 +171,7 @@ $(LIBRESOLVER): $(RESOLVER_OBJS)
 
 $(OUTPUT)/sluice: $(OUTPUT)/loader/main.o $(LIBLOADER) $(LIBSLUICE)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(LOADER_LIBS) -o $@
 
 $(OUTPUT)/sluice-proxy: $(OUTPUT)/userspace/proxy/main.o $(LIBPROXY) $(LIBSLUICE)
 	$(call msg,LINK,$@)
@@ -150,7 +189,7 @@ $(OUTPUT)/tests/unit/%: tests/unit/%.c $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(
 	$(call msg,CC-TEST,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Iloader -Iuserspace/proxy -Iuserspace/resolver $(LDFLAGS) \
-		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(LIBS) -lcmocka \
+		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(LOADER_LIBS) -lcmocka \
 		$(shell cat tests/unit/$*.wrap 2>/dev/null) -o $@
 
 $(OUTPUT)/tests/tools/%: tests/tools/%.c | $(OUTPUT)
@@ -203,7 +242,7 @@ FUZZ_SMOKE_SECONDS ?= 10
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(SKELS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LIBS) -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LOADER_LIBS) -o $@
 
 # A crash, leak or sanitizer report fails the target (the log is kept in
 # $(OUTPUT)/fuzz/NAME.log, the input in $(OUTPUT)/fuzz/crash-*); /bin/sh has
@@ -246,6 +285,62 @@ lint: $(SKELS)
 
 bench: all
 	bash bench/run.sh
+
+# --- install -------------------------------------------------------------
+# `make install DESTDIR=/some/root PREFIX=/usr`: DESTDIR must exist and be
+# writable (a missing or read-only one is an error before anything is copied).
+INSTALL   ?= install
+INST_ROOT := $(if $(DESTDIR),$(DESTDIR),/)
+EXAMPLE_POLICIES := $(wildcard policies/*.yaml)
+install: $(BINS) $(MAN_PAGES)
+	@if [ -n "$(DESTDIR)" ] && [ ! -d "$(DESTDIR)" ]; then \
+		echo "make install: DESTDIR $(DESTDIR) does not exist (create it first)" >&2; exit 2; fi
+	@d="$(DESTDIR)$(PREFIX)"; while [ ! -e "$$d" ]; do d=$$(dirname "$$d"); done; \
+	if [ ! -w "$$d" ]; then echo "make install: $$d is not writable (read-only file system or no permission)" >&2; exit 2; fi; \
+	if [ ! -w "$(INST_ROOT)" ]; then echo "make install: $(INST_ROOT) is not writable (read-only file system or no permission)" >&2; exit 2; fi
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(HELPERDIR) $(DESTDIR)$(DATADIR)/sluice/policies \
+		$(DESTDIR)$(SYSCONFDIR)/sluice/policies $(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR)
+	$(INSTALL) -m 0755 $(OUTPUT)/sluice $(DESTDIR)$(BINDIR)/sluice
+	$(INSTALL) -m 0755 $(OUTPUT)/sluice-proxy $(OUTPUT)/sluice-resolver $(DESTDIR)$(HELPERDIR)/
+	$(INSTALL) -m 0644 policies/relays.txt $(DESTDIR)$(DATADIR)/sluice/relays.txt
+	$(INSTALL) -m 0644 $(EXAMPLE_POLICIES) $(DESTDIR)$(DATADIR)/sluice/policies/
+	sed 's|/usr/local/bin/sluice|$(BINDIR)/sluice|g' packaging/sluice.service > $(DESTDIR)$(UNITDIR)/sluice.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/sluice.service
+	$(INSTALL) -m 0644 packaging/sluice.bash-completion $(DESTDIR)$(BASHCOMPDIR)/sluice
+	$(if $(MAN_PAGES),for m in $(MAN_PAGES); do s=$${m##*.}; $(INSTALL) -d $(DESTDIR)$(MANDIR)/man$$s && \
+		$(INSTALL) -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done)
+
+# Removes what install copied; /etc/sluice/policies is left when it holds
+# an operator's policies.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sluice $(DESTDIR)$(HELPERDIR)/sluice-proxy $(DESTDIR)$(HELPERDIR)/sluice-resolver
+	rm -f $(DESTDIR)$(DATADIR)/sluice/relays.txt $(addprefix $(DESTDIR)$(DATADIR)/sluice/,$(EXAMPLE_POLICIES))
+	rm -f $(DESTDIR)$(UNITDIR)/sluice.service $(DESTDIR)$(BASHCOMPDIR)/sluice
+	$(foreach m,$(MAN_PAGES),rm -f $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)
+	-rmdir $(DESTDIR)$(HELPERDIR) $(DESTDIR)$(DATADIR)/sluice/policies $(DESTDIR)$(DATADIR)/sluice \
+		$(DESTDIR)$(SYSCONFDIR)/sluice/policies $(DESTDIR)$(SYSCONFDIR)/sluice 2>/dev/null
+
+# --- Debian package -------------------------------------------------------
+# `make deb`: dpkg-buildpackage -b on a copy of the tracked files (the
+# working tree's content) in $(OUTPUT)/deb/, so that nothing is written
+# beside the checkout; the .deb and lintian's report end up there.
+DEB_DIR := $(OUTPUT)/deb
+deb:
+	@command -v dpkg-buildpackage >/dev/null || { echo "make deb: dpkg-buildpackage missing (apt-get install dpkg-dev debhelper)" >&2; exit 2; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	git ls-files -z | tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/src
+	@# the package's own make must not inherit this one's variables (OUTPUT=...: its clean would remove us)
+	cd $(DEB_DIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u OUTPUT -u PREFIX -u DESTDIR \
+		dpkg-buildpackage -b -us -uc > $(abspath $(DEB_DIR))/build.log 2>&1 || \
+		{ tail -n 40 $(abspath $(DEB_DIR))/build.log; exit 1; }
+	@ls $(DEB_DIR)/sluice_*.deb
+	@if command -v lintian >/dev/null; then lintian --fail-on error $(DEB_DIR)/sluice_*.changes | tee $(DEB_DIR)/lintian.log; fi
+
+# --- a fresh machine ------------------------------------------------------
+# The README's two commands on a debootstrapped Debian 12 (tests/fresh/):
+# slow (debootstrap, make deps, the whole suite); everything is removed after.
+check-fresh:
+	bash tests/fresh/check-fresh.sh
 
 clean:
 	rm -rf $(OUTPUT)

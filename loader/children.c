@@ -240,12 +240,24 @@ bool sluice_restart_allowed(struct sluice_restarts *r, uint64_t now_ms)
 	return true;
 }
 
-const char *sluice_helper_path(const char *name, char *buf, size_t len)
+#ifndef SLUICE_LIBEXECDIR
+#define SLUICE_LIBEXECDIR "/usr/local/libexec/sluice"
+#endif
+
+const char *sluice_helper_path(const char *name, char *buf, size_t len, char *tried, size_t tried_len)
 {
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ssize_t n;
 	char *slash;
 
+	/* 1. the installed helpers (make install: $(LIBEXECDIR)/sluice) */
+	snprintf(buf, len, "%s/%s", SLUICE_LIBEXECDIR, name);
+	if (tried)
+		snprintf(tried, tried_len, "%s", buf);
+	if (access(buf, X_OK) == 0)
+		return buf;
+	/* 2. beside the binary (the build tree) */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
 		return NULL;
 	self[n] = 0;
@@ -254,6 +266,11 @@ const char *sluice_helper_path(const char *name, char *buf, size_t len)
 		return NULL;
 	*slash = 0;
 	snprintf(buf, len, "%s/%s", self, name);
+	if (tried) {
+		size_t used = strlen(tried);
+
+		snprintf(tried + used, tried_len - used, ", %s", buf);
+	}
 	return access(buf, X_OK) == 0 ? buf : NULL;
 }
 

@@ -86,7 +86,11 @@ struct sluice_child_opts {
 pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen);
 
-/* Path of a helper binary beside /proc/self/exe, or NULL if absent. */
-const char *sluice_helper_path(const char *name, char *buf, size_t len);
+/* Path of the helper binary `name` (sluice-proxy, sluice-resolver) written
+ * into buf (len bytes): SLUICE_LIBEXECDIR (the Makefile's $(LIBEXECDIR)/sluice)
+ * first, then beside /proc/self/exe.  Returns buf, or NULL if neither is an
+ * executable file; tried (may be NULL) gets the paths looked at, ", "-joined,
+ * for the error message. */
+const char *sluice_helper_path(const char *name, char *buf, size_t len, char *tried, size_t tried_len);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -21,6 +22,9 @@
 #include <json-c/json.h>
 
 #include "cgroup.h"
+#include "kfeatures.h"
+#include "gc.h"
+#include "sandbox.h"
 #include "inspect.h"
 #include "log.h"
 
@@ -159,6 +163,22 @@ static void human_attach(json_object *resp)
 	}
 }
 
+static void human_reload(json_object *resp)
+{
+	json_object *r, *s;
+
+	if (!json_object_object_get_ex(resp, "reload", &r) || !json_object_object_get_ex(resp, "sandbox", &s)) {
+		printf("reloaded\n");
+		return;
+	}
+	printf("reloaded %s: policy %s sha256:%.12s -> %s sha256:%.12s%s, generation %s in force\n",
+	       get_str(s, "name"), get_str(r, "old_policy_name"), get_str(r, "old_policy_sha256"),
+	       get_str(r, "new_policy_name"), get_str(r, "new_policy_sha256"),
+	       strcmp(get_str(r, "old_policy_sha256"), get_str(r, "new_policy_sha256")) == 0 ? " (same content)" : "",
+	       get_str(r, "generation"));
+	printf("  mode %s; proxy and resolver %s\n", get_str(s, "mode"), get_str(r, "children"));
+}
+
 static void human_detach(json_object *resp)
 {
 	printf("detached\n");
@@ -183,8 +203,8 @@ static void sanitize_name(char *name)
 		if (!(*q == '-' || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') ||
 		      (*q >= 'A' && *q <= 'Z')))
 			*q = '_';
-	if (strlen(name) > 60)
-		name[60] = 0;
+	if (strlen(name) > SLUICE_NAME_MAX)
+		name[SLUICE_NAME_MAX] = 0;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -198,7 +218,7 @@ int cmd_attach(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },         { 0 },
 	};
 	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL, *rt = NULL;
-	char name[64] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX];
+	char name[SLUICE_NAME_MAX + 1] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX], msg[256];
 	long pid = 0;
 	int json = 0, kill_existing = 0, c;
 	json_object *req;
@@ -211,7 +231,13 @@ int cmd_attach(int argc, char **argv)
 		case 'c': cgroup = optarg; break;
 		case 'P': pid = strtol(optarg, NULL, 10); break;
 		case 'C': container = optarg; break;
-		case 'n': snprintf(name, sizeof(name), "%s", optarg); break;
+		case 'n':
+			if (sluice_name_check(optarg, msg, sizeof(msg)) < 0) {
+				log_warnx("attach: --name: %s", msg);
+				return 2;
+			}
+			snprintf(name, sizeof(name), "%s", optarg);
+			break;
 		case 'N': netns = optarg; break;
 		case 'm': mode = optarg; break;
 		case 'j': json = 1; break;
@@ -296,22 +322,93 @@ int cmd_attach(int argc, char **argv)
 	return finish(call(req), json, human_attach);
 }
 
+/* Does a daemon answer on the control socket?  (No message either way.) */
+static bool daemon_reachable(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool up;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path());
+	up = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return up;
+}
+
+static void usage_detach(FILE *f)
+{
+	fprintf(f,
+		"usage: sluice detach [--force [--state-dir DIR]] NAME\n"
+		"\n"
+		"Remove the filter from sandbox NAME, through the daemon: its cgroup is no\n"
+		"longer filtered (the daemon stops its proxy and resolver).\n"
+		"\n"
+		"  --force          also without a daemon (one that refuses to start because a\n"
+		"                   pinned sandbox cannot be re-adopted): unpin NAME's filter\n"
+		"                   under %s/NAME and remove the daemon's records of it\n"
+		"                   in DIR (default %s).  The attached cgroup's processes\n"
+		"                   keep running, UNFILTERED; a cgroup sluice made itself\n"
+		"                   (<cgroup2>/sluice/NAME) has its processes killed first.\n"
+		"                   Refused while the sandbox's recorded owner is running.\n"
+		"  --state-dir DIR  the daemon's state directory (as `sluice daemon --state-dir`)\n",
+		SLUICE_PIN_ROOT, SLUICE_STATE_DIR);
+}
+
 int cmd_detach(int argc, char **argv)
 {
-	json_object *req;
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' }, { "state-dir", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },  { 0 },
+	};
+	const char *state_dir = SLUICE_STATE_DIR;
+	char msg[512], did[2048];
+	int force = 0, c;
+	json_object *req, *resp, *ok;
 
-	if (argc != 2 || argv[1][0] == '-') {
-		if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-			printf("usage: sluice detach NAME\n\nRemove the filter from sandbox NAME (its cgroup is no longer filtered).\n");
-			return 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': force = 1; break;
+		case 's': state_dir = optarg; break;
+		case 'h': usage_detach(stdout); return 0;
+		default: usage_detach(stderr); return 2;
 		}
-		log_warnx("usage: sluice detach NAME");
+	}
+	if (optind != argc - 1) {
+		log_warnx("usage: sluice detach [--force] NAME");
+		return 2;
+	}
+	if (sluice_name_check(argv[optind], msg, sizeof(msg)) < 0) {
+		log_warnx("detach: %s", msg);
 		return 2;
 	}
 	req = json_object_new_object();
 	json_object_object_add(req, "cmd", json_object_new_string("detach"));
-	json_object_object_add(req, "name", json_object_new_string(argv[1]));
-	return finish(call(req), 0, human_detach);
+	json_object_object_add(req, "name", json_object_new_string(argv[optind]));
+	if (!force)
+		return finish(call(req), 0, human_detach);
+	if (daemon_reachable()) {
+		/* a running daemon that holds it detaches it the ordinary way */
+		resp = call(req);
+		if (!resp)
+			return 2;
+		if (json_object_object_get_ex(resp, "ok", &ok) && json_object_get_boolean(ok))
+			return finish(resp, 0, human_detach);
+		json_object_put(resp);
+	} else {
+		json_object_put(req);
+	}
+	if (geteuid() != 0) {
+		log_warnx("detach --force: must run as root (bpffs pins)");
+		return 2;
+	}
+	if (sluice_sandbox_remove(argv[optind], state_dir, false, did, sizeof(did), msg, sizeof(msg)) < 0) {
+		log_warnx("detach --force: %s", msg);
+		return 2;
+	}
+	printf("detached %s without the daemon: %s\n", argv[optind], did);
+	return 0;
 }
 
 int cmd_status(int argc, char **argv)
@@ -320,9 +417,16 @@ int cmd_status(int argc, char **argv)
 	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
 
 	if (argc > 1 && !json) {
-		printf("usage: sluice status [--json]\n");
+		bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+
+		fprintf(help ? stdout : stderr,
+			"usage: sluice status [--json]\n\n"
+			"The daemon's sandboxes: name, cgroup (and id), mode, policy name, sha256 and\n"
+			"generation, the hooks attached, the counters (allowed, redirected, denied,\n"
+			"would-deny, events lost), the proxy's and resolver's pids, and the events\n"
+			"file.  --json: the daemon's answer as it is.\n");
 		json_object_put(req);
-		return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+		return help ? 0 : 2;
 	}
 	json_object_object_add(req, "cmd", json_object_new_string("status"));
 	return finish(call(req), json, human_status);
@@ -332,22 +436,26 @@ int cmd_reload(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' }, { "name", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },         { 0 },
+		{ "json", no_argument, NULL, 'j' },         { "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	const char *policy = NULL, *name = NULL;
-	char abspolicy[PATH_MAX];
+	char abspolicy[PATH_MAX], msg[256];
 	json_object *req;
-	int c;
+	int c, json = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy = optarg; break;
 		case 'n': name = optarg; break;
+		case 'j': json = 1; break;
 		case 'h':
-			printf("usage: sluice reload --policy FILE [--name] NAME\n\n"
+			printf("usage: sluice reload --policy FILE [--json] [--name] NAME\n\n"
 			       "Atomically replace sandbox NAME's policy: every connection is judged wholly by\n"
-			       "the old or wholly by the new one.  An invalid policy changes nothing.\n");
+			       "the old or wholly by the new one.  An invalid policy changes nothing.  Says\n"
+			       "what it did: the old and new policy (name, sha256), the generation now in\n"
+			       "force, whether the proxy and resolver were restarted on the new policy.\n");
 			return 0;
 		default: return 2;
 		}
@@ -358,6 +466,10 @@ int cmd_reload(int argc, char **argv)
 		log_warnx("usage: sluice reload --policy FILE [--name] NAME");
 		return 2;
 	}
+	if (sluice_name_check(name, msg, sizeof(msg)) < 0) {
+		log_warnx("reload: %s", msg);
+		return 2;
+	}
 	if (!realpath(policy, abspolicy)) {
 		log_warn("reload: %s", policy);
 		return 2;
@@ -366,7 +478,7 @@ int cmd_reload(int argc, char **argv)
 	json_object_object_add(req, "cmd", json_object_new_string("reload"));
 	json_object_object_add(req, "name", json_object_new_string(name));
 	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
-	return finish(call(req), 0, human_attach);
+	return finish(call(req), json, human_reload);
 }
 
 /* `sluice events [--follow] [--sandbox NAME]`: the daemon's JSON lines

@@ -23,11 +23,13 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <systemd/sd-daemon.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/vfs.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -43,6 +45,8 @@
 #include "children.h"
 #include "destroy.h"
 #include "events.h"
+#include "kfeatures.h"
+#include "owner.h"
 #include "inspect.h"
 #include "log.h"
 #include "policy.h"
@@ -191,7 +195,8 @@ static int write_state(struct dsandbox *s)
 	json_object_put(o);
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
 		return -errno;
-	return 0;
+	/* `sluice gc` leaves a sandbox of a running daemon alone */
+	return sluice_owner_write(s->name, "daemon");
 }
 
 /* Copy `src` to `dst` atomically (the policy in force, kept by the daemon). */
@@ -228,6 +233,8 @@ static void free_sandbox(struct dsandbox *s)
 }
 
 /* Undo everything of s: detach, stop children, unpin, remove state. */
+static void fdstore_forget(const char *name);
+
 static void teardown(struct dsandbox *s, bool keep_state)
 {
 	char path[PATH_MAX];
@@ -237,6 +244,7 @@ static void teardown(struct dsandbox *s, bool keep_state)
 	stop_children(s);
 	sandbox_destroy(&s->sb);
 	if (!keep_state) {
+		sluice_owner_remove(s->name);
 		state_path(path, sizeof(path), s->name, "json");
 		unlink(path);
 		state_path(path, sizeof(path), s->name, "yaml");
@@ -244,6 +252,7 @@ static void teardown(struct dsandbox *s, bool keep_state)
 		if (s->netns[0]) {
 			umount2(s->netns, MNT_DETACH);
 			unlink(s->netns);
+			fdstore_forget(s->name);
 		}
 	}
 }
@@ -283,6 +292,80 @@ static int keep_netns(const char *src, const char *dst)
 		return err;
 	}
 	return 0;
+}
+
+/*
+ * The netns bind mounts live in the daemon's mount namespace: under the
+ * hardened unit (ProtectSystem= and friends) that namespace is the unit's
+ * own and dies with the daemon, while the sandbox outlives it.  So each kept
+ * netns also goes to systemd's file descriptor store (FileDescriptorStoreMax=,
+ * sd_pid_notify_with_fds(3)), which hands it back to the restarted daemon
+ * (sd_listen_fds_with_names(3)).  Outside systemd these are no-ops.
+ */
+#define NETNS_FDNAME "netns-"
+#ifndef NSFS_MAGIC
+#define NSFS_MAGIC 0x6e736673
+#endif
+
+static void fdstore_netns(const char *name, const char *path)
+{
+	char msg[128];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=" NETNS_FDNAME "%s", name);
+	if (sd_pid_notify_with_fds(0, 0, msg, &fd, 1) < 0)
+		log_warnx("sandbox %s: cannot hand its netns to systemd's fd store", name);
+	close(fd);
+}
+
+static void fdstore_forget(const char *name)
+{
+	sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=" NETNS_FDNAME "%s", name);
+}
+
+/* Bind each netns the fd store handed back onto its file under the state
+ * dir, where the previous daemon's mount namespace had it.  Returns the
+ * number restored. */
+static int fdstore_restore(void)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(1, &names), restored = 0;
+
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		const char *nm = names ? names[i] : NULL;
+		char path[PATH_MAX], src[64], json[PATH_MAX];
+		struct statfs sfs;
+
+		if (nm && strncmp(nm, NETNS_FDNAME, strlen(NETNS_FDNAME)) == 0) {
+			const char *name = nm + strlen(NETNS_FDNAME);
+
+			snprintf(path, sizeof(path), "%s/netns/%s", D.state_dir, name);
+			state_path(json, sizeof(json), name, "json");
+			if (access(json, F_OK) < 0) {
+				fdstore_forget(name); /* detached meanwhile */
+			} else if (statfs(path, &sfs) == 0 && sfs.f_type == NSFS_MAGIC) {
+				restored++; /* still mounted (same namespace) */
+			} else {
+				int f = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+				if (f >= 0)
+					close(f);
+				snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+				if (f < 0 || mount(src, path, NULL, MS_BIND, NULL) < 0)
+					log_warn("sandbox %s: cannot bind its stored netns onto %s", name, path);
+				else
+					restored++;
+			}
+		}
+		close(fd);
+		if (names)
+			free(names[i]);
+	}
+	free(names);
+	return restored;
 }
 
 /* Is `cg` the cgroup2 root, or an ancestor of (or equal to) our own cgroup?
@@ -401,10 +484,8 @@ static json_object *do_attach(json_object *req)
 
 	if (!name || !cg || !policy)
 		return reply_error("attach needs name, cgroup and policy");
-	for (const char *q = name; *q; q++)
-		if (!(*q == '-' || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') ||
-		      (*q >= 'A' && *q <= 'Z')) || name[0] == '.' || strlen(name) > 60)
-			return reply_error("sandbox name '%s' may only hold letters, digits, '-', '_' and '.'", name);
+	if (sluice_name_check(name, msg, sizeof(msg)) < 0)
+		return reply_error("%s", msg);
 	if (find(name))
 		return reply_error("a sandbox named '%s' is already attached", name);
 	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0)
@@ -456,6 +537,7 @@ static json_object *do_attach(json_object *req)
 			s->netns[0] = 0;
 			goto fail;
 		}
+		fdstore_netns(name, s->netns);
 	}
 	{
 		struct sluice_bpf_config cfg;
@@ -565,8 +647,9 @@ static json_object *do_reload(json_object *req)
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
 	struct sluice_policy_error perr;
-	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1];
-	json_object *o;
+	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128];
+	const char *children = "restarted on the new policy";
+	json_object *o, *r;
 
 	if (!s)
 		return reply_error("no sandbox named '%s'", name ? name : "");
@@ -581,18 +664,29 @@ static json_object *do_reload(json_object *req)
 	if (copy_file(policy, s->policy_path) < 0)
 		log_warn("cannot keep a copy of %s", policy);
 	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
+	snprintf(old_name, sizeof(old_name), "%s", s->policy->name ? s->policy->name : "");
 	sluice_policy_free(s->policy);
 	s->policy = np;
 	snprintf(s->mode, sizeof(s->mode), "%s", np->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	init_meta(s);
-	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
+	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
 		emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
+		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
+	}
 	write_state(s);
 	emit(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)", s->name, old_digest,
 	     np->digest, s->sb.gen);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
+	r = json_object_new_object();
+	json_object_object_add(r, "old_policy_name", json_object_new_string(old_name));
+	json_object_object_add(r, "old_policy_sha256", json_object_new_string(old_digest));
+	json_object_object_add(r, "new_policy_name", json_object_new_string(np->name ? np->name : ""));
+	json_object_object_add(r, "new_policy_sha256", json_object_new_string(np->digest));
+	json_object_object_add(r, "generation", json_object_new_int64(s->sb.gen));
+	json_object_object_add(r, "children", json_object_new_string(children));
+	json_object_object_add(o, "reload", r);
 	return o;
 }
 
@@ -731,7 +825,31 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
+	sd_notify(0, "STOPPING=1");
 	event_base_loopbreak(D.base);
+}
+
+/* SIGHUP (systemctl reload, logrotate): reopen the events file and have the
+ * proxies and resolvers reopen theirs; every sandbox keeps running. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	int err;
+	int n = 0;
+
+	sd_notify(0, "RELOADING=1");
+	err = log_reopen_fd(D.events, D.events_path, 0600);
+	if (err)
+		log_warnx("daemon: SIGHUP: cannot reopen %s: %s (still writing to the old file)", D.events_path,
+			  strerror(-err));
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		if (s->proxy_pid > 0)
+			kill(s->proxy_pid, SIGHUP);
+		if (s->resolver_pid > 0)
+			kill(s->resolver_pid, SIGHUP);
+		n++;
+	}
+	emit(NULL, "daemon-reopen", "sluice daemon reopened %s on SIGHUP (%d sandboxes)", D.events_path, n);
+	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 }
 
 /* Re-adopt every sandbox a previous daemon left (pins + state files). */
@@ -810,6 +928,8 @@ static int adopt_all(void)
 			log_warnx("sandbox %s: %s (fail closed)", name, msg);
 		s->next = D.sandboxes;
 		D.sandboxes = s;
+		if (sluice_owner_write(name, "daemon") < 0)
+			log_warn("sandbox %s: cannot record the daemon as its owner in %s", name, SLUICE_OWNER_DIR);
 		emit(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name, s->sb.gen);
 	}
 	closedir(d);
@@ -853,7 +973,7 @@ int cmd_daemon(int argc, char **argv)
 	char lsm_msg[256] = "";
 	int npx = 0, nrx = 0, c, lfd;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct event *tick, *sigs[2];
+	struct event *tick, *sigs[3];
 	struct timeval tv = { 0, 100000 };
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
@@ -877,8 +997,10 @@ int cmd_daemon(int argc, char **argv)
 			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"
 			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
 			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
-			       "unit is in packaging/sluice.service.  Restarted, it re-adopts the sandboxes it\n"
-			       "finds pinned, or refuses to start and says why.\n", SLUICE_STATE_DIR);
+			       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
+			       "Restarted, it re-adopts the sandboxes it finds pinned, or refuses to start and\n"
+			       "says why.  SIGHUP reopens the events file (the proxies and resolvers reopen\n"
+			       "theirs); SIGTERM stops it, every sandbox staying filtered.\n", SLUICE_STATE_DIR);
 			return 0;
 		default: return 2;
 		}
@@ -905,14 +1027,29 @@ int cmd_daemon(int argc, char **argv)
 		log_warn("daemon: cannot create %s", D.state_dir);
 		return 2;
 	}
+	{
+		/* first, before any other descriptor is opened: SD_LISTEN_FDS_START on */
+		int n = fdstore_restore();
+
+		if (n > 0)
+			log_info("daemon: %d network namespaces handed back by systemd's fd store", n);
+	}
 	if (bpffs_ensure(SLUICE_BPFFS) < 0) {
 		log_warn("daemon: no BPF filesystem at %s", SLUICE_BPFFS);
 		return 2;
 	}
-	if (!sluice_helper_path("sluice-proxy", D.proxy_bin, sizeof(D.proxy_bin)))
-		D.proxy_bin[0] = 0;
-	if (!sluice_helper_path("sluice-resolver", D.resolver_bin, sizeof(D.resolver_bin)))
-		D.resolver_bin[0] = 0;
+	{
+		char tried[2 * PATH_MAX + 8];
+
+		if (!sluice_helper_path("sluice-proxy", D.proxy_bin, sizeof(D.proxy_bin), tried, sizeof(tried))) {
+			log_warnx("daemon: sluice-proxy not found (tried %s)", tried);
+			return 2;
+		}
+		if (!sluice_helper_path("sluice-resolver", D.resolver_bin, sizeof(D.resolver_bin), tried, sizeof(tried))) {
+			log_warnx("daemon: sluice-resolver not found (tried %s)", tried);
+			return 2;
+		}
+	}
 	libbpf_set_print(libbpf_quiet);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -935,7 +1072,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	if (adopt_all() > 0) {
 		log_warnx("daemon: refusing to start: some pinned sandboxes could not be re-adopted (see above); "
-			  "their filters stay in force; `sluice detach --force NAME` removes one");
+			  "their filters stay in force; `sluice detach --force NAME` removes one without the daemon");
 		return 2;
 	}
 
@@ -956,9 +1093,19 @@ int cmd_daemon(int argc, char **argv)
 	event_add(tick, &tv);
 	sigs[0] = evsignal_new(D.base, SIGTERM, on_signal, NULL);
 	sigs[1] = evsignal_new(D.base, SIGINT, on_signal, NULL);
+	sigs[2] = evsignal_new(D.base, SIGHUP, on_hup, NULL);
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);
+	event_add(sigs[2], NULL);
 	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s", D.sock_path, D.events_path);
+	{
+		int n = 0;
+
+		for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+			n++;
+		/* Type=notify: ready once the socket listens and the pinned sandboxes are adopted */
+		sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
+	}
 	event_base_dispatch(D.base);
 
 	/* A clean stop keeps every sandbox filtered and pinned (fail closed);

@@ -34,6 +34,8 @@
 #include "cgroup.h"
 #include "children.h"
 #include "events.h"
+#include "kfeatures.h"
+#include "owner.h"
 #include "run_limits.h"
 #include "log.h"
 #include "policy.h"
@@ -311,6 +313,7 @@ struct run_state {
 	int events;                 /* fd: 2 (stderr) or the --events file */
 	struct sluice_consumer consumer;
 	bool consumer_ok;
+	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */
 };
 
 static void run_cleanup(struct run_state *st)
@@ -338,6 +341,8 @@ static void run_cleanup(struct run_state *st)
 	sluice_listeners_close(&st->listeners);
 	if (st->sb_loaded)
 		sandbox_destroy(&st->sb);
+	if (st->owner_written)
+		sluice_owner_remove(st->sb.name);
 	if (st->cg_fd >= 0)
 		close(st->cg_fd);
 	if (st->policy)
@@ -375,11 +380,6 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	if (getenv("SLUICE_LIBBPF_VERBOSE"))
 		return vfprintf(stderr, fmt, ap);
 	return 0;
-}
-
-static int have_set_retval(void)
-{
-	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
 }
 
 static void emit_line(int fd, const char *line, int n)
@@ -453,7 +453,7 @@ int cmd_run(int argc, char **argv)
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
 		   *upstream = NULL;
-	char name[64] = "", msg[512], cg2[1024], line[2048];
+	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024], line[2048];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
@@ -479,7 +479,13 @@ int cmd_run(int argc, char **argv)
 		switch (c) {
 		case 'p': policy_path = optarg; break;
 		case 'e': events_path = optarg; break;
-		case 'n': snprintf(name, sizeof(name), "%s", optarg); break;
+		case 'n':
+			if (sluice_name_check(optarg, msg, sizeof(msg)) < 0) {
+				fprintf(stderr, "sluice: run: --name: %s\n", msg);
+				return 2;
+			}
+			snprintf(name, sizeof(name), "%s", optarg);
+			break;
 		case 'N': netns_path = optarg; break;
 		case 'm': mode = optarg; break;
 		case 'u': upstream = optarg; break;
@@ -520,12 +526,6 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!name[0])
 		snprintf(name, sizeof(name), "run-%d", getpid());
-	for (const char *q = name; *q; q++)
-		if (!(*q == '-' || *q == '_' || *q == '.' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') ||
-		      (*q >= 'A' && *q <= 'Z')) || name[0] == '.') {
-			log_warnx("run: sandbox name '%s' may only hold letters, digits, '-', '_' and '.'", name);
-			return 2;
-		}
 
 	/* 1. the policy: all checks before anything is created */
 	if (policy_path) {
@@ -589,22 +589,25 @@ int cmd_run(int argc, char **argv)
 	/* 3. listeners for the proxy and resolver, inside the sandbox's netns */
 	memset(&cfg, 0, sizeof(cfg));
 	{
-		const char *px = no_proxy ? NULL : sluice_helper_path("sluice-proxy", st.proxy_bin, sizeof(st.proxy_bin));
-		int want_proxy = px != NULL;
-		const char *rs = no_resolver ? NULL :
-				 sluice_helper_path("sluice-resolver", st.resolver_bin, sizeof(st.resolver_bin));
-		int want_dns = rs != NULL;
+		char tried[2 * 4096 + 8];
+		int want_proxy = !no_proxy, want_dns = !no_resolver;
 
-		if (!no_proxy && !px)
-			log_warnx("run: sluice-proxy not found beside sluice: proxied ports will fail closed");
-		if (!no_resolver && !rs)
-			log_warnx("run: sluice-resolver not found beside sluice: DNS will fail closed");
+		/* a missing helper is an error: --no-proxy / --no-resolver skip one */
+		if (want_proxy && !sluice_helper_path("sluice-proxy", st.proxy_bin, sizeof(st.proxy_bin), tried, sizeof(tried))) {
+			log_warnx("run: sluice-proxy not found (tried %s); install it or pass --no-proxy", tried);
+			goto out;
+		}
+		if (want_dns && !sluice_helper_path("sluice-resolver", st.resolver_bin, sizeof(st.resolver_bin), tried,
+						    sizeof(tried))) {
+			log_warnx("run: sluice-resolver not found (tried %s); install it or pass --no-resolver", tried);
+			goto out;
+		}
 		if (sluice_listeners_open(&st.listeners, netns_path, want_proxy, want_dns, &cfg, msg, sizeof(msg)) < 0) {
 			log_warnx("run: %s", msg);
 			goto out;
 		}
 	}
-	cfg.have_set_retval = have_set_retval();
+	cfg.have_set_retval = sluice_have_set_retval();
 	cfg.have_lsm = !no_lsm && sluice_bpf_lsm_active(lsm_msg, sizeof(lsm_msg));
 	cfg.have_unix = 1;
 
@@ -637,6 +640,13 @@ int cmd_run(int argc, char **argv)
 				  strerror(-err), name);
 			goto out;
 		}
+		/* who owns the pins, for `sluice gc` after a SIGKILL */
+		err = sluice_owner_write(name, "run");
+		if (err) {
+			log_warnx("run: cannot record the owner in %s: %s", SLUICE_OWNER_DIR, strerror(-err));
+			goto out;
+		}
+		st.owner_written = true;
 	}
 
 	memset(&meta, 0, sizeof(meta));

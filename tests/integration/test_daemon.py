@@ -299,6 +299,10 @@ def test_reload_under_flood_never_judges_by_neither(w):
         for i in range(10):
             r = d.ctl("reload", "--policy", pb if i % 2 == 0 else pa, "reload")
             assert r.returncode == 0, r
+            if i == 0:   # it says what it did
+                assert r.stdout.startswith("reloaded reload: policy daemon-a sha256:"), r.stdout
+                assert "-> daemon-b sha256:" in r.stdout and "generation" in r.stdout, r.stdout
+                assert "proxy and resolver restarted on the new policy" in r.stdout, r.stdout
             digests.add(d.status()["reload"]["policy_sha256"])
         a.stop_flood()
         res = a.flood_results()
@@ -306,7 +310,11 @@ def test_reload_under_flood_never_judges_by_neither(w):
         assert len(digests) == 2
         assert d.status()["reload"]["policy_name"] == "daemon-a"
         assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"
-        assert d.ctl("reload", "--policy", pb, "reload").returncode == 0
+        r = d.ctl("reload", "--json", "--policy", pb, "reload")
+        assert r.returncode == 0, r
+        rj = json.loads(r.stdout)["reload"]
+        assert rj["old_policy_name"] == "daemon-a" and rj["new_policy_name"] == "daemon-b", rj
+        assert rj["new_policy_sha256"] == d.status()["reload"]["policy_sha256"], rj
         assert a.probe("tcp", "192.0.2.10", 9000) == "ok"
         # an invalid policy changes nothing
         bad = w.write("rbad.yaml", "version: 2\n")

@@ -5,28 +5,64 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *log_progname = "sluice";
 static int log_verbose;
+static int log_journal;     /* stderr is the journal: prefix <priority> */
+
+/* Is stderr the stream $JOURNAL_STREAM ("DEV:INODE") names? */
+static int stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 void log_init(const char *progname, int verbose)
 {
 	if (progname)
 		log_progname = progname;
 	log_verbose = verbose;
+	log_journal = stderr_is_journal();
 }
 
-static void vlog(const char *fmt, va_list ap, int with_errno)
+static void vlog(int prio, const char *fmt, va_list ap, int with_errno)
 {
 	int saved = errno;
-	char buf[1024];
+	char buf[1024], pfx[8] = "";
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (log_journal)
+		snprintf(pfx, sizeof(pfx), "<%d>", prio);
 	if (with_errno)
-		fprintf(stderr, "%s: %s: %s\n", log_progname, buf, strerror(saved));
+		fprintf(stderr, "%s%s: %s: %s\n", pfx, log_progname, buf, strerror(saved));
 	else
-		fprintf(stderr, "%s: %s\n", log_progname, buf);
+		fprintf(stderr, "%s%s: %s\n", pfx, log_progname, buf);
 	errno = saved;
+}
+
+int log_reopen_fd(int fd, const char *path, unsigned mode)
+{
+	int nfd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, (mode_t)mode);
+
+	if (nfd < 0)
+		return -errno;
+	if (nfd != fd && dup3(nfd, fd, O_CLOEXEC) < 0) {
+		int err = -errno;
+
+		close(nfd);
+		return err;
+	}
+	if (nfd != fd)
+		close(nfd);
+	return 0;
 }
 
 void log_warn(const char *fmt, ...)
@@ -34,7 +70,7 @@ void log_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(fmt, ap, 1);
+	vlog(4, fmt, ap, 1);
 	va_end(ap);
 }
 
@@ -43,7 +79,7 @@ void log_warnx(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(fmt, ap, 0);
+	vlog(4, fmt, ap, 0);
 	va_end(ap);
 }
 
@@ -52,7 +88,7 @@ void log_info(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(fmt, ap, 0);
+	vlog(6, fmt, ap, 0);
 	va_end(ap);
 }
 
@@ -63,7 +99,7 @@ void log_debug(const char *fmt, ...)
 	if (!log_verbose)
 		return;
 	va_start(ap, fmt);
-	vlog(fmt, ap, 0);
+	vlog(7, fmt, ap, 0);
 	va_end(ap);
 }
 
@@ -72,7 +108,7 @@ void fatal(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(fmt, ap, 1);
+	vlog(3, fmt, ap, 1);
 	va_end(ap);
 	exit(2);
 }
@@ -82,7 +118,7 @@ void fatalx(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(fmt, ap, 0);
+	vlog(3, fmt, ap, 0);
 	va_end(ap);
 	exit(2);
 }

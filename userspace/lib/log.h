@@ -11,7 +11,10 @@
 #include <stdarg.h>
 
 /* Set the program name used as prefix ("sluice", "sluice-proxy", ...) and
- * the verbosity (0 = warnings and info, 1 = + debug). */
+ * the verbosity (0 = warnings and info, 1 = + debug).  When stderr is the
+ * journal ($JOURNAL_STREAM names it, systemd.exec(5)), each line starts with
+ * its syslog priority, sd-daemon(3) style: <3> fatal, <4> warn, <6> info,
+ * <7> debug. */
 void log_init(const char *progname, int verbose);
 
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* adds ": strerror(errno)" */
@@ -21,5 +24,10 @@ void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Log and exit with status 2 (usage or environment error, see README). */
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)); /* adds strerror */
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Reopen the log file at `path` onto descriptor fd (O_APPEND, created with
+ * `mode`), for SIGHUP after a rotation: fd keeps its number, so every holder
+ * of it writes to the new file.  Returns 0, or -errno (fd unchanged). */
+int log_reopen_fd(int fd, const char *path, unsigned mode);
 
 #endif

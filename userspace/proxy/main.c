@@ -25,6 +25,7 @@
 #include "dnscache.h"
 #include "flow.h"
 #include "log.h"
+#include "version.h"
 #include "proxy.h"
 #include "upool.h"
 
@@ -66,6 +67,7 @@ static void usage(FILE *f)
 		"                             0: no cache)\n"
 		"  -v, --verbose              debug diagnostics on stderr\n"
 		"  -h, --help                 this text\n"
+		"  -V, --version              the version and the libbpf it runs with\n"
 		"\n"
 		"Exit status: 0 after SIGTERM/SIGINT, 2 usage or environment error.\n"
 		"\n"
@@ -202,6 +204,20 @@ static void ms_to_tv(unsigned ms, struct timeval *tv)
 	tv->tv_usec = (ms % 1000) * 1000;
 }
 
+/* SIGHUP: reopen the --log file (after a rotation); keep serving. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	struct proxy *p = arg;
+	int err;
+
+	if (!p->cfg.log_path || p->log_fd < 0)
+		return;
+	err = log_reopen_fd(p->log_fd, p->cfg.log_path, 0640);
+	if (err)
+		log_warnx("SIGHUP: cannot reopen %s: %s (still writing to the old file)", p->cfg.log_path,
+			  strerror(-err));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -228,17 +244,18 @@ int main(int argc, char **argv)
 		{ "dns-max-ttl", required_argument, NULL, 'X' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct proxy px;
 	struct proxy_config *cfg = &px.cfg;
 	struct sluice_policy_error perr;
-	struct event *sigs[2];
+	struct event *sigs[3];
 	int c;
 
 	log_init("sluice-proxy", 0);
 	proxy_config_defaults(cfg);
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			if (cfg->n_listen_fds >= PROXY_MAX_LISTEN)
@@ -284,6 +301,7 @@ int main(int argc, char **argv)
 		case 'X': cfg->dns_max_ttl = parse_uint("--dns-max-ttl", optarg, 0, 86400); break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': sluice_version_print(stdout, "sluice-proxy"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -390,7 +408,9 @@ int main(int argc, char **argv)
 
 	sigs[0] = evsignal_new(px.base, SIGTERM, on_signal, px.base);
 	sigs[1] = evsignal_new(px.base, SIGINT, on_signal, px.base);
-	if (!sigs[0] || !sigs[1] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0)
+	sigs[2] = evsignal_new(px.base, SIGHUP, on_hup, &px);
+	if (!sigs[0] || !sigs[1] || !sigs[2] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0 ||
+	    event_add(sigs[2], NULL) < 0)
 		fatalx("cannot install signal handlers");
 
 	log_debug("serving %zu listener(s), policy %s (%s), mode %s", px.n_listeners,
@@ -408,6 +428,7 @@ int main(int argc, char **argv)
 		evconnlistener_free(px.listeners[i]);
 	event_free(sigs[0]);
 	event_free(sigs[1]);
+	event_free(sigs[2]);
 	proxy_upool_free(px.upool);
 	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);

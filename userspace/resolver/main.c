@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "log.h"
+#include "version.h"
 #include "policy.h"
 #include "resolver.h"
 #include "server.h"
@@ -54,6 +55,7 @@ static void usage(FILE *f)
 "  --allow-private-answers CIDR  pass A/AAAA answers in this non-public range\n"
 "                           (repeatable; for test worlds on documentation ranges)\n"
 "  --upstream-timeout-ms N  per UDP attempt (default 2000; one retry)\n"
+"  -V, --version            the version and the libbpf it runs with\n"
 "\n"
 "Examples:\n"
 "  sluice-resolver --listen 127.0.0.1:5353 --policy policies/example.yaml \\\n"
@@ -91,6 +93,24 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(arg, NULL);
 }
 
+struct hup_log {
+	int fd;
+	const char *path;
+};
+
+/* SIGHUP: reopen the --log file (after a rotation); keep serving. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	const struct hup_log *h = arg;
+	int err;
+
+	if (!h->path || h->fd < 0)
+		return;
+	err = log_reopen_fd(h->fd, h->path, 0640);
+	if (err)
+		log_warnx("SIGHUP: cannot reopen %s: %s (still writing to the old file)", h->path, strerror(-err));
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
@@ -110,6 +130,7 @@ int main(int argc, char **argv)
 		{ "upstream-timeout-ms", required_argument, NULL, O_TIMEOUT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp = 0, n_tcp = 0, n_listen = 0;
@@ -124,13 +145,14 @@ int main(int argc, char **argv)
 	struct rsv_server_cfg cfg;
 	struct rsv_server *srv;
 	struct event_base *base;
-	struct event *sigs[2];
+	struct event *sigs[3];
+	static struct hup_log hup_log;
 	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600], *line;
 	unsigned ulen;
 	long timeout_ms = 2000;
 
 	log_init("sluice-resolver", 0);
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case O_UDP:
 		case O_TCP:
@@ -170,6 +192,7 @@ int main(int argc, char **argv)
 			break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': sluice_version_print(stdout, "sluice-resolver"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -282,7 +305,11 @@ int main(int argc, char **argv)
 
 	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
 	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
-	if (!sigs[0] || !sigs[1] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0)
+	hup_log.fd = cfg.log_fd;
+	hup_log.path = log_path;
+	sigs[2] = evsignal_new(base, SIGHUP, on_hup, &hup_log);
+	if (!sigs[0] || !sigs[1] || !sigs[2] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0 ||
+	    event_add(sigs[2], NULL) < 0)
 		fatalx("cannot handle signals");
 
 	line = rsv_log_start_line(&cfg.lc, upbuf, listen_desc);
@@ -307,6 +334,7 @@ int main(int argc, char **argv)
 	rsv_server_free(srv);
 	event_free(sigs[0]);
 	event_free(sigs[1]);
+	event_free(sigs[2]);
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
 	sluice_policy_free(policy);

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * kfeatures.h - what the running kernel offers sluice (`sluice -V`, and the
+ * probes `sluice run` and the daemon decide by), and the sandbox name rule.
+ */
+#ifndef SLUICE_FEATURES_H
+#define SLUICE_FEATURES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Longest sandbox name (bytes): it is a cgroup directory, a bpffs pin
+ * directory and the "sluice.sandbox" of every event. */
+#define SLUICE_NAME_MAX 60
+
+/* Is `name` a valid sandbox name: 1..SLUICE_NAME_MAX bytes of letters,
+ * digits, '-', '_', '.', not starting with '.'?  Returns 0, or -1 with
+ * the reason in msg (naming the name, cut to the limit for display). */
+int sluice_name_check(const char *name, char *msg, size_t msglen);
+
+/* Can a cgroup sock_addr program call bpf_set_retval (kernel 5.18+)?
+ * A BPF program load: needs CAP_BPF.  Returns 1 yes, 0 no. */
+int sluice_have_set_retval(void);
+
+/* Print `sluice -V`'s feature lines (the BPF LSM in /sys/kernel/security/lsm,
+ * bpf_set_retval, the ring buffer map, the cgroup2 and bpffs mounts) to f.
+ * Probes that need privileges say "unknown (needs root)" without them. */
+void sluice_features_print(FILE *f);
+
+#endif

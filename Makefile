@@ -23,7 +23,7 @@ ARCH     := $(shell uname -m | sed 's/x86_64/x86/' | sed 's/aarch64/arm64/')
 
 DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
-	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev \
+	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev libseccomp-dev \
 	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables \
 	cppcheck clang-tidy
 
@@ -46,6 +46,8 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
 LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
+# the loader only (loader/seccomp.c): the proxy and the resolver do not link it
+LOADER_LIBS := -lseccomp
 
 BPF_SRCS      := $(wildcard bpf/*.bpf.c)
 BPF_OBJS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
@@ -132,7 +134,7 @@ $(LIBRESOLVER): $(RESOLVER_OBJS)
 
 $(OUTPUT)/sluice: $(OUTPUT)/loader/main.o $(LIBLOADER) $(LIBSLUICE)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) $(LOADER_LIBS) -o $@
 
 $(OUTPUT)/sluice-proxy: $(OUTPUT)/userspace/proxy/main.o $(LIBPROXY) $(LIBSLUICE)
 	$(call msg,LINK,$@)
@@ -150,7 +152,7 @@ $(OUTPUT)/tests/unit/%: tests/unit/%.c $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(
 	$(call msg,CC-TEST,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Iloader -Iuserspace/proxy -Iuserspace/resolver $(LDFLAGS) \
-		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(LIBS) -lcmocka \
+		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(LIBS) $(LOADER_LIBS) -lcmocka \
 		$(shell cat tests/unit/$*.wrap 2>/dev/null) -o $@
 
 $(OUTPUT)/tests/tools/%: tests/tools/%.c | $(OUTPUT)
@@ -203,7 +205,7 @@ FUZZ_SMOKE_SECONDS ?= 10
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(SKELS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LIBS) -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LIBS) $(LOADER_LIBS) -o $@
 
 # A crash, leak or sanitizer report fails the target (the log is kept in
 # $(OUTPUT)/fuzz/NAME.log, the input in $(OUTPUT)/fuzz/crash-*); /bin/sh has

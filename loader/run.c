@@ -31,6 +31,7 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "confine.h"
 #include "events.h"
 #include "run_limits.h"
 #include "log.h"
@@ -59,6 +60,8 @@ static void usage_run(FILE *f)
 		"\n"
 		"Run CMD in a fresh cgroup whose network egress is limited to what the policy\n"
 		"allows; print one JSON line per denied attempt.  Exits with CMD's status.\n"
+		"By default (--profile sandbox) CMD also runs unprivileged on a read-only view of\n"
+		"the host with one writable workdir (docs/filesystem.md).\n"
 		"\n"
 		"  --policy FILE        allowlist (YAML v1, see docs/policy.md); default: deny everything\n"
 		"  --events FILE        write JSON event lines here (default: stderr)\n"
@@ -82,15 +85,19 @@ static void usage_run(FILE *f)
 		"  --timeout DURATION   kill everything in the sandbox after DURATION (30, 1.5, 500ms, 10m, 2h)\n"
 		"                       and exit 124, as timeout(1).  A limit the cgroup v2 hierarchy cannot\n"
 		"                       enforce (hybrid layout) is an error (exit 2), never ignored.\n"
+		"%s"
 		"  -v, --verbose        diagnostics on stderr\n"
 		"\n"
 		"Examples:\n"
 		"  sluice run -- curl -sS https://example.com        # denied: default policy\n"
 		"  sluice run --policy policies/python-pip.yaml --events ev.jsonl -- pip download requests\n"
+		"  sluice run --workdir ~/src/app --user $USER -- make test\n"
+		"  sluice run --profile egress-only -- apt-get install -y jq   # root, host writable\n"
 		"\n"
 		"Exit status: CMD's status (128+N if killed by signal N); 124 if --timeout expired;\n"
 		"2 for a usage or environment error (bad policy, no cgroup2, no BPF, a limit that\n"
-		"cannot be enforced), nothing left behind.\n");
+		"cannot be enforced, a bad --user/--workdir/--rw/--ro/--hide), nothing left behind.\n",
+		sluice_confine_usage);
 }
 
 /* Capabilities a sandboxed command must not hold: each would let it detach
@@ -336,6 +343,7 @@ int cmd_run(int argc, char **argv)
 		{ "proxy-env", no_argument, NULL, 'E' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		SLUICE_CONFINE_LONGOPTS,
 		{ 0 },
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
@@ -351,11 +359,13 @@ int cmd_run(int argc, char **argv)
 	int pidfd = -1, netns_fd = -1, port;
 	uint64_t would_before = 0, deadline = 0;
 	struct sluice_limits lim = { 0 };
+	struct sluice_confine conf;
 	bool audit, timed_out = false;
 	char go = 0;
 	pid_t pid = -1, cmd_pid;
 
 	memset(&st, 0, sizeof(st));
+	sluice_confine_init(&conf);
 	st.cg_fd = -1;
 	st.listeners.proxy4 = st.listeners.proxy6 = st.listeners.dns_udp4 = -1;
 	st.listeners.dns_udp6 = st.listeners.dns_tcp4 = st.listeners.dns_tcp6 = -1;
@@ -389,7 +399,19 @@ int cmd_run(int argc, char **argv)
 		case 'E': proxy_env = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
-		default: usage_run(stderr); return 2;
+		default: {
+			int r = sluice_confine_option(&conf, c, optarg, msg, sizeof(msg));
+
+			if (r < 0) {
+				fprintf(stderr, "sluice: run: %s\n", msg);
+				return 2;
+			}
+			if (r > 0) {
+				usage_run(stderr);
+				return 2;
+			}
+			break;
+		}
 		}
 	}
 	log_init("sluice", verbose);
@@ -431,6 +453,12 @@ int cmd_run(int argc, char **argv)
 	/* 2. the environment */
 	if (geteuid() != 0) {
 		log_warnx("run: must run as root (BPF programs, cgroups)");
+		goto out;
+	}
+	/* the confinement: user, workdir and paths checked before anything is made */
+	conf.keep_caps = keep_caps;
+	if (sluice_confine_prepare(&conf, msg, sizeof(msg)) < 0) {
+		log_warnx("run: %s", msg);
 		goto out;
 	}
 	{
@@ -648,7 +676,10 @@ int cmd_run(int argc, char **argv)
 			child_fail(errpipe[1], 2, "fork: %s", strerror(errno));
 		if (cmd_pid > 0)
 			sandbox_init(errpipe[1], cmd_pid);
-		if (!keep_caps && drop_caps() < 0)
+		if (sluice_confine_enter(&conf, msg, sizeof(msg)) < 0)
+			child_fail(errpipe[1], 2, "%s", msg);
+		/* a non-root user has none left (sluice_confine_enter) */
+		if (!keep_caps && conf.root && drop_caps() < 0)
 			child_fail(errpipe[1], 2, "cannot drop capabilities: %s", strerror(errno));
 		syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
 		if (cfg.have_proxy) {
@@ -711,9 +742,10 @@ int cmd_run(int argc, char **argv)
 	if (lim.timeout_ms)
 		deadline = sluice_monotonic_ms() + lim.timeout_ms;
 	{
-		char m[128];
+		char m[PATH_MAX + 512], d[PATH_MAX + 256];
 
-		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s", name, pid, mode);
+		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s, %s", name, pid, mode,
+			 sluice_confine_describe(&conf, d, sizeof(d)));
 		emit_line(st.events, line, sluice_lifecycle_format("sandbox-start", m, &meta, line, sizeof(line)));
 	}
 	signal(SIGINT, on_signal);
@@ -790,5 +822,6 @@ out:
 	if (netns_fd >= 0)
 		close(netns_fd);
 	run_cleanup(&st);
+	sluice_confine_free(&conf);
 	return ret;
 }

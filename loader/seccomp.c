@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * seccomp.c - the seccomp baseline of the sandbox profile (seccomp.h).
+ * One table, named groups as systemd's seccomp-util.c has them; each row
+ * is refused with EPERM (ENOSYS for clone3, see below) so a program sees
+ * an ordinary error instead of being killed.
+ */
+#include "seccomp.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/personality.h>
+
+#include <seccomp.h>
+
+enum scmp_cond {
+	COND_NONE,          /* always refused */
+	COND_NEWUSER,       /* refused when arg0 (flags) has CLONE_NEWUSER */
+	COND_PERSONALITY,   /* refused for the flags that weaken the address space (ASLR off,
+			     * READ_IMPLIES_EXEC, page 0); the query 0xffffffff is allowed */
+};
+
+struct scmp_row {
+	const char *name;   /* system call, as libseccomp resolves it */
+	const char *group;  /* why: the systemd-style group it belongs to */
+	enum scmp_cond cond;
+	int err;            /* errno returned */
+};
+
+/*
+ * The baseline.  Rows whose system call this architecture lacks
+ * (kexec_file_load on i386, ...) are skipped.  Egress-relevant ones (bpf,
+ * perf_event_open, mounts) are also covered by dropped capabilities: this
+ * is the second layer, and it holds for a command run as root.
+ */
+static const struct scmp_row sluice_seccomp_baseline[] = {
+	{ "bpf", "@bpf", COND_NONE, EPERM },
+	{ "perf_event_open", "@perf", COND_NONE, EPERM },
+	{ "kexec_load", "@reboot", COND_NONE, EPERM },
+	{ "kexec_file_load", "@reboot", COND_NONE, EPERM },
+	{ "init_module", "@module", COND_NONE, EPERM },
+	{ "finit_module", "@module", COND_NONE, EPERM },
+	{ "delete_module", "@module", COND_NONE, EPERM },
+	{ "keyctl", "@keyring", COND_NONE, EPERM },
+	{ "add_key", "@keyring", COND_NONE, EPERM },
+	{ "request_key", "@keyring", COND_NONE, EPERM },
+	{ "userfaultfd", "@userfaultfd", COND_NONE, EPERM },
+	{ "ptrace", "@debug", COND_NONE, EPERM },
+	{ "process_vm_readv", "@debug", COND_NONE, EPERM },
+	{ "process_vm_writev", "@debug", COND_NONE, EPERM },
+	{ "mount", "@mount", COND_NONE, EPERM },
+	{ "umount", "@mount", COND_NONE, EPERM },
+	{ "umount2", "@mount", COND_NONE, EPERM },
+	{ "pivot_root", "@mount", COND_NONE, EPERM },
+	{ "open_tree", "@mount", COND_NONE, EPERM },
+	{ "move_mount", "@mount", COND_NONE, EPERM },
+	{ "fsopen", "@mount", COND_NONE, EPERM },
+	{ "fsconfig", "@mount", COND_NONE, EPERM },
+	{ "fsmount", "@mount", COND_NONE, EPERM },
+	{ "fspick", "@mount", COND_NONE, EPERM },
+	{ "mount_setattr", "@mount", COND_NONE, EPERM },
+	{ "swapon", "@swap", COND_NONE, EPERM },
+	{ "swapoff", "@swap", COND_NONE, EPERM },
+	{ "open_by_handle_at", "@handle", COND_NONE, EPERM },
+	{ "setns", "@namespace", COND_NONE, EPERM },
+	{ "unshare", "@namespace", COND_NEWUSER, EPERM },
+	{ "clone", "@namespace", COND_NEWUSER, EPERM },
+	/* clone3 passes its flags in memory, which seccomp cannot read:
+	 * ENOSYS makes glibc and others fall back to clone (systemd does so) */
+	{ "clone3", "@namespace", COND_NONE, ENOSYS },
+	{ "personality", "@personality", COND_PERSONALITY, EPERM },
+};
+
+size_t sluice_seccomp_count(void)
+{
+	return sizeof(sluice_seccomp_baseline) / sizeof(sluice_seccomp_baseline[0]);
+}
+
+const char *sluice_seccomp_name(size_t i)
+{
+	return i < sluice_seccomp_count() ? sluice_seccomp_baseline[i].name : NULL;
+}
+
+static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr)
+{
+	uint32_t act = SCMP_ACT_ERRNO((uint32_t)r->err);
+
+	switch (r->cond) {
+	case COND_NEWUSER:
+		return seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	case COND_PERSONALITY: {
+		/*
+		 * libseccomp 2.5 takes one comparison per argument and rule, and
+		 * rules are or'ed: refuse a dangerous flag when bit 31 is clear
+		 * (no real persona has it), any value with bit 31 set but some
+		 * other bit clear (only the query 0xffffffff has them all), and
+		 * anything above 32 bits (the kernel truncates to unsigned int).
+		 */
+		static const uint32_t flags[] = {
+			UNAME26, ADDR_NO_RANDOMIZE, FDPIC_FUNCPTRS, MMAP_PAGE_ZERO, ADDR_COMPAT_LAYOUT,
+			READ_IMPLIES_EXEC, ADDR_LIMIT_32BIT, SHORT_INODE, WHOLE_SECONDS, STICKY_TIMEOUTS, ADDR_LIMIT_3GB,
+		};
+		int r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_GT, 0xffffffffULL));
+
+		for (size_t i = 0; r == 0 && i < sizeof(flags) / sizeof(flags[0]); i++)
+			r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flags[i] | 0x80000000ULL, flags[i]));
+		for (unsigned b = 0; r == 0 && b < 31; b++)
+			r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, (1ULL << b) | 0x80000000ULL, 0x80000000ULL));
+		return r;
+	}
+	case COND_NONE:
+	default:
+		return seccomp_rule_add(ctx, act, nr, 0);
+	}
+}
+
+int sluice_seccomp_apply(char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	uint32_t native = seccomp_arch_native();
+	int r;
+
+	if (!ctx) {
+		snprintf(err, errlen, "seccomp: cannot initialise a filter (libseccomp)");
+		return -1;
+	}
+	/* the compat architectures, so their system call numbers are filtered too */
+	if (native == SCMP_ARCH_X86_64) {
+		seccomp_arch_add(ctx, SCMP_ARCH_X86);
+		seccomp_arch_add(ctx, SCMP_ARCH_X32);
+	} else if (native == SCMP_ARCH_AARCH64) {
+		seccomp_arch_add(ctx, SCMP_ARCH_ARM);
+	}
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1);
+	if (r < 0)
+		goto fail;
+	for (size_t i = 0; i < sluice_seccomp_count(); i++) {
+		const struct scmp_row *row = &sluice_seccomp_baseline[i];
+		int nr = seccomp_syscall_resolve_name(row->name);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not a system call on any architecture of the filter */
+		r = add_row(ctx, row, nr);
+		if (r < 0) {
+			snprintf(err, errlen, "seccomp: cannot add the rule for %s (%s): %s", row->name, row->group,
+				 strerror(-r));
+			seccomp_release(ctx);
+			return -1;
+		}
+	}
+	r = seccomp_load(ctx);
+	if (r < 0)
+		goto fail;
+	seccomp_release(ctx);
+	return 0;
+fail:
+	snprintf(err, errlen, "seccomp: cannot load the baseline filter: %s", strerror(-r));
+	seccomp_release(ctx);
+	return -1;
+}

@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "landlock.h"
 #include "seccomp.h"
 
@@ -376,6 +377,15 @@ void sluice_confine_free(struct sluice_confine *c)
 		free(c->hide[i]);
 		c->ro[i] = c->rw[i] = c->hide[i] = NULL;
 	}
+}
+
+void sluice_confine_meta(const struct sluice_confine *c, struct sluice_event_meta *m)
+{
+	m->profile = sluice_profile_name(c->profile);
+	m->user_name = c->user_name;
+	m->uid = (uint32_t)c->uid;
+	m->gid = (uint32_t)c->gid;
+	m->landlock_abi = c->profile == SLUICE_PROFILE_SANDBOX ? c->landlock_abi : 0;
 }
 
 const char *sluice_confine_describe(const struct sluice_confine *c, char *buf, size_t len)

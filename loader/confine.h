@@ -115,6 +115,10 @@ int sluice_confine_enter(const struct sluice_confine *c, char *err, size_t errle
  * for the sandbox-start line.  Returns buf. */
 const char *sluice_confine_describe(const struct sluice_confine *c, char *buf, size_t len);
 
+struct sluice_event_meta;
+/* Fill the confinement fields of the event meta (strings borrowed from c). */
+void sluice_confine_meta(const struct sluice_confine *c, struct sluice_event_meta *m);
+
 /* The profile's name ("sandbox", "egress-only"). */
 const char *sluice_profile_name(enum sluice_profile p);
 

@@ -299,6 +299,17 @@ int sluice_lifecycle_format(const char *action, const char *message, const struc
 	add_common(o, (int64_t)r.tv_sec * 1000000000LL + r.tv_nsec, m);
 	json_object_object_add(o, "event.kind", json_object_new_string("state"));
 	json_object_object_add(o, "event.action", json_object_new_string(action));
+	if (m->profile) {
+		char id[16];
+
+		json_object_object_add(o, "sluice.profile", json_object_new_string(m->profile));
+		json_object_object_add(o, "user.name", sluice_json_string(m->user_name ? m->user_name : ""));
+		snprintf(id, sizeof(id), "%u", m->uid);
+		json_object_object_add(o, "user.id", json_object_new_string(id));
+		snprintf(id, sizeof(id), "%u", m->gid);
+		json_object_object_add(o, "group.id", json_object_new_string(id));
+		json_object_object_add(o, "sluice.landlock_abi", json_object_new_int(m->landlock_abi));
+	}
 	if (message)
 		json_object_object_add(o, "message", sluice_json_string(message));
 	return finish(o, buf, len);

@@ -543,6 +543,7 @@ int cmd_run(int argc, char **argv)
 	meta.policy_digest = st.policy->digest;
 	meta.mode = mode;
 	meta.boot_to_real_ns = sluice_boot_to_real_ns();
+	sluice_confine_meta(&conf, &meta);
 	if (sluice_consumer_init(&st.consumer, &st.sb, &meta, st.events) < 0) {
 		log_warn("run: cannot read the ring buffer");
 		goto out;

@@ -174,12 +174,17 @@ class World:
             f.write(text)
         return path
 
-    def sluice_run(self, argv, policy=None, extra=(), timeout=60, netns=True, env=None):
+    def sluice_run(self, argv, policy=None, extra=(), timeout=60, netns=True, env=None, profile="egress-only"):
         """Run argv under `sluice run` in the sandbox netns.  policy: YAML
-        text, a path, or None (built-in default).  Returns a Result with
-        the JSON event lines parsed."""
+        text, a path, or None (built-in default).  profile: the network
+        tests run their clients as root with the host's /tmp (files of
+        self.tmp), so "egress-only" unless a test asks for the confined
+        default (None: no --profile at all).  Returns a Result with the
+        JSON event lines parsed."""
         events = os.path.join(self.tmp, "events-%d.jsonl" % time.monotonic_ns())
         cmd = [SLUICE, "run", "--events", events]
+        if profile:
+            cmd += ["--profile", profile]
         if netns:
             cmd += ["--netns", self.sbx_path]
         if policy is not None:

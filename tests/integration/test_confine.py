@@ -317,3 +317,18 @@ def test_bad_input_exits_2_with_nothing_made(w):
         # the same with --force-rw is accepted
         r = _run(w, ["true"], workdir=wd, extra=["--rw", "/usr/local", "--force-rw"])
         assert r.rc == 0, r
+
+
+def test_cgroup_v1_hierarchies_are_read_only(w):
+    """L10: on a hybrid layout the v1 hierarchies are visible; under the
+    default profile they are read-only, even for --user root
+    (attacks::test_cgroup_a_v1_hierarchy_root is the egress-only control)."""
+    v1 = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup"]
+    if not v1:
+        raise W.Skip("no cgroup v1 hierarchy on this machine")
+    script = "; ".join("(echo $$ > %s/cgroup.procs) 2>&1 | grep -q 'Read-only file system' && echo ro %s" % (m, m)
+                       for m in v1)
+    with _workdir(0, 0) as wd:
+        r = _run(w, ["sh", "-c", script], workdir=wd, extra=["--user", "root"])
+    for m in v1:
+        assert "ro %s" % m in r.stdout, (m, r)

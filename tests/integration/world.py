@@ -195,8 +195,9 @@ class World:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         return Result(p.returncode, p.stdout, p.stderr, read_events(events))
 
-    def probe(self, *args, policy=None, extra=(), timeout=60):
-        return self.sluice_run([PROBE] + [str(a) for a in args], policy=policy, extra=extra, timeout=timeout)
+    def probe(self, *args, policy=None, extra=(), timeout=60, profile="egress-only"):
+        return self.sluice_run([PROBE] + [str(a) for a in args], policy=policy, extra=extra, timeout=timeout,
+                               profile=profile)
 
 
 def read_events(path):

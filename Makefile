@@ -46,7 +46,7 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
 LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
-# the loader only (loader/seccomp.c): the proxy and the resolver do not link it
+# the loader only (loader/seccomp_baseline.c): the proxy and the resolver do not link it
 LOADER_LIBS := -lseccomp
 
 BPF_SRCS      := $(wildcard bpf/*.bpf.c)

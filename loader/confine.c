@@ -34,7 +34,7 @@
 
 #include "events.h"
 #include "landlock.h"
-#include "seccomp.h"
+#include "seccomp_baseline.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001

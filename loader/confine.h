@@ -3,7 +3,7 @@
  * confine.h - what `sluice run` confines besides the network (issue 13):
  * the identity CMD runs as, its view of the file system (a read-only host,
  * one writable workdir, fresh tmpfs state), Landlock (landlock.h) and the
- * seccomp baseline (seccomp.h).  Profiles: "sandbox" (the default, all of
+ * seccomp baseline (seccomp_baseline.h).  Profiles: "sandbox" (the default, all of
  * it) and "egress-only" (network filter only, root, the host writable: the
  * behaviour of sluice before 13).  docs/filesystem.md describes the layout.
  *

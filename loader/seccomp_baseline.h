@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * seccomp.h - the seccomp baseline of the sandbox profile (libseccomp):
+ * seccomp_baseline.h - the seccomp baseline of the sandbox profile (libseccomp):
  * system calls a sandboxed command has no business making (loading BPF,
  * kernel modules, kexec, the kernel keyring, userfaultfd, ptrace, mounts,
  * new user namespaces, personality tricks) fail with EPERM.  The list is
- * one table in seccomp.c (sluice_seccomp_baseline), systemd seccomp-util
+ * one table in seccomp_baseline.c (sluice_seccomp_baseline), systemd seccomp-util
  * style; docs/filesystem.md shows it.
  */
-#ifndef SLUICE_SECCOMP_H
-#define SLUICE_SECCOMP_H
+#ifndef SLUICE_SECCOMP_BASELINE_H
+#define SLUICE_SECCOMP_BASELINE_H
 
 #include <stddef.h>
 

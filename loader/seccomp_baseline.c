@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * seccomp.c - the seccomp baseline of the sandbox profile (seccomp.h).
+ * seccomp_baseline.c - the seccomp baseline of the sandbox profile (seccomp_baseline.h).
  * One table, named groups as systemd's seccomp-util.c has them; each row
  * is refused with EPERM (ENOSYS for clone3, see below) so a program sees
  * an ordinary error instead of being killed.
  */
-#include "seccomp.h"
+#include "seccomp_baseline.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -649,9 +649,23 @@ out:
 static int apply_landlock(const struct sluice_confine *c, char *err, size_t errlen)
 {
 	const char *w[SLUICE_CONFINE_MAX_PATHS + SLUICE_CONFINE_MAX_HOMES + 8];
-	static const char *const files[] = { "/dev", "/proc" };
+	static const char *const stdio_links[] = { "/proc/self/fd/0", "/proc/self/fd/1", "/proc/self/fd/2" };
+	const char *files[2 + 3] = { "/dev", "/proc" };
+	size_t n = 0, m = 2;
 	struct stat sb;
-	size_t n = 0;
+
+	/*
+	 * A regular file the launcher gave as stdin/stdout/stderr for writing
+	 * (`sluice run ... > out.log`) lies outside the writable paths; the
+	 * command may write it through the descriptor anyway, so reopening it
+	 * (`> /dev/stdout`, /proc/self/fd/1) is allowed too, that file only.
+	 */
+	for (int fd = 0; fd <= 2; fd++) {
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
+			files[m++] = stdio_links[fd];
+	}
 
 	w[n++] = c->workdir;
 	for (size_t i = 0; i < c->n_rw; i++)
@@ -662,7 +676,7 @@ static int apply_landlock(const struct sluice_confine *c, char *err, size_t errl
 		if (lstat(fresh_dirs[i].path, &sb) == 0 && S_ISDIR(sb.st_mode))
 			w[n++] = fresh_dirs[i].path;
 	w[n++] = "/dev/shm";
-	return sluice_landlock_apply(c->landlock_abi, w, n, files, 2, err, errlen);
+	return sluice_landlock_apply(c->landlock_abi, w, n, files, m, err, errlen);
 }
 
 int sluice_confine_enter(const struct sluice_confine *c, char *err, size_t errlen)

@@ -22,8 +22,8 @@ int sluice_landlock_abi(void);
 /*
  * Restrict the calling thread (and what it execs) to writing beneath
  * write_paths[0..n) (directories: every write right; a file: write and
- * truncate) and writing to device and procfs files beneath write_files[0..m)
- * (write_file only: /dev, /proc).  abi: from sluice_landlock_abi(), > 0.
+ * truncate) and writing and truncating files beneath write_files[0..m)
+ * (devices under /dev, /proc, a stdio file).  abi: from sluice_landlock_abi(), > 0.
  * Sets no_new_privs.  A path that cannot be opened is an error.
  * Returns 0, or -1 with a message in err.
  */

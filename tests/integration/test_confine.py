@@ -332,3 +332,29 @@ def test_cgroup_v1_hierarchies_are_read_only(w):
         r = _run(w, ["sh", "-c", script], workdir=wd, extra=["--user", "root"])
     for m in v1:
         assert "ro %s" % m in r.stdout, (m, r)
+
+
+def test_stdout_file_can_be_reopened(w):
+    """`sluice run ... > out.log`: the command may reopen its stdout file
+    (`> /dev/stdout`) although it lies outside the writable paths; Landlock
+    allows that one file, no other beside it."""
+    out = os.path.join(w.tmp, "stdout-%d.log" % os.getpid())
+    sibling = os.path.join(w.tmp, "sibling-%d.log" % os.getpid())
+    with open(out, "a") as f:
+        os.chmod(out, 0o666)
+        with open(sibling, "w") as g:
+            g.write("")
+        os.chmod(sibling, 0o666)
+        with _workdir() as wd:
+            p = subprocess.run([W.SLUICE, "run", "--events", os.path.join(w.tmp, "reopen.jsonl"), "--workdir", wd,
+                                "--", "sh", "-c", "echo direct; echo reopened >> /dev/stdout; "
+                                "(echo x > /proc/self/fd/1/../%s) 2>/dev/null; "
+                                "python3 -c 'import os; os.open(\"/proc/%%d/fd/1\" %% os.getpid(), os.O_WRONLY|os.O_APPEND)' "
+                                "&& echo py-reopened" % os.path.basename(sibling)],
+                               stdout=f, stderr=subprocess.PIPE, text=True, env=_env(), timeout=60)
+    with open(out) as f:
+        text = f.read()
+    assert p.returncode == 0, (p, text)
+    assert text == "direct\nreopened\npy-reopened\n", text
+    with open(sibling) as g:
+        assert g.read() == ""

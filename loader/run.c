@@ -34,6 +34,7 @@
 #include "confine.h"
 #include "events.h"
 #include "run_limits.h"
+#include "run_limits_v1.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
@@ -80,12 +81,15 @@ static void usage_run(FILE *f)
 		"  --keep-caps          do not drop CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF, ...\n"
 		"                       from CMD (unsafe; for testing the kernel hooks alone; the sandbox\n"
 		"                       profile needs --user root with it)\n"
-		"  --memory SIZE        memory.max of the sandbox's cgroup (512M, 2G; cgroup v2 memory controller)\n"
-		"  --pids N             pids.max: at most N processes and threads (cgroup v2 pids controller)\n"
-		"  --cpu N              cpu.max: N CPUs' worth of time (0.5, 2; cgroup v2 cpu controller)\n"
+		"  --memory SIZE        memory limit of the sandbox (512M, 2G): memory.max, or on a hybrid\n"
+		"                       layout memory.limit_in_bytes of a v1 memory cgroup; the OOM killer\n"
+		"                       kills inside it (status 137) and a limit-exceeded line says so\n"
+		"  --pids N             at most N processes and threads (pids.max, v2 or v1)\n"
+		"  --cpu N              N CPUs' worth of time (0.5, 2; cpu.max, or the v1 cpu controller's\n"
+		"                       CFS quota)\n"
 		"  --timeout DURATION   kill everything in the sandbox after DURATION (30, 1.5, 500ms, 10m, 2h)\n"
-		"                       and exit 124, as timeout(1).  A limit the cgroup v2 hierarchy cannot\n"
-		"                       enforce (hybrid layout) is an error (exit 2), never ignored.\n"
+		"                       and exit 124, as timeout(1).  A limit no cgroup hierarchy can\n"
+		"                       enforce is an error (exit 2), never ignored.\n"
 		"%s"
 		"  -v, --verbose        diagnostics on stderr\n"
 		"\n"
@@ -242,6 +246,7 @@ struct run_state {
 	pid_t proxy_pid, resolver_pid;
 	char cg_path[4096];
 	char cg_parent[4096];
+	struct sluice_limits_v1 v1; /* the limits on cgroup v1 hierarchies (hybrid layout) */
 	int cg_fd;
 	int events;                 /* fd: 2 (stderr) or the --events file */
 	struct sluice_consumer consumer;
@@ -256,6 +261,7 @@ static void run_cleanup(struct run_state *st)
 		if (err)
 			log_warnx("cannot remove cgroup %s: %s", st->cg_path, strerror(-err));
 	}
+	sluice_limits_v1_remove(&st->v1);
 	if (st->cg_parent[0])
 		rmdir(st->cg_parent); /* only succeeds once no other sandbox uses it */
 	if (st->consumer_ok) {
@@ -359,7 +365,7 @@ int cmd_run(int argc, char **argv)
 	int ret = 2, errpipe[2] = { -1, -1 }, syncpipe[2] = { -1, -1 }, gopipe[2] = { -1, -1 };
 	int pidfd = -1, netns_fd = -1, port;
 	uint64_t would_before = 0, deadline = 0;
-	struct sluice_limits lim = { 0 };
+	struct sluice_limits lim = { 0 }, lim_v2;
 	struct sluice_confine conf;
 	bool audit, timed_out = false;
 	char go = 0;
@@ -471,8 +477,10 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* every limit asked for must be enforceable, before anything is made */
-	if (sluice_limits_check(&lim, cg2, "/proc/mounts", msg, sizeof(msg)) < 0) {
+	/* every limit asked for must be enforceable, before anything is made:
+	 * by the v2 hierarchy, or (hybrid layout) by a v1 one */
+	sluice_limits_v1_plan(&lim, cg2, "/proc/mounts", &st.v1, &lim_v2);
+	if (sluice_limits_check(&lim_v2, cg2, "/proc/mounts", msg, sizeof(msg)) < 0) {
 		log_warnx("run: %s", msg);
 		goto out;
 	}
@@ -597,7 +605,8 @@ int cmd_run(int argc, char **argv)
 		st.cg_path[0] = 0;
 		goto out;
 	}
-	if (sluice_limits_apply(&lim, cg2, st.cg_parent, st.cg_path, msg, sizeof(msg)) < 0) {
+	if (sluice_limits_apply(&lim_v2, cg2, st.cg_parent, st.cg_path, msg, sizeof(msg)) < 0 ||
+	    sluice_limits_v1_create(&st.v1, &lim, name, msg, sizeof(msg)) < 0) {
 		log_warnx("run: %s; nothing was run", msg);
 		goto out;
 	}
@@ -724,6 +733,13 @@ int cmd_run(int argc, char **argv)
 					  (unsigned long long)would);
 				goto out;
 			}
+			/* into the v1 cgroups before it forks CMD: everything inherits them */
+			if (sluice_limits_v1_attach(&st.v1, pid, msg, sizeof(msg)) < 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				log_warnx("run: %s; nothing was run", msg);
+				goto out;
+			}
 			if (write(gopipe[1], "g", 1) != 1) {
 				log_warn("run: canary go-ahead");
 				goto out;
@@ -800,6 +816,23 @@ int cmd_run(int argc, char **argv)
 			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_REDIRECTED),
 			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_DENIED),
 			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_EVENTS_LOST));
+		/* what the limits stopped, read before the cgroups go */
+		if (st.cg_path[0]) {
+			struct sluice_limits_hit hit;
+			char lm[160];
+
+			sluice_limits_hits(&lim, &st.v1, st.cg_path, &hit);
+			if (hit.oom_kills) {
+				snprintf(lm, sizeof(lm), "memory: the --memory limit (%llu bytes) OOM-killed %llu process(es)",
+					 (unsigned long long)lim.memory_bytes, hit.oom_kills);
+				emit_line(st.events, line, sluice_lifecycle_format("limit-exceeded", lm, &meta, line, sizeof(line)));
+			}
+			if (hit.forks_refused) {
+				snprintf(lm, sizeof(lm), "pids: the --pids limit (%llu) refused %llu fork(s)",
+					 (unsigned long long)lim.pids, hit.forks_refused);
+				emit_line(st.events, line, sluice_lifecycle_format("limit-exceeded", lm, &meta, line, sizeof(line)));
+			}
+		}
 		/* leftovers in the cgroup are killed before the final drain */
 		if (st.cg_path[0]) {
 			cg_kill_and_remove(st.cg_path, 5000);

@@ -338,6 +338,16 @@ int sluice_confine_prepare(struct sluice_confine *c, char *err, size_t errlen)
 	for (size_t i = 0; i < c->n_ro; i++)
 		if (!(c->ro[i] = canonical("--ro", c->ro_arg[i], false, false, err, errlen)))
 			return -1;
+	/* a resolv.conf that links into /run (systemd-resolved's stub) stays
+	 * readable through the fresh /run */
+	{
+		char *rc = realpath("/etc/resolv.conf", NULL);
+
+		if (rc && (under(rc, "/run") || under(rc, "/var/run")) && c->n_ro < SLUICE_CONFINE_MAX_PATHS)
+			c->ro[c->n_ro++] = rc;
+		else
+			free(rc);
+	}
 	for (size_t i = 0; i < c->n_hide; i++) {
 		if (!(c->hide[i] = canonical("--hide", c->hide_arg[i], false, false, err, errlen)))
 			return -1;

@@ -75,6 +75,8 @@ struct sluice_confine {
 	char home[PATH_MAX];            /* CMD's $HOME: a fresh tmpfs owned by uid */
 	char hide_home[SLUICE_CONFINE_MAX_HOMES][PATH_MAX]; /* homes covered by an empty tmpfs */
 	size_t n_hide_home;
+	/* canonical --ro, --rw, --hide paths; ro[] may hold one more than ro_arg[]:
+	 * /etc/resolv.conf's target when it lies under /run */
 	char *ro[SLUICE_CONFINE_MAX_PATHS], *rw[SLUICE_CONFINE_MAX_PATHS], *hide[SLUICE_CONFINE_MAX_PATHS];
 	int landlock_abi;               /* 0: the kernel has no Landlock */
 };

@@ -100,6 +100,7 @@ void sluice_confine_init(struct sluice_confine *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->profile = SLUICE_PROFILE_SANDBOX;
+	c->seccomp_sock = -1;
 }
 
 int sluice_confine_option(struct sluice_confine *c, int opt, const char *arg, char *err, size_t errlen)
@@ -710,5 +711,5 @@ int sluice_confine_enter(const struct sluice_confine *c, char *err, size_t errle
 	}
 	if (c->landlock_abi > 0 && apply_landlock(c, err, errlen) < 0)
 		return -1;
-	return sluice_seccomp_apply(err, errlen);
+	return sluice_seccomp_apply(c->seccomp_sock, err, errlen);
 }

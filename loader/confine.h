@@ -64,6 +64,7 @@ struct sluice_confine {
 	const char *hide_arg[SLUICE_CONFINE_MAX_PATHS];
 	size_t n_ro, n_rw, n_hide;
 	bool force_rw, require_landlock, keep_caps;
+	int seccomp_sock;               /* a sluice_seccomp_monitor's command end, or -1 */
 
 	/* resolved by sluice_confine_prepare() */
 	uid_t uid;

@@ -315,6 +315,25 @@ int sluice_lifecycle_format(const char *action, const char *message, const struc
 	return finish(o, buf, len);
 }
 
+int sluice_syscall_denied_format(const char *syscall, uint32_t pid, uint64_t count, const struct sluice_event_meta *m,
+				 char *buf, size_t len)
+{
+	json_object *o = json_object_new_object();
+	struct timespec r;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	add_common(o, (int64_t)r.tv_sec * 1000000000LL + r.tv_nsec, m);
+	json_object_object_add(o, "event.kind", json_object_new_string("event"));
+	json_object_object_add(o, "event.category", json_object_new_string("process"));
+	json_object_object_add(o, "event.action", json_object_new_string("syscall-denied"));
+	json_object_object_add(o, "event.outcome", json_object_new_string("failure"));
+	json_object_object_add(o, "event.reason", json_object_new_string("seccomp_baseline"));
+	json_object_object_add(o, "process.pid", json_object_new_int64(pid));
+	json_object_object_add(o, "sluice.syscall", sluice_json_string(syscall));
+	json_object_object_add(o, "sluice.syscalls_denied", json_object_new_uint64(count));
+	return finish(o, buf, len);
+}
+
 int sluice_write_line(int fd, const char *line, size_t len)
 {
 	struct iovec iov[2] = { { .iov_base = (void *)line, .iov_len = len }, { .iov_base = "\n", .iov_len = 1 } };

@@ -58,6 +58,11 @@ int sluice_events_lost_format(uint64_t count, uint64_t total, const struct sluic
 int sluice_lifecycle_format(const char *action, const char *message, const struct sluice_event_meta *m,
 			    char *buf, size_t len);
 
+/* A "syscall-denied" line: the seccomp baseline refused `syscall` (its
+ * name) to process `pid` (host pid namespace); `count`: refusals so far. */
+int sluice_syscall_denied_format(const char *syscall, uint32_t pid, uint64_t count, const struct sluice_event_meta *m,
+				 char *buf, size_t len);
+
 struct ring_buffer;
 struct sluice_sandbox;
 

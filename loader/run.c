@@ -35,6 +35,7 @@
 #include "events.h"
 #include "run_limits.h"
 #include "run_limits_v1.h"
+#include "seccomp_baseline.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
@@ -367,6 +368,7 @@ int cmd_run(int argc, char **argv)
 	uint64_t would_before = 0, deadline = 0;
 	struct sluice_limits lim = { 0 }, lim_v2;
 	struct sluice_confine conf;
+	struct sluice_seccomp_monitor mon = { .sock = { -1, -1 } };
 	bool audit, timed_out = false;
 	char go = 0;
 	pid_t pid = -1, cmd_pid;
@@ -625,6 +627,16 @@ int cmd_run(int argc, char **argv)
 		log_warn("run: pipe");
 		goto out;
 	}
+	/* the seccomp baseline's refusals come back here to be counted */
+	if (conf.profile == SLUICE_PROFILE_SANDBOX) {
+		int err = sluice_seccomp_monitor_open(&mon);
+
+		if (err) {
+			log_warnx("run: socketpair for the seccomp monitor: %s", strerror(-err));
+			goto out;
+		}
+		conf.seccomp_sock = mon.sock[1];
+	}
 	would_before = sandbox_stat(&st.sb, SLUICE_STAT_WOULD_DENY);
 	{
 		struct clone_args ca;
@@ -717,6 +729,16 @@ int cmd_run(int argc, char **argv)
 	syncpipe[1] = -1;
 	close(gopipe[0]);
 	gopipe[0] = -1;
+	if (mon.sock[0] >= 0) {
+		int err = sluice_seccomp_monitor_start(&mon, st.events, &meta);
+
+		if (err) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			log_warnx("run: cannot start the seccomp monitor: %s; nothing was run", strerror(-err));
+			goto out;
+		}
+	}
 	{
 		char buf[512], c1;
 		ssize_t n;
@@ -809,13 +831,15 @@ int cmd_run(int argc, char **argv)
 	}
 	forward_pid = 0;
 	{
-		char m[160];
+		char m[224], sc[64] = "";
 
-		snprintf(m, sizeof(m), "sandbox %s stopped: exit status %d; allowed %llu, redirected %llu, denied %llu, events lost %llu",
+		if (conf.profile == SLUICE_PROFILE_SANDBOX)
+			snprintf(sc, sizeof(sc), ", syscalls refused %llu", sluice_seccomp_monitor_stop(&mon));
+		snprintf(m, sizeof(m), "sandbox %s stopped: exit status %d; allowed %llu, redirected %llu, denied %llu, events lost %llu%s",
 			 name, ret, (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_ALLOWED),
 			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_REDIRECTED),
 			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_DENIED),
-			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_EVENTS_LOST));
+			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_EVENTS_LOST), sc);
 		/* what the limits stopped, read before the cgroups go */
 		if (st.cg_path[0]) {
 			struct sluice_limits_hit hit;
@@ -856,6 +880,7 @@ out:
 		close(pidfd);
 	if (netns_fd >= 0)
 		close(netns_fd);
+	sluice_seccomp_monitor_stop(&mon);
 	run_cleanup(&st);
 	sluice_confine_free(&conf);
 	return ret;

@@ -8,13 +8,21 @@
 #include "seccomp_baseline.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/personality.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <seccomp.h>
+
+#include "events.h"
 
 enum scmp_cond {
 	COND_NONE,          /* always refused */
@@ -51,6 +59,7 @@ static const struct scmp_row sluice_seccomp_baseline[] = {
 	{ "ptrace", "@debug", COND_NONE, EPERM },
 	{ "process_vm_readv", "@debug", COND_NONE, EPERM },
 	{ "process_vm_writev", "@debug", COND_NONE, EPERM },
+	{ "pidfd_getfd", "@debug", COND_NONE, EPERM },
 	{ "mount", "@mount", COND_NONE, EPERM },
 	{ "umount", "@mount", COND_NONE, EPERM },
 	{ "umount2", "@mount", COND_NONE, EPERM },
@@ -84,9 +93,10 @@ const char *sluice_seccomp_name(size_t i)
 	return i < sluice_seccomp_count() ? sluice_seccomp_baseline[i].name : NULL;
 }
 
-static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr)
+static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool notify)
 {
-	uint32_t act = SCMP_ACT_ERRNO((uint32_t)r->err);
+	/* EPERM rows go to the monitor when there is one (it answers EPERM) */
+	uint32_t act = notify && r->err == EPERM ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)r->err);
 
 	switch (r->cond) {
 	case COND_NEWUSER:
@@ -117,7 +127,24 @@ static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr)
 	}
 }
 
-int sluice_seccomp_apply(char *err, size_t errlen)
+/* Send the listener fd over sock (SCM_RIGHTS).  Returns 0 or -errno. */
+static int send_fd(int sock, int fd)
+{
+	char byte = 'n', cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
+int sluice_seccomp_apply(int monitor_sock, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	uint32_t native = seccomp_arch_native();
@@ -143,7 +170,7 @@ int sluice_seccomp_apply(char *err, size_t errlen)
 
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* not a system call on any architecture of the filter */
-		r = add_row(ctx, row, nr);
+		r = add_row(ctx, row, nr, monitor_sock >= 0);
 		if (r < 0) {
 			snprintf(err, errlen, "seccomp: cannot add the rule for %s (%s): %s", row->name, row->group,
 				 strerror(-r));
@@ -154,10 +181,142 @@ int sluice_seccomp_apply(char *err, size_t errlen)
 	r = seccomp_load(ctx);
 	if (r < 0)
 		goto fail;
+	if (monitor_sock >= 0) {
+		int nfd = seccomp_notify_fd(ctx);
+
+		r = nfd < 0 ? nfd : send_fd(monitor_sock, nfd);
+		if (nfd >= 0)
+			close(nfd);
+		close(monitor_sock);
+		if (r < 0) {
+			/* without the monitor every refusal would wait forever: stop here */
+			snprintf(err, errlen, "seccomp: cannot hand the listener to the loader: %s", strerror(-r));
+			seccomp_release(ctx);
+			return -1;
+		}
+	}
 	seccomp_release(ctx);
 	return 0;
 fail:
 	snprintf(err, errlen, "seccomp: cannot load the baseline filter: %s", strerror(-r));
 	seccomp_release(ctx);
 	return -1;
+}
+
+/* --- the monitor (the loader) ------------------------------------------ */
+
+int sluice_seccomp_monitor_open(struct sluice_seccomp_monitor *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, m->sock) < 0) {
+		m->sock[0] = m->sock[1] = -1;
+		return -errno;
+	}
+	return 0;
+}
+
+/* Wait (stop-aware) for fd to become readable; 1 ready, 0 stop or hang-up. */
+static int wait_in(struct sluice_seccomp_monitor *m, int fd)
+{
+	while (!m->stop) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r = poll(&p, 1, 100);
+
+		if (r < 0 && errno != EINTR)
+			return 0;
+		if (r > 0 && (p.revents & POLLIN))
+			return 1;
+		if (r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+			return 0;
+	}
+	return 0;
+}
+
+static int recv_fd(int sock)
+{
+	char byte, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int fd = -1;
+
+	if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+static void *monitor_main(void *arg)
+{
+	struct sluice_seccomp_monitor *m = arg;
+	struct seccomp_notif *req = NULL;
+	struct seccomp_notif_resp *resp = NULL;
+	int nfd;
+
+	/* the command's end stays open in the sandbox's init: no EOF to wait for */
+	if (!wait_in(m, m->sock[0]) || (nfd = recv_fd(m->sock[0])) < 0)
+		return NULL;
+	if (seccomp_notify_alloc(&req, &resp) < 0) {
+		close(nfd);
+		return NULL;
+	}
+	while (wait_in(m, nfd)) {
+		char line[1024], *name;
+		int n;
+
+		memset(req, 0, sizeof(*req));
+		if (seccomp_notify_receive(nfd, req) < 0)
+			continue; /* the caller went away (ENOENT) or a signal */
+		memset(resp, 0, sizeof(*resp));
+		resp->id = req->id;
+		resp->error = -EPERM;
+		seccomp_notify_respond(nfd, resp);
+		m->refused++;
+		if (m->refused > SLUICE_SECCOMP_LOGGED || !m->meta)
+			continue;
+		name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
+		n = sluice_syscall_denied_format(name ? name : "unknown", req->pid, m->refused, m->meta, line, sizeof(line));
+		free(name);
+		if (n > 0)
+			sluice_write_line(m->events_fd, line, (size_t)n);
+	}
+	seccomp_notify_free(req, resp);
+	close(nfd);
+	return NULL;
+}
+
+int sluice_seccomp_monitor_start(struct sluice_seccomp_monitor *m, int events_fd, const struct sluice_event_meta *meta)
+{
+	pthread_t t;
+	int r;
+
+	if (m->sock[1] >= 0) {
+		close(m->sock[1]);
+		m->sock[1] = -1;
+	}
+	m->events_fd = events_fd;
+	m->meta = meta;
+	r = pthread_create(&t, NULL, monitor_main, m);
+	if (r)
+		return -r;
+	m->thread = t;
+	m->running = 1;
+	return 0;
+}
+
+unsigned long long sluice_seccomp_monitor_stop(struct sluice_seccomp_monitor *m)
+{
+	if (m->running) {
+		m->stop = 1;
+		pthread_join(m->thread, NULL);
+		m->running = 0;
+	}
+	for (int i = 0; i < 2; i++)
+		if (m->sock[i] >= 0) {
+			close(m->sock[i]);
+			m->sock[i] = -1;
+		}
+	return m->refused;
 }

@@ -270,6 +270,17 @@ def test_seccomp_baseline_refuses_bpf_and_perf(w):
         assert ctl[name] != "1", (name, c.stdout)             # the kernel's own answer
     assert "Seccomp:\t2" in u.stdout and "unshare=1" in u.stdout, u.stdout
     assert "bpf 1" in u.stdout and "perf_event_open 1" in u.stdout, u.stdout
+    # each refusal is counted, the first few logged with the system call's name
+    for res in (r, u):
+        denied = [e for e in res.events if e.get("event.action") == "syscall-denied"]
+        assert [e["sluice.syscall"] for e in denied][:4] == ["bpf", "perf_event_open", "keyctl", "userfaultfd"], denied
+        assert len(denied) == 5 and denied[-1]["sluice.syscalls_denied"] == 5, denied
+        stop = res.events[-1]
+        assert stop["event.action"] == "sandbox-stop", stop
+    assert "syscalls refused 5" in r.events[-1]["message"], r.events[-1]
+    # u: the five calls, unshare -U (CLONE_NEWUSER), and whatever sh and python add
+    assert int(u.events[-1]["message"].rsplit(" ", 1)[1]) >= 6, u.events[-1]
+    assert not [e for e in c.events if e.get("event.action") == "syscall-denied"], c.events
 
 
 # --- egress-only --------------------------------------------------------------

@@ -26,7 +26,7 @@ ARCH     := $(shell uname -m | sed 's/x86_64/x86/' | sed 's/aarch64/arm64/')
 
 DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
-	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev \
+	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev libseccomp-dev \
 	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables \
 	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion \
 	dpkg-dev debhelper lintian
@@ -50,9 +50,10 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
 LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
-# libsystemd (sd_notify) only where the loader's code is linked: sluice, its
-# unit tests and fuzzers; never the proxy or the resolver
-LOADER_LIBS := $(LIBS) -lsystemd
+# libsystemd (sd_notify) and libseccomp (loader/seccomp_baseline.c) only where
+# the loader's code is linked: sluice, its unit tests and fuzzers; never the
+# proxy or the resolver
+LOADER_LIBS := $(LIBS) -lsystemd -lseccomp
 
 BPF_SRCS      := $(wildcard bpf/*.bpf.c)
 BPF_OBJS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))

@@ -69,7 +69,8 @@ class Sandbox:
         self.bench, self.name, self.events, self.policy_path = bench, name, events, policy
         self.cg = os.path.join(bench.cg2, "sluice", name)
         self.pin_dir = os.path.join(PIN_ROOT, name)
-        argv = [SLUICE, "run", "--name", name, "--policy", policy, "--events", events]
+        # egress-only: the bench measures the network filter as it was
+        argv = [SLUICE, "run", "--profile", "egress-only", "--name", name, "--policy", policy, "--events", events]
         if netns:
             argv += ["--netns", netns]
         argv += list(extra) + ["--", "sleep", "3600"]

@@ -347,8 +347,38 @@ int sluice_lifecycle_format(const char *action, const char *message, const struc
 	add_common(o, (int64_t)r.tv_sec * 1000000000LL + r.tv_nsec, m);
 	json_object_object_add(o, "event.kind", json_object_new_string("state"));
 	json_object_object_add(o, "event.action", json_object_new_string(action));
+	if (m->profile) {
+		char id[16];
+
+		json_object_object_add(o, "sluice.profile", json_object_new_string(m->profile));
+		json_object_object_add(o, "user.name", sluice_json_string(m->user_name ? m->user_name : ""));
+		snprintf(id, sizeof(id), "%u", m->uid);
+		json_object_object_add(o, "user.id", json_object_new_string(id));
+		snprintf(id, sizeof(id), "%u", m->gid);
+		json_object_object_add(o, "group.id", json_object_new_string(id));
+		json_object_object_add(o, "sluice.landlock_abi", json_object_new_int(m->landlock_abi));
+	}
 	if (message)
 		json_object_object_add(o, "message", sluice_json_string(message));
+	return finish(o, buf, len);
+}
+
+int sluice_syscall_denied_format(const char *syscall, uint32_t pid, uint64_t count, const struct sluice_event_meta *m,
+				 char *buf, size_t len)
+{
+	json_object *o = json_object_new_object();
+	struct timespec r;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	add_common(o, (int64_t)r.tv_sec * 1000000000LL + r.tv_nsec, m);
+	json_object_object_add(o, "event.kind", json_object_new_string("event"));
+	json_object_object_add(o, "event.category", json_object_new_string("process"));
+	json_object_object_add(o, "event.action", json_object_new_string("syscall-denied"));
+	json_object_object_add(o, "event.outcome", json_object_new_string("failure"));
+	json_object_object_add(o, "event.reason", json_object_new_string("seccomp_baseline"));
+	json_object_object_add(o, "process.pid", json_object_new_int64(pid));
+	json_object_object_add(o, "sluice.syscall", sluice_json_string(syscall));
+	json_object_object_add(o, "sluice.syscalls_denied", json_object_new_uint64(count));
 	return finish(o, buf, len);
 }
 

@@ -20,6 +20,11 @@ struct sluice_event_meta {
 	const char *mode;           /* "enforce" or "audit" (sluice.mode) */
 	int64_t boot_to_real_ns;    /* CLOCK_REALTIME - CLOCK_BOOTTIME, ns */
 	uint32_t canary_pid;        /* events of this pid with comm "sluice-canary" are the canary's */
+	/* the confinement (confine.h), on the sandbox-start/-stop lines when profile is set */
+	const char *profile;        /* sluice.profile: "sandbox" or "egress-only" */
+	const char *user_name;      /* user.name CMD runs as */
+	uint32_t uid, gid;          /* user.id, group.id (strings, as ECS has them) */
+	int landlock_abi;           /* sluice.landlock_abi: 0 if the kernel has none or egress-only */
 };
 
 /* Stable names of reasons ("tcp_port_not_allowed"), hooks ("connect4"),
@@ -53,9 +58,15 @@ int sluice_unix_event_format(const struct sluice_event_unix *u, const struct slu
 int sluice_events_lost_format(uint64_t count, uint64_t total, const struct sluice_event_meta *m,
 			      char *buf, size_t len);
 
-/* A "sandbox started"/"stopped" line (event.action sandbox-start/-stop). */
+/* A "sandbox started"/"stopped" line (event.action sandbox-start/-stop);
+ * with m->profile set, also the confinement fields of the meta. */
 int sluice_lifecycle_format(const char *action, const char *message, const struct sluice_event_meta *m,
 			    char *buf, size_t len);
+
+/* A "syscall-denied" line: the seccomp baseline refused `syscall` (its
+ * name) to process `pid` (host pid namespace); `count`: refusals so far. */
+int sluice_syscall_denied_format(const char *syscall, uint32_t pid, uint64_t count, const struct sluice_event_meta *m,
+				 char *buf, size_t len);
 
 struct ring_buffer;
 struct sluice_sandbox;

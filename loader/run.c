@@ -33,10 +33,13 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "confine.h"
 #include "events.h"
 #include "kfeatures.h"
 #include "owner.h"
 #include "run_limits.h"
+#include "run_limits_v1.h"
+#include "seccomp_baseline.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
@@ -63,6 +66,8 @@ static void usage_run(FILE *f)
 		"\n"
 		"Run CMD in a fresh cgroup whose network egress is limited to what the policy\n"
 		"allows; print one JSON line per denied attempt.  Exits with CMD's status.\n"
+		"By default (--profile sandbox) CMD also runs unprivileged on a read-only view of\n"
+		"the host with one writable workdir (docs/filesystem.md).\n"
 		"\n"
 		"  --policy FILE        allowlist (YAML v1, see docs/policy.md); default: deny everything\n"
 		"  --events FILE        write JSON event lines here (default: stderr)\n"
@@ -83,22 +88,30 @@ static void usage_run(FILE *f)
 		"                       than inet are not judged; the start event says which is in force)\n"
 		"  --no-lsm             do not load the BPF LSM programs (testing the fallback)\n"
 		"  --keep-caps          do not drop CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF, ...\n"
-		"                       from CMD (unsafe; for testing the kernel hooks alone)\n"
-		"  --memory SIZE        memory.max of the sandbox's cgroup (512M, 2G; cgroup v2 memory controller)\n"
-		"  --pids N             pids.max: at most N processes and threads (cgroup v2 pids controller)\n"
-		"  --cpu N              cpu.max: N CPUs' worth of time (0.5, 2; cgroup v2 cpu controller)\n"
+		"                       from CMD (unsafe; for testing the kernel hooks alone; the sandbox\n"
+		"                       profile needs --user root with it)\n"
+		"  --memory SIZE        memory limit of the sandbox (512M, 2G): memory.max, or on a hybrid\n"
+		"                       layout memory.limit_in_bytes of a v1 memory cgroup; the OOM killer\n"
+		"                       kills inside it (status 137) and a limit-exceeded line says so\n"
+		"  --pids N             at most N processes and threads (pids.max, v2 or v1)\n"
+		"  --cpu N              N CPUs' worth of time (0.5, 2; cpu.max, or the v1 cpu controller's\n"
+		"                       CFS quota)\n"
 		"  --timeout DURATION   kill everything in the sandbox after DURATION (30, 1.5, 500ms, 10m, 2h)\n"
-		"                       and exit 124, as timeout(1).  A limit the cgroup v2 hierarchy cannot\n"
-		"                       enforce (hybrid layout) is an error (exit 2), never ignored.\n"
+		"                       and exit 124, as timeout(1).  A limit no cgroup hierarchy can\n"
+		"                       enforce is an error (exit 2), never ignored.\n"
+		"%s"
 		"  -v, --verbose        diagnostics on stderr\n"
 		"\n"
 		"Examples:\n"
 		"  sluice run -- curl -sS https://example.com        # denied: default policy\n"
 		"  sluice run --policy policies/python-pip.yaml --events ev.jsonl -- pip download requests\n"
+		"  sluice run --workdir ~/src/app --user $USER -- make test\n"
+		"  sluice run --profile egress-only -- apt-get install -y jq   # root, host writable\n"
 		"\n"
 		"Exit status: CMD's status (128+N if killed by signal N); 124 if --timeout expired;\n"
 		"2 for a usage or environment error (bad policy, no cgroup2, no BPF, a limit that\n"
-		"cannot be enforced), nothing left behind.\n");
+		"cannot be enforced, a bad --user/--workdir/--rw/--ro/--hide), nothing left behind.\n",
+		sluice_confine_usage);
 }
 
 /* Capabilities a sandboxed command must not hold: each would let it detach
@@ -309,6 +322,7 @@ struct run_state {
 	struct sluice_restarts proxy_restarts, resolver_restarts;
 	char cg_path[4096];
 	char cg_parent[4096];
+	struct sluice_limits_v1 v1; /* the limits on cgroup v1 hierarchies (hybrid layout) */
 	int cg_fd;
 	int events;                 /* fd: 2 (stderr) or the --events file */
 	struct sluice_consumer consumer;
@@ -324,6 +338,7 @@ static void run_cleanup(struct run_state *st)
 		if (err)
 			log_warnx("cannot remove cgroup %s: %s", st->cg_path, strerror(-err));
 	}
+	sluice_limits_v1_remove(&st->v1);
 	if (st->cg_parent[0])
 		rmdir(st->cg_parent); /* only succeeds once no other sandbox uses it */
 	if (st->consumer_ok) {
@@ -449,6 +464,7 @@ int cmd_run(int argc, char **argv)
 		{ "proxy-env", no_argument, NULL, 'E' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		SLUICE_CONFINE_LONGOPTS,
 		{ 0 },
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
@@ -465,12 +481,15 @@ int cmd_run(int argc, char **argv)
 	int ret = 2, errpipe[2] = { -1, -1 }, syncpipe[2] = { -1, -1 }, gopipe[2] = { -1, -1 };
 	int pidfd = -1, netns_fd = -1, port;
 	uint64_t would_before = 0, deadline = 0;
-	struct sluice_limits lim = { 0 };
+	struct sluice_limits lim = { 0 }, lim_v2;
+	struct sluice_confine conf;
+	struct sluice_seccomp_monitor mon = { .sock = { -1, -1 } };
 	bool audit, timed_out = false;
 	char go = 0;
 	pid_t pid = -1, cmd_pid;
 
 	memset(&st, 0, sizeof(st));
+	sluice_confine_init(&conf);
 	st.cg_fd = -1;
 	st.listeners.proxy4 = st.listeners.proxy6 = st.listeners.dns_udp4 = -1;
 	st.listeners.dns_udp6 = st.listeners.dns_tcp4 = st.listeners.dns_tcp6 = -1;
@@ -512,7 +531,19 @@ int cmd_run(int argc, char **argv)
 		case 'E': proxy_env = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
-		default: usage_run(stderr); return 2;
+		default: {
+			int r = sluice_confine_option(&conf, c, optarg, msg, sizeof(msg));
+
+			if (r < 0) {
+				fprintf(stderr, "sluice: run: %s\n", msg);
+				return 2;
+			}
+			if (r > 0) {
+				usage_run(stderr);
+				return 2;
+			}
+			break;
+		}
 		}
 	}
 	log_init("sluice", verbose);
@@ -550,6 +581,12 @@ int cmd_run(int argc, char **argv)
 		log_warnx("run: must run as root (BPF programs, cgroups)");
 		goto out;
 	}
+	/* the confinement: user, workdir and paths checked before anything is made */
+	conf.keep_caps = keep_caps;
+	if (sluice_confine_prepare(&conf, msg, sizeof(msg)) < 0) {
+		log_warnx("run: %s", msg);
+		goto out;
+	}
 	{
 		int err = cg2_find_mount("/proc/mounts", cg2, sizeof(cg2));
 
@@ -559,8 +596,10 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* every limit asked for must be enforceable, before anything is made */
-	if (sluice_limits_check(&lim, cg2, "/proc/mounts", msg, sizeof(msg)) < 0) {
+	/* every limit asked for must be enforceable, before anything is made:
+	 * by the v2 hierarchy, or (hybrid layout) by a v1 one */
+	sluice_limits_v1_plan(&lim, cg2, "/proc/mounts", &st.v1, &lim_v2);
+	if (sluice_limits_check(&lim_v2, cg2, "/proc/mounts", msg, sizeof(msg)) < 0) {
 		log_warnx("run: %s", msg);
 		goto out;
 	}
@@ -655,6 +694,7 @@ int cmd_run(int argc, char **argv)
 	meta.policy_digest = st.policy->digest;
 	meta.mode = mode;
 	meta.boot_to_real_ns = sluice_boot_to_real_ns();
+	sluice_confine_meta(&conf, &meta);
 	if (sluice_consumer_init(&st.consumer, &st.sb, &meta, st.events) < 0) {
 		log_warn("run: cannot read the ring buffer");
 		goto out;
@@ -706,7 +746,8 @@ int cmd_run(int argc, char **argv)
 		st.cg_path[0] = 0;
 		goto out;
 	}
-	if (sluice_limits_apply(&lim, cg2, st.cg_parent, st.cg_path, msg, sizeof(msg)) < 0) {
+	if (sluice_limits_apply(&lim_v2, cg2, st.cg_parent, st.cg_path, msg, sizeof(msg)) < 0 ||
+	    sluice_limits_v1_create(&st.v1, &lim, name, msg, sizeof(msg)) < 0) {
 		log_warnx("run: %s; nothing was run", msg);
 		goto out;
 	}
@@ -736,6 +777,16 @@ int cmd_run(int argc, char **argv)
 		}
 		foreign[1] = sp[0];
 		foreign_peer = sp[1];
+	}
+	/* the seccomp baseline's refusals come back here to be counted */
+	if (conf.profile == SLUICE_PROFILE_SANDBOX) {
+		int err = sluice_seccomp_monitor_open(&mon);
+
+		if (err) {
+			log_warnx("run: socketpair for the seccomp monitor: %s", strerror(-err));
+			goto out;
+		}
+		conf.seccomp_sock = mon.sock[1];
 	}
 	would_before = sandbox_stat(&st.sb, SLUICE_STAT_WOULD_DENY);
 	{
@@ -805,7 +856,10 @@ int cmd_run(int argc, char **argv)
 			child_fail(errpipe[1], 2, "fork: %s", strerror(errno));
 		if (cmd_pid > 0)
 			sandbox_init(errpipe[1], cmd_pid);
-		if (!keep_caps && drop_caps() < 0)
+		if (sluice_confine_enter(&conf, msg, sizeof(msg)) < 0)
+			child_fail(errpipe[1], 2, "%s", msg);
+		/* a non-root user has none left (sluice_confine_enter) */
+		if (!keep_caps && conf.root && drop_caps() < 0)
 			child_fail(errpipe[1], 2, "cannot drop capabilities: %s", strerror(errno));
 		syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
 		if (cfg.have_proxy) {
@@ -832,6 +886,16 @@ int cmd_run(int argc, char **argv)
 	syncpipe[1] = -1;
 	close(gopipe[0]);
 	gopipe[0] = -1;
+	if (mon.sock[0] >= 0) {
+		int err = sluice_seccomp_monitor_start(&mon, st.events, &meta);
+
+		if (err) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			log_warnx("run: cannot start the seccomp monitor: %s; nothing was run", strerror(-err));
+			goto out;
+		}
+	}
 	{
 		char buf[512], c1;
 		ssize_t n;
@@ -846,6 +910,13 @@ int cmd_run(int argc, char **argv)
 				waitpid(pid, &status, 0);
 				log_warnx("run: canary: the audit-mode hooks did not see the canary's connect and sendto (%llu of 2): not in force; nothing was run",
 					  (unsigned long long)would);
+				goto out;
+			}
+			/* into the v1 cgroups before it forks CMD: everything inherits them */
+			if (sluice_limits_v1_attach(&st.v1, pid, msg, sizeof(msg)) < 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				log_warnx("run: %s; nothing was run", msg);
 				goto out;
 			}
 			if (write(gopipe[1], "g", 1) != 1) {
@@ -868,10 +939,11 @@ int cmd_run(int argc, char **argv)
 	if (lim.timeout_ms)
 		deadline = sluice_monotonic_ms() + lim.timeout_ms;
 	{
-		char m[512];
+		char m[PATH_MAX + 1024], d[PATH_MAX + 256];
 
-		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s; unix hooks: %s; bpf lsm: %s%s", name, pid,
-			 mode, cfg.have_unix ? "active (unix connects and sends judged by path)" :
+		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s, %s; unix hooks: %s; bpf lsm: %s%s", name, pid,
+			 mode, sluice_confine_describe(&conf, d, sizeof(d)),
+			 cfg.have_unix ? "active (unix connects and sends judged by path)" :
 			 "not available (kernel before 6.7?): unix sockets are not judged by path",
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
 			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
@@ -914,13 +986,32 @@ int cmd_run(int argc, char **argv)
 	}
 	forward_pid = 0;
 	{
-		char m[160];
+		char m[224], sc[64] = "";
 
-		snprintf(m, sizeof(m), "sandbox %s stopped: exit status %d; allowed %llu, redirected %llu, denied %llu, events lost %llu",
+		if (conf.profile == SLUICE_PROFILE_SANDBOX)
+			snprintf(sc, sizeof(sc), ", syscalls refused %llu", sluice_seccomp_monitor_stop(&mon));
+		snprintf(m, sizeof(m), "sandbox %s stopped: exit status %d; allowed %llu, redirected %llu, denied %llu, events lost %llu%s",
 			 name, ret, (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_ALLOWED),
 			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_REDIRECTED),
 			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_DENIED),
-			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_EVENTS_LOST));
+			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_EVENTS_LOST), sc);
+		/* what the limits stopped, read before the cgroups go */
+		if (st.cg_path[0]) {
+			struct sluice_limits_hit hit;
+			char lm[160];
+
+			sluice_limits_hits(&lim, &st.v1, st.cg_path, &hit);
+			if (hit.oom_kills) {
+				snprintf(lm, sizeof(lm), "memory: the --memory limit (%llu bytes) OOM-killed %llu process(es)",
+					 (unsigned long long)lim.memory_bytes, hit.oom_kills);
+				emit_line(st.events, line, sluice_lifecycle_format("limit-exceeded", lm, &meta, line, sizeof(line)));
+			}
+			if (hit.forks_refused) {
+				snprintf(lm, sizeof(lm), "pids: the --pids limit (%llu) refused %llu fork(s)",
+					 (unsigned long long)lim.pids, hit.forks_refused);
+				emit_line(st.events, line, sluice_lifecycle_format("limit-exceeded", lm, &meta, line, sizeof(line)));
+			}
+		}
 		/* leftovers in the cgroup are killed before the final drain */
 		if (st.cg_path[0]) {
 			cg_kill_and_remove(st.cg_path, 5000);
@@ -949,6 +1040,8 @@ out:
 			close(foreign[i]);
 	if (foreign_peer >= 0)
 		close(foreign_peer);
+	sluice_seccomp_monitor_stop(&mon);
 	run_cleanup(&st);
+	sluice_confine_free(&conf);
 	return ret;
 }

@@ -196,7 +196,8 @@ def test_sigkill_of_loader_keeps_enforcement(w):
     name = "kill9-%d" % os.getpid()
     script = "sleep 1.5; %s tcp 192.0.2.10 8080 > %s; %s tcp 192.0.2.10 5432 >> %s" % (
         W.PROBE, out, W.PROBE, out)
-    p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--netns", w.sbx_path, "--policy",
+    # egress-only: the script writes its output to the host's /tmp
+    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path, "--policy",
                           w.write("k9.yaml", POLICY), "--events", events, "--", "sh", "-c", script],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cg = None
@@ -300,7 +301,7 @@ def test_egress_backstop_drops_what_no_rule_allows(w):
     import json as _json
     name = "backstop-%d" % os.getpid()
     events = os.path.join(w.tmp, "backstop.jsonl")
-    p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--netns", w.sbx_path, "--policy",
+    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path, "--policy",
                           w.write("bs.yaml", POLICY), "--events", events, "--", "sleep", "30"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

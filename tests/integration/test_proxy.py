@@ -802,7 +802,8 @@ def test_no_flow_entry_and_a_killed_proxy_restarts_on_its_socket(w):
         {"op": "http", "via": "direct", "addr": "192.0.2.10", "port": TLS_PORT, "send": "x"},
     ]))
     events = os.path.join(w.tmp, "kill-events.jsonl")
-    cmd = [W.SLUICE, "run", "--events", events, "--netns", w.sbx_path, "--policy", e.policy,
+    # egress-only: the client reads its plan from the host's /tmp
+    cmd = [W.SLUICE, "run", "--profile", "egress-only", "--events", events, "--netns", w.sbx_path, "--policy", e.policy,
            "--upstream-dns", "192.0.2.53"]
     for c in HATCH:
         cmd += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c]

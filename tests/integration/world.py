@@ -175,12 +175,17 @@ class World:
             f.write(text)
         return path
 
-    def sluice_run(self, argv, policy=None, extra=(), timeout=60, netns=True, env=None):
+    def sluice_run(self, argv, policy=None, extra=(), timeout=60, netns=True, env=None, profile="egress-only"):
         """Run argv under `sluice run` in the sandbox netns.  policy: YAML
-        text, a path, or None (built-in default).  Returns a Result with
-        the JSON event lines parsed."""
+        text, a path, or None (built-in default).  profile: the network
+        tests run their clients as root with the host's /tmp (files of
+        self.tmp), so "egress-only" unless a test asks for the confined
+        default (None: no --profile at all).  Returns a Result with the
+        JSON event lines parsed."""
         events = os.path.join(self.tmp, "events-%d.jsonl" % time.monotonic_ns())
         cmd = [SLUICE, "run", "--events", events]
+        if profile:
+            cmd += ["--profile", profile]
         if netns:
             cmd += ["--netns", self.sbx_path]
         if policy is not None:
@@ -191,8 +196,9 @@ class World:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         return Result(p.returncode, p.stdout, p.stderr, read_events(events))
 
-    def probe(self, *args, policy=None, extra=(), timeout=60):
-        return self.sluice_run([PROBE] + [str(a) for a in args], policy=policy, extra=extra, timeout=timeout)
+    def probe(self, *args, policy=None, extra=(), timeout=60, profile="egress-only"):
+        return self.sluice_run([PROBE] + [str(a) for a in args], policy=policy, extra=extra, timeout=timeout,
+                               profile=profile)
 
 
 def read_events(path):

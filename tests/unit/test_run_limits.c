@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "run_limits.h"
+#include "run_limits_v1.h"
 
 static void test_memory(void **state)
 {
@@ -212,6 +213,39 @@ static void test_check_hybrid_layout(void **state)
 	assert_int_equal(sluice_limits_need_controllers(&l), 0);
 }
 
+/* The hybrid layout: what v2 lacks goes to the v1 hierarchy that has it
+ * (found by its mount options, "cpu,cpuacct" included); what neither has
+ * stays with v2, whose check refuses it. */
+static void test_v1_plan(void **state)
+{
+	struct fake *f = *state;
+	struct sluice_limits l = { .memory_bytes = 1 << 30, .pids = 10, .cpu_milli = 500, .timeout_ms = 7 }, v2;
+	struct sluice_limits_v1 v1;
+	char msg[512];
+
+	put(f->cg2, "cgroup.controllers", "hugetlb\n");
+	sluice_limits_v1_plan(&l, f->cg2, f->mounts, &v1, &v2);
+	assert_int_equal(v1.n, 2);
+	assert_string_equal(v1.controller[0], "memory");
+	assert_string_equal(v1.mount[0], "/sys/fs/cgroup/memory");
+	assert_string_equal(v1.controller[1], "cpu");
+	assert_string_equal(v1.mount[1], "/sys/fs/cgroup/cpu,cpuacct");
+	assert_int_equal(v2.memory_bytes, 0);
+	assert_int_equal(v2.cpu_milli, 0);
+	assert_int_equal(v2.pids, 10);           /* on no hierarchy: */
+	assert_int_equal(v2.timeout_ms, 7);
+	assert_int_equal(sluice_limits_check(&v2, f->cg2, f->mounts, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "has no pids controller: --pids cannot be enforced"));
+	/* the unified layout: nothing for v1 */
+	put(f->cg2, "cgroup.controllers", "cpu memory pids\n");
+	sluice_limits_v1_plan(&l, f->cg2, f->mounts, &v1, &v2);
+	assert_int_equal(v1.n, 0);
+	assert_int_equal(v2.memory_bytes, l.memory_bytes);
+	assert_int_equal(v2.pids, 10);
+	/* nothing made, nothing to remove */
+	sluice_limits_v1_remove(&v1);
+}
+
 static void test_check_and_apply_unified(void **state)
 {
 	struct fake *f = *state;
@@ -265,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_cpu),
 		cmocka_unit_test(test_duration),
 		cmocka_unit_test_setup_teardown(test_check_hybrid_layout, fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(test_v1_plan, fake_setup, fake_teardown),
 		cmocka_unit_test_setup_teardown(test_check_and_apply_unified, fake_setup, fake_teardown),
 		cmocka_unit_test(test_unreadable_hierarchy),
 	};

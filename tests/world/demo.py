@@ -44,7 +44,8 @@ def brief(e):
 def curl_step(w, title, shell, policy, extra):
     print("\n%s%s%s" % (BOLD, title, RESET))
     print("%s$ sluice run --policy policies/demo.yaml ... -- sh -c '%s'%s" % (DIM, shell, RESET))
-    r = w.sluice_run(["sh", "-c", shell + " ; echo \"(exit $?)\""], policy=policy, extra=extra)
+    # the confined default (docs/filesystem.md), as a user would type it
+    r = w.sluice_run(["sh", "-c", shell + " ; echo \"(exit $?)\""], policy=policy, extra=extra, profile=None)
     lines = r.stdout.strip().splitlines() or [""]
     head = [l for l in lines if l.startswith("HTTP/") or l.lower().startswith("x-sluice")]
     for line in (head + lines[-2:] if head else lines[-3:]):
@@ -59,7 +60,13 @@ def curl_step(w, title, shell, policy, extra):
 def proxy_demo(w):
     """curl through the proxy and the resolver: names, URLs, methods."""
     here = os.path.join(ROOT, "tests", "integration")
-    cert, key = os.path.join(w.tmp, "cert.pem"), os.path.join(w.tmp, "key.pem")
+    # the sandbox's /tmp is a fresh tmpfs and its user is nobody: the CA
+    # certificate goes into a readable directory bound in read-only (--ro)
+    pub = os.path.join(w.tmp, "pub")
+    os.makedirs(pub)
+    os.chmod(w.tmp, 0o711)
+    os.chmod(pub, 0o755)
+    cert, key = os.path.join(pub, "cert.pem"), os.path.join(w.tmp, "key.pem")
     W.sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
          "-subj", "/CN=api.example.com", "-addext", "subjectAltName=DNS:api.example.com")
     w.start_server([os.path.join(here, "origin_server.py"), "--http", "8081", "--https", "8443", "--cert", cert,
@@ -70,7 +77,7 @@ def proxy_demo(w):
     # The world lives on documentation addresses, which the proxy and the
     # resolver refuse by default (reserved, never public): the demo opens
     # them with their test-only flags.
-    extra = ["--upstream-dns", "192.0.2.53"]
+    extra = ["--upstream-dns", "192.0.2.53", "--ro", pub]
     for c in ("192.0.2.0/24", "198.51.100.0/24"):
         extra += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
                   "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
@@ -116,10 +123,12 @@ def main():
             print("\n%s%s%s" % (BOLD, title, RESET))
             print("%s$ sluice run --netns %s --policy %s -- sluice-probe %s%s" % (
                 DIM, w.sbx_path, os.path.relpath(POLICY, ROOT), " ".join(args), RESET))
-            show(title, w.probe(*args, policy=POLICY, extra=["--keep-caps"] if args[0] == "raw" else []))
+            # the raw socket needs CAP_NET_RAW to reach the kernel hook at all: root, capabilities kept
+            show(title, w.probe(*args, policy=POLICY, profile=None,
+                                extra=["--user", "root", "--keep-caps"] if args[0] == "raw" else []))
         print("\n%sdefault policy (no --policy): everything is refused%s" % (BOLD, RESET))
         print("%s$ sluice run --netns %s -- sluice-probe tcp 192.0.2.10 5432%s" % (DIM, w.sbx_path, RESET))
-        show("default", w.probe("tcp", "192.0.2.10", "5432"))
+        show("default", w.probe("tcp", "192.0.2.10", "5432", profile=None))
         proxy_demo(w)
     finally:
         w.close()

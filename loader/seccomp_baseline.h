@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * seccomp_baseline.h - the seccomp baseline of the sandbox profile (libseccomp):
+ * system calls a sandboxed command has no business making (loading BPF,
+ * kernel modules, kexec, the kernel keyring, userfaultfd, ptrace, mounts,
+ * new user namespaces, personality tricks) fail with EPERM.  The list is
+ * one table in seccomp_baseline.c (sluice_seccomp_baseline), systemd seccomp-util
+ * style; docs/filesystem.md shows it.
+ */
+#ifndef SLUICE_SECCOMP_BASELINE_H
+#define SLUICE_SECCOMP_BASELINE_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+/*
+ * Load the baseline into the calling thread (inherited by everything it
+ * forks and execs; no_new_privs is set).  Call last before exec: mount(2)
+ * and friends are refused afterwards.  The native architecture and, on
+ * x86-64 and arm64, the 32-bit ones too (so `int 0x80` is no way round).
+ *
+ * monitor_sock >= 0 (a sluice_seccomp_monitor's child end): the refusals
+ * go through a seccomp user notification (Linux 5.0) to the monitor in
+ * the loader, which answers EPERM and counts them; the listener fd is
+ * sent over monitor_sock and closed here, so the command never holds it
+ * (it could answer its own notifications).  If the loader is gone, the
+ * kernel fails those calls with ENOSYS: still refused.  monitor_sock < 0:
+ * plain EPERM, uncounted.
+ * Returns 0, or -1 with a message in err.
+ */
+int sluice_seccomp_apply(int monitor_sock, char *err, size_t errlen);
+
+struct sluice_event_meta;
+
+/* The loader's side of the refusal count (a thread; see sluice_seccomp_apply). */
+struct sluice_seccomp_monitor {
+	int sock[2];                /* [0] the loader's end, [1] the command's */
+	int events_fd;
+	const struct sluice_event_meta *meta;
+	unsigned long long refused; /* written by the thread; read after stop */
+	volatile int stop;
+	int running;
+	pthread_t thread;
+};
+
+/* Before the sandbox's clone: the socket pair (close-on-exec).  Returns 0 or -errno. */
+int sluice_seccomp_monitor_open(struct sluice_seccomp_monitor *m);
+
+/* After the clone, in the loader: close the command's end and start the
+ * thread that receives the listener and answers every refusal with EPERM,
+ * logging the first SLUICE_SECCOMP_LOGGED as "syscall-denied" lines on
+ * events_fd.  Returns 0 or -errno. */
+#define SLUICE_SECCOMP_LOGGED 5
+int sluice_seccomp_monitor_start(struct sluice_seccomp_monitor *m, int events_fd, const struct sluice_event_meta *meta);
+
+/* Stop the thread (if any), close everything; returns the refusals counted.
+ * Safe on a monitor that was opened but not started, and twice. */
+unsigned long long sluice_seccomp_monitor_stop(struct sluice_seccomp_monitor *m);
+
+/* Number of rows in the baseline table and the name of row i (tests, docs). */
+size_t sluice_seccomp_count(void);
+const char *sluice_seccomp_name(size_t i);
+
+#endif

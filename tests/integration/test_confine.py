@@ -38,11 +38,20 @@ def _workdir(uid=NOBODY, gid=NOBODY):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _run(w, argv, workdir=None, extra=(), env=None, profile=None, netns=True):
+def _run(w, argv, workdir=None, extra=(), env=None, profile=None, netns=True, policy=None):
     ex = list(extra)
     if workdir:
         ex = ["--workdir", workdir] + ex
-    return w.sluice_run(argv, extra=ex, env=env if env is not None else _env(), profile=profile, netns=netns)
+    return w.sluice_run(argv, policy=policy, extra=ex, env=env if env is not None else _env(), profile=profile,
+                        netns=netns)
+
+
+def _unix_policy(name):
+    """A policy whose `unix:` entry lets the sandbox reach `name` (the
+    kernel's unix hooks refuse every other unix socket), so that what these
+    tests see is the file-system or Landlock layer, not the policy."""
+    return ("version: 1\nname: confine-unix\nallow:\n  - unix: %s\n    why: the test's listener\n"
+            % json.dumps(name))
 
 
 def _py(code):
@@ -208,8 +217,8 @@ def test_host_socket_under_run_is_out_of_reach(w):
     lst = _unix_listener(path)
     try:
         with _workdir() as wd:
-            r = _run(w, ["python3", "-c", CONNECT, path], workdir=wd)
-            c = _run(w, ["python3", "-c", CONNECT, path], profile="egress-only")
+            r = _run(w, ["python3", "-c", CONNECT, path], workdir=wd, policy=_unix_policy(path))
+            c = _run(w, ["python3", "-c", CONNECT, path], profile="egress-only", policy=_unix_policy(path))
         assert r.rc == 0 and "refused 2" in r.stdout, r     # ENOENT: /run is a fresh tmpfs
         assert "CONNECTED" in c.stdout, c                    # the control reaches it
     finally:
@@ -226,8 +235,8 @@ def test_landlock_scopes_abstract_unix_sockets(w):
     try:
         with _workdir() as wd:
             # without --netns: the abstract namespace is the host netns's, as it is by default
-            r = _run(w, ["python3", "-c", CONNECT, name], workdir=wd, netns=False)
-            c = _run(w, ["python3", "-c", CONNECT, name], netns=False, profile="egress-only")
+            r = _run(w, ["python3", "-c", CONNECT, name], workdir=wd, netns=False, policy=_unix_policy(name))
+            c = _run(w, ["python3", "-c", CONNECT, name], netns=False, profile="egress-only", policy=_unix_policy(name))
         assert r.rc == 0 and "refused 1" in r.stdout, r      # EPERM from Landlock
         assert "CONNECTED" in c.stdout, c
         assert _start(r)["sluice.landlock_abi"] == abi, _start(r)

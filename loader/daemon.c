@@ -114,7 +114,7 @@ static int start_children(struct dsandbox *s, char *msg, size_t msglen)
 	char flow_map[PATH_MAX];
 	struct sluice_child_opts co = {
 		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
-		.flow_map = flow_map, .log_path = D.events_path, .upstream_dns = D.upstream_dns,
+		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
 		.mode = s->mode, .extra = D.proxy_extra,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;

@@ -61,7 +61,10 @@ static void usage_run(FILE *f)
 		"allows; print one JSON line per denied attempt.  Exits with CMD's status.\n"
 		"\n"
 		"  --policy FILE        allowlist (YAML v1, see docs/policy.md); default: deny everything\n"
-		"  --events FILE        write JSON event lines here (default: stderr)\n"
+		"  --events DEST        where sluice's JSON lines go (kernel events, proxy access log,\n"
+		"                       resolver query log, lifecycle): a FILE (appended), - for\n"
+		"                       stdout; default stderr.  CMD's stdout is never written to\n"
+		"                       unless DEST is -\n"
 		"  --name NAME          sandbox name (default: run-<pid>)\n"
 		"  --netns PATH         run CMD in this network namespace (e.g. /run/netns/NAME);\n"
 		"                       the proxy and resolver listen and dial there too\n"
@@ -370,8 +373,8 @@ int cmd_run(int argc, char **argv)
 		case 'u': upstream = optarg; break;
 		case 'P': no_proxy = 1; break;
 		case 'R': no_resolver = 1; break;
-		case 'x': if (n_px < 31) proxy_extra[n_px++] = optarg; break;
-		case 'y': if (n_rx < 31) resolver_extra[n_rx++] = optarg; break;
+		case 'x': if (n_px < 30) proxy_extra[n_px++] = optarg; break;
+		case 'y': if (n_rx < 30) resolver_extra[n_rx++] = optarg; break;
 		case 'k': keep_caps = 1; break;
 		case 'M': case 'I': case 'C': case 'T': {
 			int r = c == 'M' ? sluice_parse_memory(optarg, &lim.memory_bytes, msg, sizeof(msg)) :
@@ -393,6 +396,11 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	log_init("sluice", verbose);
+	/* the children's banners ("serving ...") only with -v */
+	if (verbose) {
+		proxy_extra[n_px++] = "-v";
+		resolver_extra[n_rx++] = "-v";
+	}
 	if (optind >= argc) {
 		log_warnx("run: no command given (usage: sluice run [OPTIONS] -- CMD [ARGS...])");
 		return 2;
@@ -458,7 +466,9 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (events_path) {
+	if (events_path && strcmp(events_path, "-") == 0) {
+		st.events = STDOUT_FILENO;
+	} else if (events_path) {
 		st.events = open(events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 		if (st.events < 0) {
 			log_warn("run: cannot open events file %s", events_path);
@@ -526,7 +536,7 @@ int cmd_run(int argc, char **argv)
 		char flow_map[512];
 		struct sluice_child_opts co = {
 			.policy_path = policy_path, .netns_path = netns_path, .sandbox = name,
-			.flow_map = flow_map, .log_path = events_path, .upstream_dns = upstream, .mode = mode,
+			.flow_map = flow_map, .log_fd = st.events, .upstream_dns = upstream, .mode = mode,
 		};
 
 		snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", st.sb.pin_dir);

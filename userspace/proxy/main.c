@@ -45,6 +45,8 @@ static void usage(FILE *f)
 		"  --netns PATH               join this network namespace first\n"
 		"  --sandbox NAME             sandbox name for the log (default: default)\n"
 		"  --log FILE                 access log, JSON lines, appended (default: stdout)\n"
+		"  --log-fd N                 write the access log to inherited fd N (sluice run and the\n"
+		"                             daemon pass their events destination so all lines share it)\n"
 		"  --upstream-dns ADDR[:PORT] resolve allowed names here (default: /etc/resolv.conf)\n"
 		"  --ready-fd N               write \"ready\\n\" to fd N once serving, then close it\n"
 		"  --mode audit|enforce       override the policy's mode\n"
@@ -212,6 +214,7 @@ int main(int argc, char **argv)
 		{ "netns", required_argument, NULL, 'n' },
 		{ "sandbox", required_argument, NULL, 's' },
 		{ "log", required_argument, NULL, 'l' },
+		{ "log-fd", required_argument, NULL, 'G' },
 		{ "upstream-dns", required_argument, NULL, 'd' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "mode", required_argument, NULL, 'M' },
@@ -255,6 +258,7 @@ int main(int argc, char **argv)
 		case 'n': cfg->netns = optarg; break;
 		case 's': cfg->sandbox = optarg; break;
 		case 'l': cfg->log_path = optarg; break;
+		case 'G': cfg->log_fd = (int)parse_uint("--log-fd", optarg, 1, INT_MAX); break;
 		case 'd': cfg->upstream_dns = optarg; break;
 		case 'r': cfg->ready_fd = (int)parse_uint("--ready-fd", optarg, 0, INT_MAX); break;
 		case 'M':
@@ -312,7 +316,13 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);   /* splice() to a closed socket raises it */
 	raise_nofile();
 
-	if (cfg->log_path) {
+	if (cfg->log_fd > 0 && cfg->log_path)
+		fatalx("--log and --log-fd: give one");
+	if (cfg->log_fd > 0) {
+		if (fcntl(cfg->log_fd, F_SETFD, FD_CLOEXEC) < 0)
+			fatal("--log-fd %d", cfg->log_fd);
+		px.log_fd = cfg->log_fd;
+	} else if (cfg->log_path) {
 		px.log_fd = open(cfg->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 		if (px.log_fd < 0)
 			fatal("--log %s", cfg->log_path);

@@ -60,6 +60,7 @@ struct proxy_config {
 	const char *netns;
 	const char *sandbox;
 	const char *log_path;           /* NULL: stdout */
+	int log_fd;                     /* --log-fd: inherited destination; 0: none */
 	const char *upstream_dns;       /* NULL: /etc/resolv.conf */
 	int ready_fd;                   /* -1: none */
 	int mode;                       /* -1: the policy's, else enum sluice_mode */

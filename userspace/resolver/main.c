@@ -31,7 +31,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: sluice-resolver (--udp-fd N | --tcp-fd N | --listen ADDR:PORT)...\n"
-"                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE]\n"
+"                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE | --log-fd N]\n"
 "                       [--upstream-dns ADDR[:PORT]] [--ready-fd N] [--mode audit|enforce]\n"
 "                       [--allow-private-answers CIDR]... [--upstream-timeout-ms N] [-v]\n"
 "\n"
@@ -46,6 +46,8 @@ static void usage(FILE *f)
 "                           leave from the sandbox's network\n"
 "  --sandbox NAME           sandbox name for the log\n"
 "  --log FILE               JSON lines, appended (default: standard output)\n"
+"  --log-fd N               write them to inherited fd N (sluice run and the daemon pass\n"
+"                           their events destination so that all lines share it)\n"
 "  --upstream-dns ADDR[:PORT]  upstream resolver (default: the first nameserver\n"
 "                           of /etc/resolv.conf, port 53)\n"
 "  --ready-fd N             write \"ready\\n\" to fd N once serving, then close it\n"
@@ -94,7 +96,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
-	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT };
+	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -103,6 +105,7 @@ int main(int argc, char **argv)
 		{ "netns", required_argument, NULL, O_NETNS },
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
 		{ "log", required_argument, NULL, O_LOG },
+		{ "log-fd", required_argument, NULL, O_LOG_FD },
 		{ "upstream-dns", required_argument, NULL, O_UPSTREAM },
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "mode", required_argument, NULL, O_MODE },
@@ -118,7 +121,7 @@ int main(int argc, char **argv)
 	const char *upstream = NULL, *mode = NULL;
 	struct rsv_cidr allow[MAX_ALLOW];
 	size_t n_allow = 0;
-	int ready_fd = -1, verbose = 0, c, i;
+	int ready_fd = -1, log_fd = 0, verbose = 0, c, i;
 	struct sluice_policy *policy = NULL;
 	struct sluice_policy_error perr;
 	struct rsv_server_cfg cfg;
@@ -150,6 +153,7 @@ int main(int argc, char **argv)
 		case O_NETNS: netns = optarg; break;
 		case O_SANDBOX: sandbox = optarg; break;
 		case O_LOG: log_path = optarg; break;
+		case O_LOG_FD: log_fd = parse_int(optarg, 1, INT_MAX, "--log-fd"); break;
 		case O_UPSTREAM: upstream = optarg; break;
 		case O_READY: ready_fd = parse_int(optarg, 0, INT_MAX, "--ready-fd"); break;
 		case O_MODE:
@@ -234,7 +238,13 @@ int main(int argc, char **argv)
 	cfg.upstream_len = ulen;
 	rsv_sockaddr_str((struct sockaddr *)&cfg.upstream, upbuf, sizeof(upbuf));
 
-	if (log_path) {
+	if (log_path && log_fd > 0)
+		fatalx("--log and --log-fd: give one");
+	if (log_fd > 0) {
+		if (fcntl(log_fd, F_SETFD, FD_CLOEXEC) < 0)
+			fatal("--log-fd %d", log_fd);
+		cfg.log_fd = log_fd;
+	} else if (log_path) {
 		cfg.log_fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 		if (cfg.log_fd < 0)
 			fatal("--log %s", log_path);
@@ -289,7 +299,7 @@ int main(int argc, char **argv)
 	if (!line || rsv_log_write(cfg.log_fd, line) < 0)
 		fatal("cannot write the log");
 	free(line);
-	log_info("serving (%s mode, policy %s %.12s, upstream %s)",
+	log_debug("serving (%s mode, policy %s %.12s, upstream %s)",
 		 cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
 		 policy->name ? policy->name : "?", policy->digest, upbuf);
 	if (cfg.ctx.mode == SLUICE_MODE_AUDIT)
@@ -310,7 +320,7 @@ int main(int argc, char **argv)
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
 	sluice_policy_free(policy);
-	if (cfg.log_fd != STDOUT_FILENO)
+	if (log_path)
 		close(cfg.log_fd);
 	return 0;
 }

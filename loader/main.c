@@ -8,7 +8,7 @@
 #include "log.h"
 #include "run.h"
 
-#define SLUICE_VERSION "0.1.0"
+#include "evlog.h" /* SLUICE_VERSION */
 
 static void usage(FILE *f)
 {

@@ -238,7 +238,8 @@ struct run_state {
 	char cg_path[4096];
 	char cg_parent[4096];
 	int cg_fd;
-	int events;                 /* fd: 2 (stderr) or the --events file */
+	int events;                 /* fd: 2 (stderr), 1 (--events -) or the --events file */
+	struct sluice_evlog log;    /* the loader's lines (kernel, lifecycle) on `events` */
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 };
@@ -312,10 +313,48 @@ static int have_set_retval(void)
 	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
 }
 
-static void emit_line(int fd, const char *line, int n)
+/*
+ * The sandbox-stop line (the counters, and the event lines the writer lost),
+ * then one summary line on stderr when something was denied or lost.
+ */
+static void run_stop_line(struct run_state *st, const char *name, int status)
 {
-	if (n > 0)
-		sluice_write_line(fd, line, (size_t)n);
+	uint64_t allowed = sandbox_stat(&st->sb, SLUICE_STAT_ALLOWED);
+	uint64_t redirected = sandbox_stat(&st->sb, SLUICE_STAT_REDIRECTED);
+	uint64_t denied = sandbox_stat(&st->sb, SLUICE_STAT_DENIED);
+	uint64_t would = sandbox_stat(&st->sb, SLUICE_STAT_WOULD_DENY);
+	uint64_t ring_lost = sandbox_stat(&st->sb, SLUICE_STAT_EVENTS_LOST);
+	/* the stop line itself may be lost too: counted before it is written */
+	uint64_t lines_lost = sluice_evlog_lost_total(&st->log);
+	uint64_t real = denied + would > st->consumer.canary ? denied + would - st->consumer.canary : 0;
+	char m[320], summary[512];
+	struct sluice_line *l;
+
+	snprintf(m, sizeof(m), "sandbox %s stopped: exit status %d; allowed %llu, redirected %llu, denied %llu, "
+		 "events lost %llu, event lines lost %llu", name, status, (unsigned long long)allowed,
+		 (unsigned long long)redirected, (unsigned long long)denied, (unsigned long long)ring_lost,
+		 (unsigned long long)lines_lost);
+	l = sluice_evlog_begin(&st->log, SLUICE_DS_LIFECYCLE, -1);
+	SL_STR(l, "event.kind", "state");
+	SL_STR(l, "event.action", "sandbox-stop");
+	SL_STR(l, "message", m);
+	SL_I64(l, "process.exit_code", status);
+	SL_U64(l, "sluice.allowed", allowed);
+	SL_U64(l, "sluice.redirected", redirected);
+	SL_U64(l, "sluice.denied", denied);
+	SL_U64(l, "sluice.would_deny", would);
+	SL_U64(l, "sluice.canary_events", st->consumer.canary);
+	SL_U64(l, "sluice.events_lost_total", ring_lost);
+	SL_U64(l, "sluice.kernel_lines_lost", sluice_evlog_lost(&st->log, SLUICE_DS_KERNEL));
+	SL_U64(l, "sluice.event_lines_lost", lines_lost);
+	sluice_evlog_commit(&st->log);
+
+	if (real)
+		log_warnx("sandbox %s: %llu connection attempt%s %s by the kernel (events: %s)", name,
+			  (unsigned long long)real, real == 1 ? "" : "s", would ? "denied or would be denied" : "denied",
+			  st->log.dest);
+	if (sluice_evlog_lost_total(&st->log))
+		log_warnx("%s", sluice_evlog_loss_summary(&st->log, summary, sizeof(summary)));
 }
 
 int cmd_run(int argc, char **argv)
@@ -343,7 +382,7 @@ int cmd_run(int argc, char **argv)
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
 		   *upstream = NULL;
-	char name[64] = "", msg[512], cg2[1024], helper[4096], line[2048];
+	char name[64] = "", msg[512], cg2[1024], helper[4096];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	struct run_state st;
@@ -525,7 +564,14 @@ int cmd_run(int argc, char **argv)
 	meta.policy_digest = st.policy->digest;
 	meta.mode = mode;
 	meta.boot_to_real_ns = sluice_boot_to_real_ns();
-	if (sluice_consumer_init(&st.consumer, &st.sb, &meta, st.events) < 0) {
+	{
+		struct sluice_envelope env;
+
+		sluice_envelope_of(&meta, &env);
+		sluice_evlog_init(&st.log, st.events, st.events == STDERR_FILENO ? "stderr" :
+				  st.events == STDOUT_FILENO ? "stdout" : events_path, "sluice", &env);
+	}
+	if (sluice_consumer_init(&st.consumer, &st.sb, &meta, &st.log) < 0) {
 		log_warn("run: cannot read the ring buffer");
 		goto out;
 	}
@@ -679,6 +725,9 @@ int cmd_run(int argc, char **argv)
 		execvp(argv[optind], &argv[optind]);
 		child_fail(errpipe[1], 127, "cannot execute %s: %s", argv[optind], strerror(errno));
 	}
+	/* from here on the canary's denials are marked as its own, also when
+	 * CMD then cannot be executed (the lines drained at cleanup) */
+	meta.canary_pid = (uint32_t)pid;
 	close(errpipe[1]);
 	errpipe[1] = -1;
 	close(syncpipe[1]);
@@ -716,7 +765,6 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	meta.canary_pid = (uint32_t)pid;
 	forward_pid = pid;
 	if (lim.timeout_ms)
 		deadline = sluice_monotonic_ms() + lim.timeout_ms;
@@ -724,7 +772,7 @@ int cmd_run(int argc, char **argv)
 		char m[128];
 
 		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s", name, pid, mode);
-		emit_line(st.events, line, sluice_lifecycle_format("sandbox-start", m, &meta, line, sizeof(line)));
+		sluice_lifecycle_write(&st.log, "sandbox-start", m);
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -745,8 +793,8 @@ int cmd_run(int argc, char **argv)
 		/* --timeout: kill the whole cgroup once; CMD's exit ends the loop */
 		if (deadline && !timed_out && sluice_monotonic_ms() >= deadline) {
 			timed_out = true;
-			emit_line(st.events, line, sluice_lifecycle_format("sandbox-timeout",
-				  "--timeout expired: every process of the sandbox killed", &meta, line, sizeof(line)));
+			sluice_lifecycle_write(&st.log, "sandbox-timeout",
+					       "--timeout expired: every process of the sandbox killed");
 			cg_kill_procs(st.cg_path);
 		}
 		if (pf[1].revents & POLLIN) {
@@ -758,31 +806,25 @@ int cmd_run(int argc, char **argv)
 		/* a dead proxy or resolver leaves the sandbox without network: say so */
 		if (st.proxy_pid > 0 && waitpid(st.proxy_pid, &status, WNOHANG) == st.proxy_pid) {
 			st.proxy_pid = 0;
-			emit_line(st.events, line, sluice_lifecycle_format("proxy-exited",
-				  "sluice-proxy exited: proxied connections now fail (fail closed)", &meta, line, sizeof(line)));
+			sluice_lifecycle_write(&st.log, "proxy-exited",
+					       "sluice-proxy exited: proxied connections now fail (fail closed)");
 		}
 		if (st.resolver_pid > 0 && waitpid(st.resolver_pid, &status, WNOHANG) == st.resolver_pid) {
 			st.resolver_pid = 0;
-			emit_line(st.events, line, sluice_lifecycle_format("resolver-exited",
-				  "sluice-resolver exited: DNS now fails (fail closed)", &meta, line, sizeof(line)));
+			sluice_lifecycle_write(&st.log, "resolver-exited",
+					       "sluice-resolver exited: DNS now fails (fail closed)");
 		}
 	}
 	forward_pid = 0;
 	{
-		char m[160];
-
-		snprintf(m, sizeof(m), "sandbox %s stopped: exit status %d; allowed %llu, redirected %llu, denied %llu, events lost %llu",
-			 name, ret, (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_ALLOWED),
-			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_REDIRECTED),
-			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_DENIED),
-			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_EVENTS_LOST));
-		/* leftovers in the cgroup are killed before the final drain */
+		/* leftovers in the cgroup are killed before the final drain, and
+		 * the counters are read after it: lines + losses = denials */
 		if (st.cg_path[0]) {
 			cg_kill_and_remove(st.cg_path, 5000);
 			st.cg_path[0] = 0;
 		}
 		sluice_consumer_drain(&st.consumer);
-		emit_line(st.events, line, sluice_lifecycle_format("sandbox-stop", m, &meta, line, sizeof(line)));
+		run_stop_line(&st, name, ret);
 	}
 out:
 	if (errpipe[0] >= 0)

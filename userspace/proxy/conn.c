@@ -146,11 +146,7 @@ static void conn_log(struct conn *c)
 	r.src = &c->peer.sa;
 	r.dst = c->have_dst ? &c->dst.sa : NULL;
 	r.orig = c->have_orig ? &c->orig : NULL;
-	r.sandbox = px->cfg.sandbox;
 	r.rule = c->rule;
-	r.policy_digest = px->policy->digest;
-	r.policy_name = px->policy->name;
-	r.mode = px->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
 	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
 		r.request_seq = (int)c->nreq + 1;
@@ -160,8 +156,9 @@ static void conn_log(struct conn *c)
 	}
 	for (size_t i = 0; i < c->n_dropped && i < PROXY_DROPPED_MAX && i < PROXY_LOG_MAX_DROPPED; i++)
 		r.dropped[r.n_dropped++] = c->dropped[i];
-	if (proxy_log_write(px->log_fd, &r) < 0)
-		log_warn("access log");
+	/* a line that cannot be written is counted lost by the writer, which
+	 * says so on stderr once per state change */
+	proxy_log_write(&px->log, &r);
 }
 
 void conn_finish(struct conn *c)

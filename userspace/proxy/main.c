@@ -342,6 +342,18 @@ int main(int argc, char **argv)
 			fatalx("cannot build the default policy");
 	}
 	px.mode = cfg->mode >= 0 ? (enum sluice_mode)cfg->mode : px.policy->mode;
+	{
+		struct sluice_envelope env = {
+			.sandbox = cfg->sandbox, .policy_name = px.policy->name, .policy_digest = px.policy->digest,
+			.mode = px.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
+		};
+		char dest[32];
+
+		if (!cfg->log_path)
+			snprintf(dest, sizeof(dest), px.log_fd == STDOUT_FILENO ? "stdout" :
+				 px.log_fd == STDERR_FILENO ? "stderr" : "fd %d", px.log_fd);
+		sluice_evlog_init(&px.log, px.log_fd, cfg->log_path ? cfg->log_path : dest, "sluice-proxy", &env);
+	}
 
 	px.flow_fd = proxy_flow_open(cfg->flow_map);
 	if (px.flow_fd < 0)
@@ -422,6 +434,11 @@ int main(int argc, char **argv)
 	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);
 	event_base_free(px.base);
+	if (sluice_evlog_lost_total(&px.log)) {
+		char summary[512];
+
+		log_warnx("%s", sluice_evlog_loss_summary(&px.log, summary, sizeof(summary)));
+	}
 	sluice_policy_free(px.policy);
 	close(px.flow_fd);
 	return 0;

@@ -19,6 +19,7 @@
 
 #include <event2/event.h>
 
+#include "evlog.h"
 #include "log.h"
 #include "policy.h"
 #include "resolver.h"
@@ -128,7 +129,8 @@ int main(int argc, char **argv)
 	struct rsv_server *srv;
 	struct event_base *base;
 	struct event *sigs[2];
-	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600], *line;
+	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600];
+	static struct sluice_evlog evlog;
 	unsigned ulen;
 	long timeout_ms = 2000;
 
@@ -295,10 +297,22 @@ int main(int argc, char **argv)
 	if (!sigs[0] || !sigs[1] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0)
 		fatalx("cannot handle signals");
 
-	line = rsv_log_start_line(&cfg.lc, upbuf, listen_desc);
-	if (!line || rsv_log_write(cfg.log_fd, line) < 0)
-		fatal("cannot write the log");
-	free(line);
+	{
+		struct sluice_envelope env = {
+			.sandbox = sandbox, .policy_name = policy->name, .policy_digest = policy->digest,
+			.mode = cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
+		};
+		char dest[32];
+
+		if (!log_path)
+			snprintf(dest, sizeof(dest), cfg.log_fd == STDOUT_FILENO ? "stdout" :
+				 cfg.log_fd == STDERR_FILENO ? "stderr" : "fd %d", cfg.log_fd);
+		sluice_evlog_init(&evlog, cfg.log_fd, log_path ? log_path : dest, "sluice-resolver", &env);
+		cfg.log = &evlog;
+	}
+	/* the mode and policy on record before the first query; a line that
+	 * cannot be written is counted (and said on stderr), never fatal */
+	rsv_log_start(&evlog, upbuf, listen_desc);
 	log_debug("serving (%s mode, policy %s %.12s, upstream %s)",
 		 cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
 		 policy->name ? policy->name : "?", policy->digest, upbuf);
@@ -319,6 +333,11 @@ int main(int argc, char **argv)
 	event_free(sigs[1]);
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
+	if (sluice_evlog_lost_total(&evlog)) {
+		char summary[512];
+
+		log_warnx("%s", sluice_evlog_loss_summary(&evlog, summary, sizeof(summary)));
+	}
 	sluice_policy_free(policy);
 	if (log_path)
 		close(cfg.log_fd);

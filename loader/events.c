@@ -137,10 +137,13 @@ int sluice_event_format(const struct sluice_event *e, const struct sluice_event_
 			size_t len)
 {
 	struct sluice_line l;
+	char ts[40];
 
 	if (len < 128)
 		return -1;
 	sluice_line_init(&l, buf, len);
+	sluice_format_time(sluice_event_real_ns(e, m), ts, sizeof(ts));
+	SL_STR(&l, "@timestamp", ts);
 	sluice_event_fields(&l, e, m);
 	return (int)sluice_line_end(&l);
 }

@@ -47,7 +47,7 @@ bool sluice_event_is_canary(const struct sluice_event *e, const struct sluice_ev
 void sluice_event_fields(struct sluice_line *l, const struct sluice_event *e, const struct sluice_event_meta *m);
 
 /*
- * The same fields as a JSON object alone (no envelope; tests and fuzzing)
+ * @timestamp and the same fields as a JSON object (no envelope; tests and fuzzing)
  * into buf.  Returns the length (< len), or -1 if len < 128.
  */
 int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,

@@ -178,8 +178,10 @@ static int on_event(void *ctx, void *data, size_t size)
 	sluice_event_fields(l, e, c->meta);
 	if (sluice_event_is_canary(e, c->meta))
 		c->canary++;
-	/* written or counted lost by the writer (sluice_evlog_lost) */
-	sluice_evlog_commit(c->log);
+	/* written, or counted lost (by the writer, per dataset, and here: the
+	 * denial lines alone, for denials = lines + ring losses + these) */
+	if (sluice_evlog_commit(c->log) < 0)
+		c->write_lost++;
 	c->received++;
 	return 0;
 }
@@ -223,8 +225,9 @@ int sluice_consumer_drain(struct sluice_consumer *c)
 		SL_STR(l, "event.reason", "ring_buffer_full");
 		SL_U64(l, "sluice.events_lost", lost - c->lost_reported);
 		SL_U64(l, "sluice.events_lost_total", lost);
-		sluice_evlog_commit(c->log);
-		c->lost_reported = lost;
+		/* kept until written: the count is never lost with the line */
+		if (sluice_evlog_commit_retry(c->log) == 0)
+			c->lost_reported = lost;
 	}
 	return (int)(c->received - before);
 }

@@ -72,6 +72,7 @@ struct sluice_consumer {
 	struct sluice_evlog *log;   /* where lines go (not owned) */
 	uint64_t lost_reported;     /* events_lost already written */
 	uint64_t canary;            /* of which the canary's */
+	uint64_t write_lost;        /* denial lines the writer could not write */
 	uint64_t received;          /* events consumed (written, or lost in the writer) */
 };
 

@@ -345,7 +345,7 @@ static void run_stop_line(struct run_state *st, const char *name, int status)
 	SL_U64(l, "sluice.would_deny", would);
 	SL_U64(l, "sluice.canary_events", st->consumer.canary);
 	SL_U64(l, "sluice.events_lost_total", ring_lost);
-	SL_U64(l, "sluice.kernel_lines_lost", sluice_evlog_lost(&st->log, SLUICE_DS_KERNEL));
+	SL_U64(l, "sluice.kernel_lines_lost", st->consumer.write_lost);
 	SL_U64(l, "sluice.event_lines_lost", lines_lost);
 	sluice_evlog_commit(&st->log);
 
@@ -354,7 +354,9 @@ static void run_stop_line(struct run_state *st, const char *name, int status)
 			  (unsigned long long)real, real == 1 ? "" : "s", would ? "denied or would be denied" : "denied",
 			  st->log.dest);
 	if (sluice_evlog_lost_total(&st->log))
-		log_warnx("%s", sluice_evlog_loss_summary(&st->log, summary, sizeof(summary)));
+		log_warnx("%s; the kernel denied %llu (%llu not queued: ring buffer full)",
+			  sluice_evlog_loss_summary(&st->log, summary, sizeof(summary)),
+			  (unsigned long long)(denied + would), (unsigned long long)ring_lost);
 }
 
 int cmd_run(int argc, char **argv)

@@ -419,9 +419,16 @@ static void take_back(struct sluice_evlog *w, const char *line, size_t done)
 	struct stat st;
 	off_t end = lseek(w->fd, 0, SEEK_CUR);
 
+	ssize_t r;
+
 	if (end < (off_t)done || fstat(w->fd, &st) < 0 || st.st_size != end)
 		return;
-	if (pread(w->fd, tail, done, end - (off_t)done) != (ssize_t)done || memcmp(tail, line, done) != 0)
+	/* where the fd is readable, check the bytes too (a write-only fd, as
+	 * sluice opens them, has only the size to go by) */
+	r = pread(w->fd, tail, done, end - (off_t)done);
+	if (r >= 0 && (r != (ssize_t)done || memcmp(tail, line, done) != 0))
+		return;
+	if (r < 0 && errno != EBADF)
 		return;
 	if (ftruncate(w->fd, end - (off_t)done) < 0)
 		return;
@@ -502,7 +509,7 @@ static int report_recovered(struct sluice_evlog *w)
 	return 0;
 }
 
-int sluice_evlog_commit(struct sluice_evlog *w)
+static int commit(struct sluice_evlog *w, bool count)
 {
 	size_t n = sluice_line_end(&w->cur);
 	int r;
@@ -521,10 +528,22 @@ int sluice_evlog_commit(struct sluice_evlog *w)
 		report_failing(w, -r);
 	w->err = -r;
 lost:
-	w->last_err = w->err;
-	w->lost[w->cur_ds]++;
-	w->lost_outage[w->cur_ds]++;
+	if (count) {
+		w->last_err = w->err;
+		w->lost[w->cur_ds]++;
+		w->lost_outage[w->cur_ds]++;
+	}
 	return r;
+}
+
+int sluice_evlog_commit(struct sluice_evlog *w)
+{
+	return commit(w, true);
+}
+
+int sluice_evlog_commit_retry(struct sluice_evlog *w)
+{
+	return commit(w, false);
 }
 
 uint64_t sluice_evlog_lost(const struct sluice_evlog *w, enum sluice_dataset ds)

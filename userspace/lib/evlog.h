@@ -160,6 +160,13 @@ struct sluice_line *sluice_evlog_begin(struct sluice_evlog *w, enum sluice_datas
  */
 int sluice_evlog_commit(struct sluice_evlog *w);
 
+/*
+ * The same for a report the caller keeps and writes again later until it
+ * is written (the ring buffer's events_lost count): a failure is not
+ * counted as a lost line, the outage is still reported.  0 or -errno.
+ */
+int sluice_evlog_commit_retry(struct sluice_evlog *w);
+
 /* Lines of `ds` lost to write errors since start. */
 uint64_t sluice_evlog_lost(const struct sluice_evlog *w, enum sluice_dataset ds);
 

@@ -189,6 +189,92 @@ def test_full_disk_at_exit_is_in_the_summary(w):
     assert int(m.group(4)) >= 2000 + 3 and kernel_lines < int(m.group(4)), (kernel_lines, m.groups())
 
 
+# --- accuracy: what the lines say is what happened ----------------------------
+
+def test_denied_connect_records_the_requested_port(w):
+    """curl through the proxy to an allowed name on a port no entry allows:
+    the line says which port was asked for (an attempt at :22 is not one at
+    :443)."""
+    path = os.path.join(w.tmp, "connect-port-%d.jsonl" % time.monotonic_ns())
+    r = run_raw(w, ["sh", "-c", "curl -sS --max-time 10 -x $SLUICE_PROXY https://api.example.com:22/ "
+                    "-o /dev/null; curl -sS --max-time 10 -x $SLUICE_PROXY https://denied.example.org:2222/ "
+                    "-o /dev/null; true"], events=path)
+    assert r.returncode == 0, r
+    lines = W.read_events(path)
+    SEEN.extend(lines)
+    conns = [l for l in lines if l.get("event.action") == "proxy-connect"]
+    got = sorted((l["url.domain"], l["destination.port"], l["event.reason"], l["http.response.status_code"])
+                 for l in conns)
+    assert got == [("api.example.com", 22, "host_not_allowed", 403),
+                   ("denied.example.org", 2222, "host_not_allowed", 403)], conns
+    assert all("destination.ip" not in l for l in conns), conns   # nothing was dialed
+
+
+def test_403_reason_phrase_names_the_policy_and_reason(w):
+    """What apt, pip, wget and git print is the status line: it says that
+    sluice's policy refused, and why."""
+    r = run_raw(w, ["sh", "-c", "curl -sS -i --max-time 10 -x $SLUICE_PROXY http://denied.example.org:%d/x"
+                    % TP.HTTP_PORT])
+    first = r.stdout.splitlines()[0] if r.stdout else ""
+    assert first.strip() == "HTTP/1.1 403 Forbidden by sluice policy: host_not_allowed", r
+
+
+def client_hello_two_snis(name):
+    """A ClientHello with two server_name extensions (malformed: RFC 8446
+    4.2), the first naming `name`."""
+    import struct
+    n = name.encode()
+    entry = b"\x00" + struct.pack("!H", len(n)) + n
+    lst = struct.pack("!H", len(entry)) + entry
+    ext = struct.pack("!HH", 0, len(lst)) + lst
+    body = b"\x03\x03" + b"\x11" * 32 + b"\x00" + struct.pack("!H", 2) + b"\x13\x01" + b"\x01\x00"
+    exts = ext + ext
+    body += struct.pack("!H", len(exts)) + exts
+    hs = b"\x01" + struct.pack("!I", len(body))[1:] + body
+    return b"\x16\x03\x01" + struct.pack("!H", len(hs)) + hs
+
+
+def test_400_and_bad_client_hello_carry_the_attempted_name(w):
+    """A smuggling-shaped request (400 cl_te_conflict) says which host it was
+    for; a malformed ClientHello that named a server says which."""
+    e = TP.env(w)
+    hello = client_hello_two_snis("api.example.com").decode("latin-1")
+    plan = [
+        {"op": "http", "via": "proxy", "send": TP.explicit("http://api.example.com:%d/x" % TP.HTTP_PORT,
+                                                          headers="Content-Length: 1\r\nTransfer-Encoding: chunked\r\n",
+                                                          method="POST", body="0\r\n\r\n")},
+        {"op": "http", "via": "direct", "addr": "192.0.2.10", "port": TP.TLS_PORT, "send": hello},
+    ]
+    path = w.write("plan-%d.json" % time.monotonic_ns(), json.dumps(plan))
+    events = os.path.join(w.tmp, "attempted-%d.jsonl" % time.monotonic_ns())
+    r = run_raw(w, ["python3", TP.CLIENT, path], events=events)
+    assert r.returncode == 0, r
+    lines = [l for l in W.read_events(events) if l.get("event.dataset") == "sluice.proxy"]
+    SEEN.extend(W.read_events(events))
+    bad = [l for l in lines if l["event.reason"] == "cl_te_conflict"]
+    assert len(bad) == 1 and bad[0]["url.domain"] == "api.example.com" and \
+        bad[0]["http.response.status_code"] == 400, lines
+    hello_lines = [l for l in lines if l["event.reason"] == "bad_client_hello"]
+    assert len(hello_lines) == 1 and hello_lines[0]["tls.client.server_name"] == "api.example.com", lines
+    assert hello_lines[0]["destination.port"] == TP.TLS_PORT, hello_lines
+
+
+def test_unexecutable_cmd_canary_is_not_a_denial(w):
+    """CMD that cannot be executed: exit 127, and the canary's own attempts
+    are marked as the canary's, not reported as the sandbox's denials."""
+    path = os.path.join(w.tmp, "noexec-%d.jsonl" % time.monotonic_ns())
+    r = run_raw(w, ["/nonexistent/cmd"], events=path)
+    assert r.returncode == 127 and "cannot execute /nonexistent/cmd" in r.stderr, r
+    lines = W.read_events(path)
+    SEEN.extend(lines)
+    kernel = [l for l in lines if l.get("event.dataset") == "sluice.kernel" and l.get("event.kind") == "event"]
+    assert len(kernel) == 3, kernel
+    assert all(l["event.action"] == "canary-denied" and l.get("sluice.canary") is True for l in kernel), kernel
+    # and `policy suggest` proposes nothing for them
+    s = subprocess.run([W.SLUICE, "policy", "suggest", path], capture_output=True, text=True)
+    assert "127.0.0.1" not in s.stdout, s.stdout
+
+
 # --- the schema: every field documented, the required ones present -----------
 
 def documented_fields():

@@ -728,7 +728,7 @@ static void test_error_response(void **state)
 
 	assert_int_equal(proxy_error_response(403, "host_not_allowed", false, out), 0);
 	s = head_str(out);
-	assert_non_null(strstr(s, "HTTP/1.1 403 Forbidden\r\n"));
+	assert_non_null(strstr(s, "HTTP/1.1 403 Forbidden by sluice policy: host_not_allowed\r\n"));
 	assert_non_null(strstr(s, "\r\nX-Sluice-Denied: host_not_allowed\r\n"));
 	assert_non_null(strstr(s, "\r\nConnection: close\r\n"));
 	body = strstr(s, "\r\n\r\n") + 4;

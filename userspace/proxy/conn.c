@@ -145,6 +145,7 @@ static void conn_log(struct conn *c)
 	r.resp_bytes = c->resp_bytes;
 	r.src = &c->peer.sa;
 	r.dst = c->have_dst ? &c->dst.sa : NULL;
+	r.target_port = c->port;   /* a refused CONNECT: the port it asked for */
 	r.orig = c->have_orig ? &c->orig : NULL;
 	r.rule = c->rule;
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
@@ -578,8 +579,13 @@ static void on_http_head(struct conn *c)
 		return;
 	}
 	if (proxy_request_parse(c->req, c->buf, c->head_len, &err) < 0) {
+		char attempted[SLUICE_HOST_MAX + 1];
+
 		if (c->req->target_buf || c->req->method_id == HTTP_CONNECT)
 			c->method = http_method_str(c->req->method_id);
+		/* the line says which host the refused request was for */
+		if (proxy_request_attempted_host(c->req, attempted, sizeof(attempted)))
+			set_printable(&c->host, attempted);
 		conn_reply(c, err.status, err.reason);
 		return;
 	}
@@ -659,6 +665,11 @@ static void process_tls(struct conn *c)
 		on_tls_hello(c, &h);
 		return;
 	default:
+		/* the name it asked for, when the hello got that far, and the port */
+		if (h.has_sni)
+			set_printable(&c->sni, h.sni);
+		if (c->have_orig)
+			c->port = c->orig.dport;
 		c->verdict = "deny";
 		conn_close(c, "bad_client_hello");
 		return;

@@ -326,7 +326,8 @@ static void run_stop_line(struct run_state *st, const char *name, int status)
 	uint64_t ring_lost = sandbox_stat(&st->sb, SLUICE_STAT_EVENTS_LOST);
 	/* the stop line itself may be lost too: counted before it is written */
 	uint64_t lines_lost = sluice_evlog_lost_total(&st->log);
-	uint64_t real = denied + would > st->consumer.canary ? denied + would - st->consumer.canary : 0;
+	uint64_t total = denied + would;
+	uint64_t real = total > st->consumer.canary ? total - st->consumer.canary : 0;
 	char m[320], summary[512];
 	struct sluice_line *l;
 
@@ -356,7 +357,7 @@ static void run_stop_line(struct run_state *st, const char *name, int status)
 	if (sluice_evlog_lost_total(&st->log))
 		log_warnx("%s; the kernel denied %llu (%llu not queued: ring buffer full)",
 			  sluice_evlog_loss_summary(&st->log, summary, sizeof(summary)),
-			  (unsigned long long)(denied + would), (unsigned long long)ring_lost);
+			  (unsigned long long)total, (unsigned long long)ring_lost);
 }
 
 int cmd_run(int argc, char **argv)

@@ -91,16 +91,19 @@ void sluice_line_strval(struct sluice_line *l, const char *s)
 		} else if (c < 0x20 || c == 0x7f) {
 			if (end - o < 6)
 				goto cut;
-			memcpy(o, "\\u00", 4);
-			o[4] = hex[c >> 4];
-			o[5] = hex[c & 15];
-			o += 6;
+			*o++ = '\\';
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
+			*o++ = hex[c >> 4];
+			*o++ = hex[c & 15];
 			i++;
 		} else if ((k = sluice_utf8_seq_len(u + i, n - i)) == 0) {
 			if (end - o < 3)
 				goto cut;
-			memcpy(o, "\xef\xbf\xbd", 3);  /* U+FFFD */
-			o += 3;
+			*o++ = (char)0xef;   /* U+FFFD */
+			*o++ = (char)0xbf;
+			*o++ = (char)0xbd;
 			i++;
 		} else {
 			if ((size_t)(end - o) < k)

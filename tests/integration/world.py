@@ -194,6 +194,11 @@ class World:
         return self.sluice_run([PROBE] + [str(a) for a in args], policy=policy, extra=extra, timeout=timeout)
 
 
+# every sluice line any test of this process read (test_schema.py checks
+# them all against docs/events.md)
+SEEN = []
+
+
 def read_events(path):
     out = []
     try:
@@ -204,6 +209,7 @@ def read_events(path):
                     out.append(json.loads(line))
     except FileNotFoundError:
         pass
+    SEEN.extend(out)
     return out
 
 

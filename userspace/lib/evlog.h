@@ -22,7 +22,8 @@
  *    regular file is taken back (ftruncate) so no torn tail is left.  Loss is
  *    reported on stderr once per state change (failing, recovered), and the
  *    first line after a recovery is an "events_lost" line saying how many were
- *    lost meanwhile.  Single-threaded: one evlog per thread.
+ *    lost meanwhile.  Single-threaded (every sluice process is): one evlog per
+ *    destination and envelope, used from one thread.
  */
 #ifndef SLUICE_EVLOG_H
 #define SLUICE_EVLOG_H
@@ -89,7 +90,8 @@ void sluice_line_rewind(struct sluice_line *l, size_t mark);
 size_t sluice_line_end(struct sluice_line *l);
 
 /* "2026-11-30T06:13:47.123456Z" for a CLOCK_REALTIME time in ns (floor
- * division: times before 1970 keep microseconds in 0..999999). */
+ * division: times before 1970 keep microseconds in 0..999999).  The part up
+ * to the seconds is cached per process: call from one thread. */
 void sluice_format_time(int64_t real_ns, char *buf, size_t len);
 
 /* CLOCK_REALTIME now, in ns. */

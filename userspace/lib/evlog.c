@@ -438,7 +438,6 @@ static void take_back(struct sluice_evlog *w, const char *line, size_t done)
 	char tail[SLUICE_LINE_MAX];
 	struct stat st;
 	off_t end = lseek(w->fd, 0, SEEK_CUR);
-
 	ssize_t r;
 
 	if (end < (off_t)done || fstat(w->fd, &st) < 0 || st.st_size != end)
@@ -450,8 +449,8 @@ static void take_back(struct sluice_evlog *w, const char *line, size_t done)
 		return;
 	if (r < 0 && errno != EBADF)
 		return;
-	if (ftruncate(w->fd, end - (off_t)done) < 0)
-		return;
+	/* if even this fails the torn part stays: nothing else can be done */
+	(void)!ftruncate(w->fd, end - (off_t)done);
 }
 
 /* Write line (len bytes, newline included) whole, or not at all: 0 or -errno. */

@@ -126,10 +126,10 @@ def test_full_disk_counts_loss_never_tears(w):
         with open(filler, "wb") as f:
             f.write(b"x" * 36 * 1024)
         path = os.path.join(mnt, "events.jsonl")
-        # the flood fills the disk; once the loader has drained it (1.5 s:
+        # the flood fills the disk; once the loader has drained it (2.5 s:
         # failing writes are fast), CMD frees room (the destination
         # recovers) and makes a few more denials
-        cmd = ["sh", "-c", "%s flood-udp 192.0.2.10 9999 %d; sleep 1.5; rm -f %s; sleep 0.3; %s flood-udp 192.0.2.10 9999 5"
+        cmd = ["sh", "-c", "%s flood-udp 192.0.2.10 9999 %d; sleep 2.5; rm -f %s; sleep 0.3; %s flood-udp 192.0.2.10 9999 5"
                % (W.PROBE, FLOOD, filler, W.PROBE)]
         r = run_raw(w, cmd, events=path)
         probes = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]

@@ -280,7 +280,7 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 	int ready[2];
 	pid_t pid;
 	char *argv[64];
-	char fdbuf[8][16];
+	char fdbuf[8][16], logfd[16];
 	int argc = 0, nfd = 0;
 	int fds[6];
 	const char *base = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
@@ -327,9 +327,10 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--sandbox";
 		argv[argc++] = (char *)o->sandbox;
 	}
-	if (o->log_path) {
-		argv[argc++] = "--log";
-		argv[argc++] = (char *)o->log_path;
+	if (o->log_fd > 0) {
+		snprintf(logfd, sizeof(logfd), "%d", o->log_fd);
+		argv[argc++] = "--log-fd";
+		argv[argc++] = logfd;
 	}
 	if (o->upstream_dns) {
 		argv[argc++] = "--upstream-dns";
@@ -359,6 +360,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		for (int i = 0; i < nfd; i++)
 			fcntl(fds[i], F_SETFD, 0);
 		fcntl(ready[1], F_SETFD, 0);
+		if (o->log_fd > 0)
+			fcntl(o->log_fd, F_SETFD, 0);
 		execv(binary, argv);
 		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
 		_exit(127);

@@ -70,7 +70,9 @@ struct sluice_child_opts {
 	const char *netns_path;    /* NULL: the loader's */
 	const char *sandbox;
 	const char *flow_map;      /* pinned sluice_flows (proxy only) */
-	const char *log_path;      /* JSON lines; NULL: loader's stderr */
+	int log_fd;                /* the events destination (an O_APPEND file, stderr, stdout),
+				    * inherited as `--log-fd N` so that the loader and both
+				    * children share one open file; 0: none (the child's default) */
 	const char *upstream_dns;  /* NULL: /etc/resolv.conf */
 	const char *mode;          /* "enforce" / "audit" */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */

@@ -930,7 +930,10 @@ static void read_proxy(struct line_ctx *l, const char *action)
 			}
 	} else if (strcmp(action, "proxy-tls") == 0) {
 		via = VIA_TLS;
-		port = hostport_port(jstr(l->o, "sluice.orig_dst"));
+		if (jint(l->o, "sluice.orig_dst.port", &dport) && dport > 0 && dport <= 65535)
+			port = (uint16_t)dport;
+		else
+			port = hostport_port(jstr(l->o, "sluice.orig_dst"));   /* lines before 0.1.0's split */
 		if (!port && jint(l->o, "destination.port", &dport) && dport > 0 && dport <= 65535)
 			port = (uint16_t)dport;
 	} else {
@@ -1218,13 +1221,7 @@ void suggest_line(struct suggest *s, const char *file, unsigned long lineno,
 	l.mode = jstr(l.o, "sluice.mode");
 	observe_common(&l);
 
-	if ((ds && strcmp(ds, "sluice.proxy") == 0) || (comp && strcmp(comp, "proxy") == 0)) {
-		read_proxy(&l, action);
-	} else if ((ds && strcmp(ds, "sluice.resolver") == 0) || (comp && strcmp(comp, "resolver") == 0)) {
-		read_resolver(&l, action, kind);
-	} else if (jhas(l.o, "sluice.hook") || is_one_of(action, kernel_actions)) {
-		read_kernel(&l, action ? action : "");
-	} else if (action && strcmp(action, "events_lost") == 0) {
+	if (action && strcmp(action, "events_lost") == 0) {
 		int64_t n = 0;
 
 		if (!jint(l.o, "sluice.events_lost", &n) || n < 0) {
@@ -1232,7 +1229,16 @@ void suggest_line(struct suggest *s, const char *file, unsigned long lineno,
 			goto out;
 		}
 		s->c.events_lost += (unsigned long long)n;
-		note(s, file, lineno, "kernel events_lost: the ring buffer was full, events were lost (the log is incomplete)");
+		if (jstr(l.o, "event.reason") && strcmp(jstr(l.o, "event.reason"), "write_failed") == 0)
+			note(s, file, lineno, "events_lost: lines could not be written to the events destination (the log is incomplete)");
+		else
+			note(s, file, lineno, "kernel events_lost: the ring buffer was full, events were lost (the log is incomplete)");
+	} else if ((ds && strcmp(ds, "sluice.proxy") == 0) || (comp && strcmp(comp, "proxy") == 0)) {
+		read_proxy(&l, action);
+	} else if ((ds && strcmp(ds, "sluice.resolver") == 0) || (comp && strcmp(comp, "resolver") == 0)) {
+		read_resolver(&l, action, kind);
+	} else if (jhas(l.o, "sluice.hook") || is_one_of(action, kernel_actions)) {
+		read_kernel(&l, action ? action : "");
 	} else if (action && kind && (strcmp(kind, "state") == 0 || strcmp(kind, "metric") == 0)) {
 		note(s, file, lineno, "sandbox lifecycle lines (start, stop, attach, reload, ...)");
 	} else {

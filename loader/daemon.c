@@ -66,6 +66,8 @@ struct dsandbox {
 	pid_t proxy_pid, resolver_pid;
 	struct sluice_restarts proxy_restarts, resolver_restarts;
 	struct sluice_event_meta meta;
+	struct sluice_evlog log;    /* this sandbox's lines (its envelope, its loss counts) */
+	bool log_ready;
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 	struct dsandbox *next;
@@ -76,6 +78,7 @@ static struct {
 	char sock_path[PATH_MAX];
 	char events_path[PATH_MAX];
 	int events;                 /* O_APPEND fd, one write per line */
+	struct sluice_evlog log;    /* daemon-wide lines (no sandbox) */
 	struct event_base *base;
 	struct dsandbox *sandboxes;
 	char proxy_bin[PATH_MAX], resolver_bin[PATH_MAX];
@@ -90,16 +93,13 @@ static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
 {
-	char msg[512], line[2048];
-	struct sluice_event_meta m = { .sandbox = "", .mode = "enforce" };
+	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (sluice_lifecycle_format(action, msg, s ? &s->meta : &m, line, sizeof(line)) > 0) {
-		sluice_write_line(D.events, line, strlen(line));
-	}
+	sluice_lifecycle_write(s && s->log_ready ? &s->log : &D.log, action, msg);
 	log_info("%s", msg);
 }
 
@@ -127,7 +127,7 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 	char flow_map[PATH_MAX];
 	struct sluice_child_opts co = {
 		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
-		.flow_map = flow_map, .log_path = D.events_path, .upstream_dns = D.upstream_dns,
+		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
 		.mode = s->mode, .extra = D.proxy_extra,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
@@ -269,11 +269,19 @@ static void unlink_sandbox(struct dsandbox *s)
 
 static void init_meta(struct dsandbox *s)
 {
+	struct sluice_envelope env;
+
 	s->meta.sandbox = s->name;
 	s->meta.policy_name = s->policy->name;
 	s->meta.policy_digest = s->policy->digest;
 	s->meta.mode = s->mode;
 	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
+	sluice_envelope_of(&s->meta, &env);
+	if (!s->log_ready)
+		sluice_evlog_init(&s->log, D.events, D.events_path, "sluice", &env);
+	else
+		sluice_evlog_set_envelope(&s->log, &env);  /* a reload: loss counts carry on */
+	s->log_ready = true;
 }
 
 /* Bind-mount the netns at `src` to a file of ours, so it outlives the
@@ -469,6 +477,8 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "denied", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_DENIED)));
 	json_object_object_add(o, "would_deny", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_WOULD_DENY)));
 	json_object_object_add(o, "events_lost", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_EVENTS_LOST)));
+	/* lines the daemon could not write to the events file (ENOSPC, ...) */
+	json_object_object_add(o, "event_lines_lost", json_object_new_uint64(s->log_ready ? sluice_evlog_lost_total(&s->log) : 0));
 	return o;
 }
 
@@ -571,7 +581,7 @@ static json_object *do_attach(json_object *req)
 		goto fail;
 	}
 	init_meta(s);
-	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, D.events) < 0) {
+	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) < 0) {
 		o = reply_error("cannot read the ring buffer: %s", strerror(errno));
 		goto fail;
 	}
@@ -922,7 +932,7 @@ static int adopt_all(void)
 			}
 		}
 		init_meta(s);
-		if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, D.events) == 0)
+		if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) == 0)
 			s->consumer_ok = true;
 		if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s (fail closed)", name, msg);
@@ -1069,6 +1079,7 @@ int cmd_daemon(int argc, char **argv)
 			log_warn("daemon: cannot open %s", D.events_path);
 			return 2;
 		}
+		sluice_evlog_init(&D.log, D.events, D.events_path, "sluice", NULL);
 	}
 	if (adopt_all() > 0) {
 		log_warnx("daemon: refusing to start: some pinned sandboxes could not be re-adopted (see above); "

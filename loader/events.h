@@ -6,17 +6,19 @@
 #ifndef SLUICE_EVENTS_H
 #define SLUICE_EVENTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <linux/types.h>
 
+#include "evlog.h"
 #include "sluice.h"
 
 /* What every line of a sandbox carries besides the event itself. */
 struct sluice_event_meta {
 	const char *sandbox;        /* sluice.sandbox */
-	const char *policy_name;    /* rule.ruleset.name is not ECS; sluice.policy_name */
-	const char *policy_digest;  /* rule.ruleset and sluice.policy_sha256 (hex) */
+	const char *policy_name;    /* rule.ruleset and sluice.policy_name */
+	const char *policy_digest;  /* rule.version and sluice.policy_sha256 (hex) */
 	const char *mode;           /* "enforce" or "audit" (sluice.mode) */
 	int64_t boot_to_real_ns;    /* CLOCK_REALTIME - CLOCK_BOOTTIME, ns */
 	uint32_t canary_pid;        /* events of this pid with comm "sluice-canary" are the canary's */
@@ -35,38 +37,38 @@ const char *sluice_hook_name(unsigned hook);
 /* CLOCK_REALTIME - CLOCK_BOOTTIME in ns, for converting event timestamps. */
 int64_t sluice_boot_to_real_ns(void);
 
-/* "2026-11-30T06:13:47.123456Z" for a CLOCK_REALTIME time in ns. */
-void sluice_format_time(int64_t real_ns, char *buf, size_t len);
+/* The event's time as CLOCK_REALTIME ns (its boot-time stamp + m's offset). */
+int64_t sluice_event_real_ns(const struct sluice_event *e, const struct sluice_event_meta *m);
+
+/* Is e one of the start-up canary's own denials (m->canary_pid, comm
+ * "sluice-canary")? */
+bool sluice_event_is_canary(const struct sluice_event *e, const struct sluice_event_meta *m);
 
 /*
- * Format one kernel event as a JSON object on one line (no newline) into
- * buf.  Returns the length written (< len), or -1 if it does not fit.
- * Pure: no I/O.  Strings from the event (comm) are JSON-escaped.
+ * Add the fields of one kernel event (docs/events.md, "Kernel events") to
+ * a line begun with sluice_evlog_begin(..., SLUICE_DS_KERNEL, ...).  Pure:
+ * no I/O.  Strings from the event (comm) are escaped, bad UTF-8 replaced.
+ */
+void sluice_event_fields(struct sluice_line *l, const struct sluice_event *e, const struct sluice_event_meta *m);
+
+/* For a unix denial record (struct sluice_event_unix, hooks connect_unix and
+ * sendmsg_unix): destination.address, the path or "@abstract-name". */
+void sluice_event_unix_fields(struct sluice_line *l, const struct sluice_event_unix *u);
+
+/*
+ * @timestamp and the same fields as a JSON object (no envelope; tests and fuzzing)
+ * into buf.  Returns the length (< len), or -1 if len < 128.
  */
 int sluice_event_format(const struct sluice_event *e, const struct sluice_event_meta *m, char *buf,
 			size_t len);
 
-/* The same for a unix denial record (struct sluice_event_unix): adds
- * destination.address, the path or "@abstract-name" the client asked for. */
-int sluice_unix_event_format(const struct sluice_event_unix *u, const struct sluice_event_meta *m, char *buf,
-			     size_t len);
+/* A lifecycle line (event.dataset sluice.lifecycle, event.kind state):
+ * event.action `action` ("sandbox-start", ...), `message` (NULL: none).
+ * Returns 0, or -errno when it was lost (counted by the writer). */
+int sluice_lifecycle_write(struct sluice_evlog *w, const char *action, const char *message);
 
-/*
- * Format an "events_lost" line: `count` events could not be reserved in the
- * ring buffer since the previous such line (`total` since start).
- */
-int sluice_events_lost_format(uint64_t count, uint64_t total, const struct sluice_event_meta *m,
-			      char *buf, size_t len);
-
-/* A "sandbox started"/"stopped" line (event.action sandbox-start/-stop);
- * with m->profile set, also the confinement fields of the meta. */
-int sluice_lifecycle_format(const char *action, const char *message, const struct sluice_event_meta *m,
-			    char *buf, size_t len);
-
-/* A "syscall-denied" line: the seccomp baseline refused `syscall` (its
- * name) to process `pid` (host pid namespace); `count`: refusals so far. */
-int sluice_syscall_denied_format(const char *syscall, uint32_t pid, uint64_t count, const struct sluice_event_meta *m,
-				 char *buf, size_t len);
+/* The envelope (sandbox, policy, mode) of m's lines, pointing into m. */
+void sluice_envelope_of(const struct sluice_event_meta *m, struct sluice_envelope *env);
 
 struct ring_buffer;
 struct sluice_sandbox;
@@ -76,21 +78,17 @@ struct sluice_consumer {
 	struct ring_buffer *rb;
 	struct sluice_sandbox *sb;
 	const struct sluice_event_meta *meta;
-	int out_fd;                 /* lines are appended with one write each */
+	struct sluice_evlog *log;   /* where lines go (not owned) */
 	uint64_t lost_reported;     /* events_lost already written */
-	uint64_t received;          /* events written */
+	uint64_t canary;            /* of which the canary's */
+	uint64_t write_lost;        /* denial lines the writer could not write */
+	uint64_t received;          /* events consumed (written, or lost in the writer) */
 };
 
-/*
- * Append `line` (len bytes, no newline) and a newline to `fd` with ONE
- * writev(2): with O_APPEND, lines of the loader, the proxy and the resolver
- * sharing a file never interleave.  Retries on EINTR.  Returns 0 or -errno.
- */
-int sluice_write_line(int fd, const char *line, size_t len);
-
-/* Set up consumption of sb's ring buffer; lines go to out_fd.  Returns 0 or -errno. */
+/* Set up consumption of sb's ring buffer; lines go to `log` (written or
+ * counted lost there).  Returns 0 or -errno. */
 int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
-			 const struct sluice_event_meta *meta, int out_fd);
+			 const struct sluice_event_meta *meta, struct sluice_evlog *log);
 
 /* epoll fd that becomes readable when events are ready (batched wakeups:
  * poll it with a finite timeout, then call sluice_consumer_drain). */

@@ -70,7 +70,10 @@ static void usage_run(FILE *f)
 		"the host with one writable workdir (docs/filesystem.md).\n"
 		"\n"
 		"  --policy FILE        allowlist (YAML v1, see docs/policy.md); default: deny everything\n"
-		"  --events FILE        write JSON event lines here (default: stderr)\n"
+		"  --events DEST        where sluice's JSON lines go (kernel events, proxy access log,\n"
+		"                       resolver query log, lifecycle): a FILE (appended), - for\n"
+		"                       stdout; default stderr.  CMD's stdout is never written to\n"
+		"                       unless DEST is -\n"
 		"  --name NAME          sandbox name (default: run-<pid>)\n"
 		"  --netns PATH         run CMD in this network namespace (e.g. /run/netns/NAME);\n"
 		"                       the proxy and resolver listen and dial there too\n"
@@ -324,7 +327,8 @@ struct run_state {
 	char cg_parent[4096];
 	struct sluice_limits_v1 v1; /* the limits on cgroup v1 hierarchies (hybrid layout) */
 	int cg_fd;
-	int events;                 /* fd: 2 (stderr) or the --events file */
+	int events;                 /* fd: 2 (stderr), 1 (--events -) or the --events file */
+	struct sluice_evlog log;    /* the loader's lines (kernel, lifecycle) on `events` */
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */
@@ -397,10 +401,84 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-static void emit_line(int fd, const char *line, int n)
+/* The confinement fields (confine.h) of the sandbox's start, stop and
+ * limit lines: sluice.profile, user.name, user.id, group.id,
+ * sluice.landlock_abi. */
+static void confine_fields(struct sluice_line *l, const struct sluice_event_meta *m)
 {
-	if (n > 0)
-		sluice_write_line(fd, line, (size_t)n);
+	char id[16];
+
+	if (!m->profile)
+		return;
+	SL_STR(l, "sluice.profile", m->profile);
+	SL_STR(l, "user.name", m->user_name ? m->user_name : "");
+	snprintf(id, sizeof(id), "%u", m->uid);
+	SL_STR(l, "user.id", id);
+	snprintf(id, sizeof(id), "%u", m->gid);
+	SL_STR(l, "group.id", id);
+	SL_I64(l, "sluice.landlock_abi", m->landlock_abi);
+}
+
+/* A lifecycle line of the sandbox, with its confinement fields. */
+static void lifecycle_line(struct sluice_evlog *log, const struct sluice_event_meta *m, const char *action,
+			   const char *message)
+{
+	struct sluice_line *l = sluice_evlog_begin(log, SLUICE_DS_LIFECYCLE, -1);
+
+	SL_STR(l, "event.kind", "state");
+	SL_STR(l, "event.action", action);
+	SL_STR(l, "message", message);
+	confine_fields(l, m);
+	sluice_evlog_commit(log);
+}
+
+/*
+ * The sandbox-stop line (the counters, and the event lines the writer lost),
+ * then one summary line on stderr when something was denied or lost.
+ */
+static void run_stop_line(struct run_state *st, const struct sluice_event_meta *meta, const char *name, int status,
+			  const char *syscalls)
+{
+	uint64_t allowed = sandbox_stat(&st->sb, SLUICE_STAT_ALLOWED);
+	uint64_t redirected = sandbox_stat(&st->sb, SLUICE_STAT_REDIRECTED);
+	uint64_t denied = sandbox_stat(&st->sb, SLUICE_STAT_DENIED);
+	uint64_t would = sandbox_stat(&st->sb, SLUICE_STAT_WOULD_DENY);
+	uint64_t ring_lost = sandbox_stat(&st->sb, SLUICE_STAT_EVENTS_LOST);
+	/* the stop line itself may be lost too: counted before it is written */
+	uint64_t lines_lost = sluice_evlog_lost_total(&st->log);
+	uint64_t total = denied + would;
+	uint64_t real = total > st->consumer.canary ? total - st->consumer.canary : 0;
+	char m[384], summary[512];
+	struct sluice_line *l;
+
+	snprintf(m, sizeof(m), "sandbox %s stopped: exit status %d; allowed %llu, redirected %llu, denied %llu, "
+		 "events lost %llu, event lines lost %llu%s", name, status, (unsigned long long)allowed,
+		 (unsigned long long)redirected, (unsigned long long)denied, (unsigned long long)ring_lost,
+		 (unsigned long long)lines_lost, syscalls);
+	l = sluice_evlog_begin(&st->log, SLUICE_DS_LIFECYCLE, -1);
+	SL_STR(l, "event.kind", "state");
+	SL_STR(l, "event.action", "sandbox-stop");
+	SL_STR(l, "message", m);
+	SL_I64(l, "process.exit_code", status);
+	SL_U64(l, "sluice.allowed", allowed);
+	SL_U64(l, "sluice.redirected", redirected);
+	SL_U64(l, "sluice.denied", denied);
+	SL_U64(l, "sluice.would_deny", would);
+	SL_U64(l, "sluice.canary_events", st->consumer.canary);
+	SL_U64(l, "sluice.events_lost_total", ring_lost);
+	SL_U64(l, "sluice.kernel_lines_lost", st->consumer.write_lost);
+	SL_U64(l, "sluice.event_lines_lost", lines_lost);
+	confine_fields(l, meta);
+	sluice_evlog_commit(&st->log);
+
+	if (real)
+		log_warnx("sandbox %s: %llu connection attempt%s %s by the kernel (events: %s)", name,
+			  (unsigned long long)real, real == 1 ? "" : "s", would ? "denied or would be denied" : "denied",
+			  st->log.dest);
+	if (sluice_evlog_lost_total(&st->log))
+		log_warnx("%s; the kernel denied %llu (%llu not queued: ring buffer full)",
+			  sluice_evlog_loss_summary(&st->log, summary, sizeof(summary)),
+			  (unsigned long long)total, (unsigned long long)ring_lost);
 }
 
 /*
@@ -410,8 +488,7 @@ static void emit_line(int fd, const char *line, int n)
  * sandbox's traffic to it fails closed (a socket someone else binds there
  * later lacks sluice's mark: the kernel refuses it, redirect_target_not_ours).
  */
-static void restart_child(struct run_state *st, bool proxy, const struct sluice_event_meta *meta, char *line,
-			  size_t len)
+static void restart_child(struct run_state *st, bool proxy)
 {
 	const char *what = proxy ? "sluice-proxy" : "sluice-resolver";
 	struct sluice_restarts *r = proxy ? &st->proxy_restarts : &st->resolver_restarts;
@@ -427,8 +504,7 @@ static void restart_child(struct run_state *st, bool proxy, const struct sluice_
 			*pid = p;
 			snprintf(m, sizeof(m), "%s exited; restarted on the same listening sockets (pid %d, restart %u)",
 				 what, p, r->total);
-			emit_line(st->events, line, sluice_lifecycle_format(proxy ? "proxy-restarted" : "resolver-restarted",
-									    m, meta, line, len));
+			sluice_lifecycle_write(&st->log, proxy ? "proxy-restarted" : "resolver-restarted", m);
 			return;
 		}
 	} else {
@@ -437,8 +513,27 @@ static void restart_child(struct run_state *st, bool proxy, const struct sluice_
 	sluice_listeners_close_role(&st->listeners, proxy);
 	snprintf(m, sizeof(m), "%s exited and is not restarted (%s): %s now fail (fail closed)", what, msg,
 		 proxy ? "proxied connections" : "DNS queries");
-	emit_line(st->events, line, sluice_lifecycle_format(proxy ? "proxy-gave-up" : "resolver-gave-up", m, meta, line,
-							    len));
+	sluice_lifecycle_write(&st->log, proxy ? "proxy-gave-up" : "resolver-gave-up", m);
+}
+
+/* The seccomp baseline's first refusals, as "syscall-denied" lines. */
+static void write_refusals(struct run_state *st, struct sluice_seccomp_monitor *mon)
+{
+	struct sluice_seccomp_refusal r;
+
+	while (sluice_seccomp_monitor_take(mon, &r)) {
+		struct sluice_line *l = sluice_evlog_begin(&st->log, SLUICE_DS_LIFECYCLE, -1);
+
+		SL_STR(l, "event.kind", "event");
+		SL_STR(l, "event.category", "process");
+		SL_STR(l, "event.action", "syscall-denied");
+		SL_STR(l, "event.outcome", "failure");
+		SL_STR(l, "event.reason", "seccomp_baseline");
+		SL_U64(l, "process.pid", r.pid);
+		SL_STR(l, "sluice.syscall", r.syscall);
+		SL_U64(l, "sluice.syscalls_denied", r.count);
+		sluice_evlog_commit(&st->log);
+	}
 }
 
 int cmd_run(int argc, char **argv)
@@ -469,7 +564,7 @@ int cmd_run(int argc, char **argv)
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
 		   *upstream = NULL;
-	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024], line[2048];
+	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
@@ -510,8 +605,8 @@ int cmd_run(int argc, char **argv)
 		case 'u': upstream = optarg; break;
 		case 'P': no_proxy = 1; break;
 		case 'R': no_resolver = 1; break;
-		case 'x': if (n_px < 31) proxy_extra[n_px++] = optarg; break;
-		case 'y': if (n_rx < 31) resolver_extra[n_rx++] = optarg; break;
+		case 'x': if (n_px < 30) proxy_extra[n_px++] = optarg; break;
+		case 'y': if (n_rx < 30) resolver_extra[n_rx++] = optarg; break;
 		case 'k': keep_caps = 1; break;
 		case 'L': require_lsm = 1; break;
 		case 'l': no_lsm = 1; break;
@@ -547,6 +642,11 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	log_init("sluice", verbose);
+	/* the children's banners ("serving ...") only with -v */
+	if (verbose) {
+		proxy_extra[n_px++] = "-v";
+		resolver_extra[n_rx++] = "-v";
+	}
 	if (optind >= argc) {
 		log_warnx("run: no command given (usage: sluice run [OPTIONS] -- CMD [ARGS...])");
 		return 2;
@@ -614,7 +714,9 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (events_path) {
+	if (events_path && strcmp(events_path, "-") == 0) {
+		st.events = STDOUT_FILENO;
+	} else if (events_path) {
 		st.events = open(events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 		if (st.events < 0) {
 			log_warn("run: cannot open events file %s", events_path);
@@ -695,7 +797,14 @@ int cmd_run(int argc, char **argv)
 	meta.mode = mode;
 	meta.boot_to_real_ns = sluice_boot_to_real_ns();
 	sluice_confine_meta(&conf, &meta);
-	if (sluice_consumer_init(&st.consumer, &st.sb, &meta, st.events) < 0) {
+	{
+		struct sluice_envelope env;
+
+		sluice_envelope_of(&meta, &env);
+		sluice_evlog_init(&st.log, st.events, st.events == STDERR_FILENO ? "stderr" :
+				  st.events == STDOUT_FILENO ? "stdout" : events_path, "sluice", &env);
+	}
+	if (sluice_consumer_init(&st.consumer, &st.sb, &meta, &st.log) < 0) {
 		log_warn("run: cannot read the ring buffer");
 		goto out;
 	}
@@ -706,7 +815,7 @@ int cmd_run(int argc, char **argv)
 	{
 		struct sluice_child_opts co = {
 			.policy_path = policy_path, .netns_path = netns_path, .sandbox = name,
-			.log_path = events_path, .upstream_dns = upstream, .mode = mode,
+			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
 		};
 
 		snprintf(st.flow_map, sizeof(st.flow_map), "%s/sluice_flows", st.sb.pin_dir);
@@ -880,6 +989,9 @@ int cmd_run(int argc, char **argv)
 		execvp(argv[optind], &argv[optind]);
 		child_fail(errpipe[1], 127, "cannot execute %s: %s", argv[optind], strerror(errno));
 	}
+	/* from here on the canary's denials are marked as its own, also when
+	 * CMD then cannot be executed (the lines drained at cleanup) */
+	meta.canary_pid = (uint32_t)pid;
 	close(errpipe[1]);
 	errpipe[1] = -1;
 	close(syncpipe[1]);
@@ -887,7 +999,7 @@ int cmd_run(int argc, char **argv)
 	close(gopipe[0]);
 	gopipe[0] = -1;
 	if (mon.sock[0] >= 0) {
-		int err = sluice_seccomp_monitor_start(&mon, st.events, &meta);
+		int err = sluice_seccomp_monitor_start(&mon);
 
 		if (err) {
 			kill(pid, SIGKILL);
@@ -934,7 +1046,6 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	meta.canary_pid = (uint32_t)pid;
 	forward_pid = pid;
 	if (lim.timeout_ms)
 		deadline = sluice_monotonic_ms() + lim.timeout_ms;
@@ -947,7 +1058,7 @@ int cmd_run(int argc, char **argv)
 			 "not available (kernel before 6.7?): unix sockets are not judged by path",
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
 			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
-		emit_line(st.events, line, sluice_lifecycle_format("sandbox-start", m, &meta, line, sizeof(line)));
+		lifecycle_line(&st.log, &meta, "sandbox-start", m);
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -968,8 +1079,8 @@ int cmd_run(int argc, char **argv)
 		/* --timeout: kill the whole cgroup once; CMD's exit ends the loop */
 		if (deadline && !timed_out && sluice_monotonic_ms() >= deadline) {
 			timed_out = true;
-			emit_line(st.events, line, sluice_lifecycle_format("sandbox-timeout",
-				  "--timeout expired: every process of the sandbox killed", &meta, line, sizeof(line)));
+			sluice_lifecycle_write(&st.log, "sandbox-timeout",
+					       "--timeout expired: every process of the sandbox killed");
 			cg_kill_procs(st.cg_path);
 		}
 		if (pf[1].revents & POLLIN) {
@@ -980,21 +1091,18 @@ int cmd_run(int argc, char **argv)
 		}
 		/* a dead proxy or resolver is restarted on the same listeners */
 		if (st.proxy_pid > 0 && waitpid(st.proxy_pid, &status, WNOHANG) == st.proxy_pid)
-			restart_child(&st, true, &meta, line, sizeof(line));
+			restart_child(&st, true);
 		if (st.resolver_pid > 0 && waitpid(st.resolver_pid, &status, WNOHANG) == st.resolver_pid)
-			restart_child(&st, false, &meta, line, sizeof(line));
+			restart_child(&st, false);
+		write_refusals(&st, &mon);
 	}
 	forward_pid = 0;
 	{
-		char m[224], sc[64] = "";
+		char sc[64] = "";
 
+		write_refusals(&st, &mon);
 		if (conf.profile == SLUICE_PROFILE_SANDBOX)
 			snprintf(sc, sizeof(sc), ", syscalls refused %llu", sluice_seccomp_monitor_stop(&mon));
-		snprintf(m, sizeof(m), "sandbox %s stopped: exit status %d; allowed %llu, redirected %llu, denied %llu, events lost %llu%s",
-			 name, ret, (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_ALLOWED),
-			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_REDIRECTED),
-			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_DENIED),
-			 (unsigned long long)sandbox_stat(&st.sb, SLUICE_STAT_EVENTS_LOST), sc);
 		/* what the limits stopped, read before the cgroups go */
 		if (st.cg_path[0]) {
 			struct sluice_limits_hit hit;
@@ -1004,21 +1112,22 @@ int cmd_run(int argc, char **argv)
 			if (hit.oom_kills) {
 				snprintf(lm, sizeof(lm), "memory: the --memory limit (%llu bytes) OOM-killed %llu process(es)",
 					 (unsigned long long)lim.memory_bytes, hit.oom_kills);
-				emit_line(st.events, line, sluice_lifecycle_format("limit-exceeded", lm, &meta, line, sizeof(line)));
+				lifecycle_line(&st.log, &meta, "limit-exceeded", lm);
 			}
 			if (hit.forks_refused) {
 				snprintf(lm, sizeof(lm), "pids: the --pids limit (%llu) refused %llu fork(s)",
 					 (unsigned long long)lim.pids, hit.forks_refused);
-				emit_line(st.events, line, sluice_lifecycle_format("limit-exceeded", lm, &meta, line, sizeof(line)));
+				lifecycle_line(&st.log, &meta, "limit-exceeded", lm);
 			}
 		}
-		/* leftovers in the cgroup are killed before the final drain */
+		/* leftovers in the cgroup are killed before the final drain, and
+		 * the counters are read after it: lines + losses = denials */
 		if (st.cg_path[0]) {
 			cg_kill_and_remove(st.cg_path, 5000);
 			st.cg_path[0] = 0;
 		}
 		sluice_consumer_drain(&st.consumer);
-		emit_line(st.events, line, sluice_lifecycle_format("sandbox-stop", m, &meta, line, sizeof(line)));
+		run_stop_line(&st, &meta, name, ret, sc);
 	}
 out:
 	if (errpipe[0] >= 0)

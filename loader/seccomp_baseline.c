@@ -22,7 +22,6 @@
 
 #include <seccomp.h>
 
-#include "events.h"
 
 enum scmp_cond {
 	COND_NONE,          /* always refused */
@@ -208,6 +207,7 @@ fail:
 int sluice_seccomp_monitor_open(struct sluice_seccomp_monitor *m)
 {
 	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->lock, NULL);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, m->sock) < 0) {
 		m->sock[0] = m->sock[1] = -1;
 		return -errno;
@@ -263,8 +263,7 @@ static void *monitor_main(void *arg)
 		return NULL;
 	}
 	while (wait_in(m, nfd)) {
-		char line[1024], *name;
-		int n;
+		char *name;
 
 		memset(req, 0, sizeof(*req));
 		if (seccomp_notify_receive(nfd, req) < 0)
@@ -273,21 +272,25 @@ static void *monitor_main(void *arg)
 		resp->id = req->id;
 		resp->error = -EPERM;
 		seccomp_notify_respond(nfd, resp);
-		m->refused++;
-		if (m->refused > SLUICE_SECCOMP_LOGGED || !m->meta)
-			continue;
 		name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
-		n = sluice_syscall_denied_format(name ? name : "unknown", req->pid, m->refused, m->meta, line, sizeof(line));
+		pthread_mutex_lock(&m->lock);
+		m->refused++;
+		if (m->n_first < SLUICE_SECCOMP_LOGGED) {
+			struct sluice_seccomp_refusal *f = &m->first[m->n_first++];
+
+			snprintf(f->syscall, sizeof(f->syscall), "%s", name ? name : "unknown");
+			f->pid = req->pid;
+			f->count = m->refused;
+		}
+		pthread_mutex_unlock(&m->lock);
 		free(name);
-		if (n > 0)
-			sluice_write_line(m->events_fd, line, (size_t)n);
 	}
 	seccomp_notify_free(req, resp);
 	close(nfd);
 	return NULL;
 }
 
-int sluice_seccomp_monitor_start(struct sluice_seccomp_monitor *m, int events_fd, const struct sluice_event_meta *meta)
+int sluice_seccomp_monitor_start(struct sluice_seccomp_monitor *m)
 {
 	pthread_t t;
 	int r;
@@ -296,14 +299,27 @@ int sluice_seccomp_monitor_start(struct sluice_seccomp_monitor *m, int events_fd
 		close(m->sock[1]);
 		m->sock[1] = -1;
 	}
-	m->events_fd = events_fd;
-	m->meta = meta;
 	r = pthread_create(&t, NULL, monitor_main, m);
 	if (r)
 		return -r;
 	m->thread = t;
 	m->running = 1;
 	return 0;
+}
+
+int sluice_seccomp_monitor_take(struct sluice_seccomp_monitor *m, struct sluice_seccomp_refusal *out)
+{
+	int got = 0;
+
+	if (!m->running)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	if (m->n_taken < m->n_first) {
+		*out = m->first[m->n_taken++];
+		got = 1;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return got;
 }
 
 unsigned long long sluice_seccomp_monitor_stop(struct sluice_seccomp_monitor *m)

@@ -30,14 +30,25 @@
  */
 int sluice_seccomp_apply(int monitor_sock, char *err, size_t errlen);
 
-struct sluice_event_meta;
+#define SLUICE_SECCOMP_LOGGED 5
 
-/* The loader's side of the refusal count (a thread; see sluice_seccomp_apply). */
+/* A refusal to report: the system call's name and the caller. */
+struct sluice_seccomp_refusal {
+	char syscall[32];
+	unsigned pid;               /* host pid namespace */
+	unsigned long long count;   /* refusals so far, this one included */
+};
+
+/* The loader's side of the refusal count (a thread; see sluice_seccomp_apply).
+ * The thread only counts and records the first SLUICE_SECCOMP_LOGGED; the
+ * loader's main loop writes them (sluice_seccomp_monitor_take): one writer
+ * of event lines, one thread. */
 struct sluice_seccomp_monitor {
 	int sock[2];                /* [0] the loader's end, [1] the command's */
-	int events_fd;
-	const struct sluice_event_meta *meta;
-	unsigned long long refused; /* written by the thread; read after stop */
+	pthread_mutex_t lock;       /* guards refused, first[], n_first */
+	unsigned long long refused;
+	struct sluice_seccomp_refusal first[SLUICE_SECCOMP_LOGGED];
+	unsigned n_first, n_taken;
 	volatile int stop;
 	int running;
 	pthread_t thread;
@@ -48,10 +59,12 @@ int sluice_seccomp_monitor_open(struct sluice_seccomp_monitor *m);
 
 /* After the clone, in the loader: close the command's end and start the
  * thread that receives the listener and answers every refusal with EPERM,
- * logging the first SLUICE_SECCOMP_LOGGED as "syscall-denied" lines on
- * events_fd.  Returns 0 or -errno. */
-#define SLUICE_SECCOMP_LOGGED 5
-int sluice_seccomp_monitor_start(struct sluice_seccomp_monitor *m, int events_fd, const struct sluice_event_meta *meta);
+ * recording the first SLUICE_SECCOMP_LOGGED.  Returns 0 or -errno. */
+int sluice_seccomp_monitor_start(struct sluice_seccomp_monitor *m);
+
+/* The next recorded refusal not yet taken, copied to *out: returns 1, or 0
+ * when there is none.  Call from the loader's main thread. */
+int sluice_seccomp_monitor_take(struct sluice_seccomp_monitor *m, struct sluice_seccomp_refusal *out);
 
 /* Stop the thread (if any), close everything; returns the refusals counted.
  * Safe on a monitor that was opened but not started, and twice. */

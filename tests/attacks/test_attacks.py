@@ -190,13 +190,13 @@ ATTACKS = [
      "DNS over HTTPS to 203.0.113.53:443, SNI dns.resolver.example: 443 is proxied, the name is not allowed",
      A + "doh " + PUBLIC + " dns.resolver.example", POLICY, {"result": ("tls_error", "ECONNRESET")},
      ("proxy", {"event.action": "proxy-tls", "event.reason": "host_not_allowed",
-                "tls.client.server_name": "dns.resolver.example", "sluice.orig_dst": PUBLIC + ":443"}),
+                "tls.client.server_name": "dns.resolver.example", "sluice.orig_dst.ip": PUBLIC, "sluice.orig_dst.port": 443}),
      [("resolver", 443)], None),
     ("DoH fronted by an allowed SNI",
      "DoH to 203.0.113.53:443 with SNI api.example.com: the proxy dials api.example.com's own address",
      A + "doh " + PUBLIC + " api.example.com", POLICY, {"result": ("tls_error", "ECONNRESET", "refused")},
      ("proxy", {"event.action": "proxy-tls", "tls.client.server_name": "api.example.com",
-                "sluice.orig_dst": PUBLIC + ":443", "sluice.orig_dst_mismatch": True,
+                "sluice.orig_dst.ip": PUBLIC, "sluice.orig_dst.port": 443, "sluice.orig_dst_mismatch": True,
                 "destination.ip": ("192.0.2.10", "2001:db8::10")}),
      [("resolver", 443)], None),
     ("DoH through CONNECT",
@@ -488,7 +488,7 @@ def run_row(w, row):
                                       for k, v in fields.items())]
         assert hit, "%s: no %s line with %r among %s" % (name, stream, fields, json.dumps(cand, indent=1)[:3000])
         for e in hit:
-            assert e.get("sluice.sandbox") == sbx and len(e.get("rule.ruleset", "")) == 64, e
+            assert e.get("sluice.sandbox") == sbx and len(e.get("rule.version", "")) == 64, e
     return got, lines
 
 

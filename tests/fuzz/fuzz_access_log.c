@@ -75,10 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.method = s[3];
 	r.reason = s[4] ? s[4] : "allowed";
 	r.rule = s[5];
-	r.sandbox = s[6] ? s[6] : "fuzz";
-	r.policy_digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-	r.policy_name = "fuzz";
-	r.mode = fixed[95] & 1 ? "audit" : "enforce";
+	r.target_port = fixed[95];
 	for (int i = 7; i < 9; i++)
 		if (s[i])
 			r.dropped[r.n_dropped++] = s[i];

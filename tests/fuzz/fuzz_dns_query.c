@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_util.h"
 #include "resolver.h"
 
 static const char POLICY[] =
@@ -46,7 +47,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct rsv_ctx ctx;
 	struct rsv_decision d;
-	struct rsv_logctx lc;
 	struct rsv_logmeta m = { .src_ip = "127.0.0.1", .src_port = 1 };
 	struct sluice_policy_error err;
 	struct netaddr_cidr allow = { .family = 2 /* AF_INET */, .addr = { 192, 0, 2 }, .prefix_len = 24 };
@@ -103,10 +103,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		free(q);
 	}
-	lc.sandbox = "fuzz";
-	lc.policy = policy;
-	lc.mode = ctx.mode;
-	line = rsv_log_line(&lc, &d, &m);
+	line = rsv_log_line(&d, &m);
+	if (line) {
+		/* one strict JSON object, then its newline */
+		line[strlen(line) - 1] = 0;
+		json_object_put(fuzz_json_line(line, strlen(line)));
+	}
 	free(line);
 	rsv_decision_free(&d);
 	return 0;

@@ -18,12 +18,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "fuzz_util.h"
 
 #include "events.h"
+#include "evlog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -80,10 +83,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (n >= 0)
 		must_parse(small, n, "event.reason");
 
-	n = sluice_events_lost_format(e.seq, e.cgroup_id, &m, buf, sizeof(buf));
-	must_parse(buf, n, "sluice.events_lost");
-	n = sluice_lifecycle_format("sandbox-stop", message, &m, buf, sizeof(buf));
-	must_parse(buf, n, "event.action");
+	/* the writer: the envelope (hostile sandbox and policy names) and a
+	 * lifecycle line (hostile message), each line strict JSON */
+	{
+		static int fd = -1;
+		static struct sluice_evlog w;
+		struct sluice_envelope env;
+		char *text, *line, *nl;
+		off_t len;
+
+		if (fd < 0)
+			fd = memfd_create("fuzz", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+			abort();
+		sluice_envelope_of(&m, &env);
+		sluice_evlog_init(&w, fd, "memfd", "fuzz", &env);
+		sluice_event_fields(sluice_evlog_begin(&w, SLUICE_DS_KERNEL, sluice_event_real_ns(&e, &m)), &e, &m);
+		if (sluice_evlog_commit(&w) < 0 || sluice_lifecycle_write(&w, "sandbox-stop", message) < 0)
+			abort();
+		len = lseek(fd, 0, SEEK_END);
+		text = malloc((size_t)len + 1);
+		if (!text || pread(fd, text, (size_t)len, 0) != len)
+			abort();
+		text[len] = 0;
+		for (line = text; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = 0;
+			must_parse(line, (int)(nl - line), "event.action");
+		}
+		if (*line)
+			abort();   /* a line without its newline */
+		free(text);
+	}
 
 	(void)sluice_reason_name(e.reason);
 	(void)sluice_hook_name(e.hook);

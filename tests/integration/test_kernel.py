@@ -119,7 +119,7 @@ def _check_case(w, name, args, extra, want, denial, port, proto, policy=POLICY):
         assert e["process.pid"] > 0 and e["process.name"], (name, e)
         assert e["user.id"] == "0", (name, e)
         assert e["sluice.cgroup_id"] > 0 and e["sluice.sandbox"], (name, e)
-        assert len(e["sluice.policy_sha256"]) == 64 and e["rule.ruleset"] == e["sluice.policy_sha256"], e
+        assert len(e["sluice.policy_sha256"]) == 64 and e["rule.version"] == e["sluice.policy_sha256"], e
         for k in ("@timestamp", "event.action", "sluice.seq", "sluice.mode"):
             assert k in e, (name, k, e)
 

@@ -189,7 +189,7 @@ def check_common(line, outcome, reason, action):
     for k in ("@timestamp", "sluice.sandbox", "sluice.policy_sha256", "rule.ruleset", "sluice.mode",
               "source.ip", "source.port", "sluice.cgroup_id", "process.pid", "event.duration"):
         assert k in line, (k, line)
-    assert line["rule.ruleset"] == line["sluice.policy_sha256"] and len(line["rule.ruleset"]) == 64, line
+    assert line["rule.version"] == line["sluice.policy_sha256"] and len(line["rule.version"]) == 64, line
 
 
 # --- explicit proxy: absolute-URI HTTP ------------------------------------------
@@ -335,7 +335,7 @@ def test_curl_noproxy_is_still_proxied(w):
     line = only(r.proxy, event__action="proxy-tls")
     check_common(line, "success", "allowed", "proxy-tls")
     assert line["sluice.form"] == "transparent" and line["tls.client.server_name"] == "api.example.com"
-    assert line["sluice.orig_dst"] == "192.0.2.10:%d" % TLS_PORT and line["sluice.orig_dst_mismatch"] is False
+    assert (line["sluice.orig_dst.ip"], line["sluice.orig_dst.port"]) == ("192.0.2.10", TLS_PORT) and line["sluice.orig_dst_mismatch"] is False
     r = e.curl("--noproxy", "*", "--resolve", "api.example.com:%d:192.0.2.10" % HTTP_PORT,
                "http://api.example.com:%d/plain" % HTTP_PORT)
     assert r.rc == 0 and json.loads(r.stdout)["path"] == "/plain", r
@@ -374,7 +374,7 @@ def test_transparent_denials(w):
     only(r.proxy, event__reason="missing_host")
     only(r.proxy, event__reason="unrecognised_protocol")
     line = only(r.proxy, event__reason="allowed")
-    assert line["sluice.orig_dst_mismatch"] is True and line["sluice.orig_dst"] == "198.51.100.10:%d" % HTTP_PORT
+    assert line["sluice.orig_dst_mismatch"] is True and (line["sluice.orig_dst.ip"], line["sluice.orig_dst.port"]) == ("198.51.100.10", HTTP_PORT)
     assert line["destination.ip"] == "192.0.2.10"
 
 
@@ -392,7 +392,7 @@ def test_transparent_ipv6(w):
     assert sorted(g["path"] for g in e.arrived(m)) == ["/six", "/six-tls"]
     for line in r.proxy:
         assert line["event.outcome"] == "success", line
-        assert line["sluice.orig_dst"].startswith("[2001:db8::10]:"), line
+        assert line["sluice.orig_dst.ip"] == "2001:db8::10", line
         assert line["destination.ip"] == "2001:db8::10" and line["sluice.orig_dst_mismatch"] is False, line
         assert ":" in line["source.ip"], line
 
@@ -857,6 +857,6 @@ def test_no_flow_entry_and_a_killed_proxy_restarts_on_its_socket(w):
     lines = W.read_events(events)
     proxy = [l for l in lines if l.get("event.dataset") == "sluice.proxy"]
     outsider = only(proxy, event__reason="no_flow_entry")
-    assert outsider["event.outcome"] == "failure" and "sluice.orig_dst" not in outsider
+    assert outsider["event.outcome"] == "failure" and "sluice.orig_dst.ip" not in outsider
     assert any(l.get("event.action") == "proxy-restarted" for l in lines), lines
     assert not any(l.get("event.action") == "proxy-gave-up" for l in lines), lines

@@ -101,7 +101,7 @@ def _common(line, mode="enforce"):
         assert k in line, (k, line)
     assert line["event.action"] == "dns-query", line
     assert line["sluice.sandbox"], line
-    assert len(line["sluice.policy_sha256"]) == 64 and line["rule.ruleset"] == line["sluice.policy_sha256"], line
+    assert len(line["sluice.policy_sha256"]) == 64 and line["rule.version"] == line["sluice.policy_sha256"], line
     assert line["sluice.mode"] == mode, line
     assert line["source.ip"] in ("127.0.0.1", "::1"), line
 
@@ -132,7 +132,7 @@ def test_allowed_names_answered(w):
     assert l["dns.response_code"] == "NOERROR", l
     assert l["dns.answers"] == [{"name": "api.example.com", "type": "AAAA", "class": "IN", "ttl": 60,
                                  "data": "2001:db8::10"}], l
-    assert l["sluice.upstream"] == "192.0.2.53:53", l
+    assert l["sluice.upstream.ip"] == "192.0.2.53" and l["sluice.upstream.port"] == 53, l
     l = _line(lines, "a.pkg.example.org")
     assert l["rule.name"].endswith("host:*.pkg.example.org"), l
     assert [a["type"] for a in l["dns.answers"]] == ["CNAME", "A"], l
@@ -156,7 +156,7 @@ def test_denied_name_never_reaches_upstream(w):
         _common(l)
         assert l["event.outcome"] == "failure" and l["event.reason"] == "name_not_allowed", l
         assert l["sluice.verdict"] == "deny" and l["dns.response_code"] == "NXDOMAIN", l
-        assert "sluice.upstream" not in l and "rule.name" not in l, l
+        assert "sluice.upstream.ip" not in l and "rule.name" not in l, l
     assert len([x for x in lines if x["dns.question.name"] == "denied.example.net"]) == 2, lines
 
 

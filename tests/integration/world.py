@@ -201,6 +201,11 @@ class World:
                                profile=profile)
 
 
+# every sluice line any test of this process read (test_schema.py checks
+# them all against docs/events.md)
+SEEN = []
+
+
 def read_events(path):
     out = []
     try:
@@ -211,6 +216,7 @@ def read_events(path):
                     out.append(json.loads(line))
     except FileNotFoundError:
         pass
+    SEEN.extend(out)
     return out
 
 

@@ -7,9 +7,15 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <json-c/json.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "evlog.h"
 #include "events.h"
 
 static const struct sluice_event_meta meta = {
@@ -17,15 +23,42 @@ static const struct sluice_event_meta meta = {
 	.policy_digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 };
 
+/* The whole file of fd (a memfd) as text. */
+static char *slurp(int fd)
+{
+	off_t n = lseek(fd, 0, SEEK_END);
+	char *b = malloc((size_t)n + 1);
+
+	assert_non_null(b);
+	assert_int_equal(pread(fd, b, (size_t)n, 0), n);
+	b[n] = 0;
+	return b;
+}
+
+/* One kernel event through the real writer (envelope included), parsed. */
 static json_object *format(const struct sluice_event *e, const struct sluice_event_meta *m)
 {
-	char buf[2048];
-	int n = sluice_event_format(e, m, buf, sizeof(buf));
+	struct sluice_envelope env;
+	static struct sluice_evlog w;
+	int fd = memfd_create("ev", MFD_CLOEXEC);
+	struct sluice_line *l;
+	char *text;
+	json_object *o;
 
-	assert_true(n > 0);
-	assert_int_equal((size_t)n, strlen(buf));
-	assert_null(strchr(buf, '\n'));
-	return json_tokener_parse(buf);
+	assert_true(fd >= 0);
+	sluice_envelope_of(m, &env);
+	sluice_evlog_init(&w, fd, "memfd", "test", &env);
+	l = sluice_evlog_begin(&w, SLUICE_DS_KERNEL, sluice_event_real_ns(e, m));
+	sluice_event_fields(l, e, m);
+	assert_int_equal(sluice_evlog_commit(&w), 0);
+	text = slurp(fd);
+	close(fd);
+	/* one line, ending in its newline */
+	assert_true(strlen(text) > 2 && text[strlen(text) - 1] == '\n');
+	assert_true(strchr(text, '\n') == text + strlen(text) - 1);
+	o = json_tokener_parse(text);
+	free(text);
+	return o;
 }
 
 static const char *str(json_object *o, const char *k)
@@ -71,8 +104,17 @@ static void test_tcp_v4_denial(void **state)
 	assert_int_equal(num(o, "sluice.cgroup_id"), 9);
 	assert_int_equal(num(o, "sluice.seq"), 42);
 	assert_string_equal(str(o, "sluice.sandbox"), "sbx");
-	assert_string_equal(str(o, "rule.ruleset"), meta.policy_digest);
+	/* ECS: the ruleset is the policy's name, its version the digest */
+	assert_string_equal(str(o, "rule.ruleset"), "p");
+	assert_string_equal(str(o, "rule.version"), meta.policy_digest);
 	assert_string_equal(str(o, "sluice.policy_sha256"), meta.policy_digest);
+	assert_string_equal(str(o, "ecs.version"), SLUICE_ECS_VERSION);
+	assert_string_equal(str(o, "observer.type"), "firewall");
+	assert_string_equal(str(o, "observer.product"), "sluice");
+	assert_string_equal(str(o, "event.module"), "sluice");
+	assert_string_equal(str(o, "event.dataset"), "sluice.kernel");
+	assert_string_equal(str(o, "network.direction"), "egress");
+	assert_true(strlen(str(o, "event.id")) > 17);
 	json_object_put(o);
 }
 
@@ -180,17 +222,84 @@ static void test_unknown_numbers_do_not_crash(void **state)
 	assert_string_equal(sluice_hook_name(0), "unknown");
 }
 
-static void test_lost_line(void **state)
+/* A write error loses the line (counted, with the reason), never a torn
+ * one; once the destination works again, an events_lost line says how many
+ * were lost meanwhile, then lines flow again. */
+static void test_write_error_counted_then_recovery_line(void **state)
 {
-	char buf[1024];
+	struct sluice_event e = { .hook = SLUICE_HOOK_CONNECT4, .reason = 1, .family = SLUICE_AF_INET, .protocol = 6, .pid = 5 };
+	struct sluice_envelope env;
+	static struct sluice_evlog w;
+	int p[2], mfd = memfd_create("ev", MFD_CLOEXEC), fd;
+	char *text, *nl, sum[512];
 	json_object *o;
 
-	assert_true(sluice_events_lost_format(17, 40, &meta, buf, sizeof(buf)) > 0);
-	o = json_tokener_parse(buf);
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(pipe(p), 0);
+	close(p[0]);                      /* nobody reads: EPIPE */
+	fd = p[1];
+	sluice_envelope_of(&meta, &env);
+	sluice_evlog_init(&w, fd, "pipe", "test", &env);
+	for (int i = 0; i < 3; i++) {
+		sluice_event_fields(sluice_evlog_begin(&w, SLUICE_DS_KERNEL, -1), &e, &meta);
+		assert_int_equal(sluice_evlog_commit(&w), -EPIPE);
+	}
+	assert_int_equal(sluice_evlog_lost(&w, SLUICE_DS_KERNEL), 3);
+	assert_int_equal(sluice_evlog_lost(&w, SLUICE_DS_PROXY), 0);
+	sluice_evlog_loss_summary(&w, sum, sizeof(sum));
+	assert_non_null(strstr(sum, "3 event lines lost (kernel 3): EPIPE"));
+	/* the destination recovers (same fd number, now a file) */
+	assert_true(dup2(mfd, fd) == fd);
+	w.regular = false;
+	sluice_event_fields(sluice_evlog_begin(&w, SLUICE_DS_KERNEL, -1), &e, &meta);
+	assert_int_equal(sluice_evlog_commit(&w), 0);
+	text = slurp(mfd);
+	nl = strchr(text, '\n');
+	assert_non_null(nl);
+	*nl = 0;
+	o = json_tokener_parse(text);
 	assert_string_equal(str(o, "event.action"), "events_lost");
-	assert_int_equal(num(o, "sluice.events_lost"), 17);
-	assert_int_equal(num(o, "sluice.events_lost_total"), 40);
+	assert_string_equal(str(o, "event.reason"), "write_failed");
+	assert_string_equal(str(o, "error.code"), "EPIPE");
+	assert_string_equal(str(o, "event.dataset"), "sluice.kernel");
+	assert_int_equal(num(o, "sluice.events_lost"), 3);
 	json_object_put(o);
+	o = json_tokener_parse(nl + 1);
+	assert_string_equal(str(o, "event.action"), "egress-denied");
+	json_object_put(o);
+	free(text);
+	close(fd);
+	close(mfd);
+}
+
+/* Lines are bounded: a huge value is cut at a UTF-8 boundary, the line says
+ * so and stays one strict JSON object that fits SLUICE_LINE_MAX. */
+static void test_line_is_bounded(void **state)
+{
+	char *big = malloc(20001), buf[SLUICE_LINE_MAX];
+	struct json_tokener *tok = json_tokener_new();
+	struct sluice_line l;
+	json_object *o, *v;
+	size_t n;
+
+	for (int i = 0; i < 20000; i += 2)
+		memcpy(big + i, "\xc3\xa9", 2);      /* e-acute: cutting mid-sequence would be bad UTF-8 */
+	big[20000] = 0;
+	sluice_line_init(&l, buf, sizeof(buf));
+	SL_STR(&l, "a", big);
+	SL_STR(&l, "b", big);
+	SL_U64(&l, "d", 7);
+	n = sluice_line_end(&l);
+	assert_true(n < SLUICE_LINE_MAX - 1);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, buf, (int)n + 1);
+	assert_non_null(o);
+	assert_true(json_object_object_get_ex(o, "sluice.truncated", &v) && json_object_get_boolean(v));
+	assert_true(strlen(str(o, "a")) <= SLUICE_LINE_VAL_MAX);
+	assert_int_equal(num(o, "d"), 7);
+	json_object_put(o);
+	json_tokener_free(tok);
+	free(big);
 }
 
 static void test_small_buffer_fails_cleanly(void **state)
@@ -212,7 +321,8 @@ int main(void)
 		cmocka_unit_test(test_canary_is_marked),
 		cmocka_unit_test(test_sock_create_has_no_destination),
 		cmocka_unit_test(test_unknown_numbers_do_not_crash),
-		cmocka_unit_test(test_lost_line),
+		cmocka_unit_test(test_write_error_counted_then_recovery_line),
+		cmocka_unit_test(test_line_is_bounded),
 		cmocka_unit_test(test_small_buffer_fails_cleanly),
 	};
 

@@ -10,110 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jsonstr.h"
+#include "evlog.h"
 
 #include "addr.h"
 
-/*
- * The line is built straight into a buffer (no json-c object per line:
- * with json-c the formatting was a third of the proxy's CPU per small
- * request, bench/ scenario 4 profile).  Strings are escaped as RFC 8259
- * requires, and bytes that are not well-formed UTF-8 (a hostile comm,
- * server name or path) become U+FFFD (sluice_utf8_seq_len), as
- * sluice_json_string() does for the json-c paths: the line stays JSON.
- */
-struct jb {
-	char *p;
-	size_t len, cap;
-	bool heap;                    /* p was malloc'd here (else the caller's) */
-	bool failed;                  /* out of memory: the line is lost */
-};
+/* The line is built straight into the writer's bounded buffer
+ * (userspace/lib/evlog.h): no allocation, no printf per request. */
 
-static bool jb_room(struct jb *b, size_t n)
-{
-	size_t ncap;
-	char *np;
-
-	if (b->failed)
-		return false;
-	if (b->len + n < b->cap)
-		return true;
-	ncap = b->cap * 2;
-	while (ncap <= b->len + n)
-		ncap *= 2;
-	np = b->heap ? realloc(b->p, ncap) : malloc(ncap);
-	if (!np) {
-		b->failed = true;
-		return false;
-	}
-	if (!b->heap)
-		memcpy(np, b->p, b->len);
-	b->p = np;
-	b->cap = ncap;
-	b->heap = true;
-	return true;
-}
-
-static void jb_raw(struct jb *b, const char *s, size_t n)
-{
-	if (!jb_room(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static void jb_str(struct jb *b, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n = strlen(s);
-	char *o;
-
-	/* room for the worst case (every byte \u00XX) once, then no checks */
-	if (!jb_room(b, 6 * n + 2))
-		return;
-	o = b->p + b->len;
-	*o++ = '"';
-	for (size_t i = 0; i < n;) {
-		unsigned char c = u[i];
-		size_t l;
-
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-			*o++ = (char)c;
-			i++;
-			continue;
-		}
-		if (c == '"' || c == '\\') {
-			*o++ = '\\';
-			*o++ = (char)c;
-			i++;
-		} else if (c < 0x20 || c == 0x7f) {
-			*o++ = '\\';
-			*o++ = 'u';
-			*o++ = '0';
-			*o++ = '0';
-			*o++ = hex[c >> 4];
-			*o++ = hex[c & 15];
-			i++;
-		} else if ((l = sluice_utf8_seq_len(u + i, n - i)) == 0) {
-			*o++ = (char)0xef;   /* U+FFFD */
-			*o++ = (char)0xbf;
-			*o++ = (char)0xbd;
-			i++;
-		} else {
-			memcpy(o, u + i, l);
-			o += l;
-			i += l;
-		}
-	}
-	*o++ = '"';
-	b->len = (size_t)(o - b->p);
-}
-
-#define JB_LIT(b, lit) jb_raw((b), (lit), sizeof(lit) - 1)
-
-/* Decimal digits of v into out (at least 20 bytes); returns their count.
- * (No printf on the per-request path: it showed in the profile.) */
+/* Decimal digits of v into out (at least 20 bytes); returns their count. */
 static size_t u64_dec(char *out, uint64_t v)
 {
 	char tmp[20];
@@ -127,67 +31,6 @@ static size_t u64_dec(char *out, uint64_t v)
 		out[i] = tmp[n - 1 - i];
 	return n;
 }
-
-/* ,"key": (the first key of a line has no comma); keys are ours: plain ASCII */
-static void jb_key(struct jb *b, const char *k, size_t kl)
-{
-	if (!jb_room(b, kl + 4))
-		return;
-	if (b->len > 1)
-		b->p[b->len++] = ',';
-	b->p[b->len++] = '"';
-	memcpy(b->p + b->len, k, kl);
-	b->len += kl;
-	b->p[b->len++] = '"';
-	b->p[b->len++] = ':';
-}
-
-static void put_strk(struct jb *b, const char *key, size_t kl, const char *v)
-{
-	if (!v)
-		return;
-	jb_key(b, key, kl);
-	jb_str(b, v);
-}
-
-static void put_u64k(struct jb *b, const char *key, size_t kl, uint64_t v)
-{
-	char num[24];
-	size_t n = u64_dec(num, v);
-
-	jb_key(b, key, kl);
-	jb_raw(b, num, n);
-}
-
-static void put_i64k(struct jb *b, const char *key, size_t kl, int64_t v)
-{
-	char num[24];
-	size_t n = 0;
-
-	jb_key(b, key, kl);
-	if (v < 0) {
-		num[n++] = '-';
-		n += u64_dec(num + 1, (uint64_t)0 - (uint64_t)v);
-	} else {
-		n = u64_dec(num, (uint64_t)v);
-	}
-	jb_raw(b, num, n);
-}
-
-static void put_boolk(struct jb *b, const char *key, size_t kl, bool v)
-{
-	jb_key(b, key, kl);
-	if (v)
-		JB_LIT(b, "true");
-	else
-		JB_LIT(b, "false");
-}
-
-/* keys are string literals: their length is known at compile time */
-#define put_str(b, k, v)  put_strk((b), (k), sizeof(k) - 1, (v))
-#define put_u64(b, k, v)  put_u64k((b), (k), sizeof(k) - 1, (v))
-#define put_i64(b, k, v)  put_i64k((b), (k), sizeof(k) - 1, (v))
-#define put_bool(b, k, v) put_boolk((b), (k), sizeof(k) - 1, (v))
 
 /* An address as text (v4-mapped IPv6 as IPv4), IPv4 without printf. */
 static void ip_text(int family, const uint8_t *a, char *out, size_t len)
@@ -209,7 +52,7 @@ static void ip_text(int family, const uint8_t *a, char *out, size_t len)
 }
 
 /* "<prefix>.ip" and "<prefix>.port" of an endpoint. */
-static void put_endpoint(struct jb *b, const char *ipkey, size_t ipkl, const char *portkey,
+static void put_endpoint(struct sluice_line *b, const char *ipkey, size_t ipkl, const char *portkey,
 			 size_t portkl, const struct sockaddr *sa)
 {
 	char ip[INET6_ADDRSTRLEN];
@@ -230,241 +73,118 @@ static void put_endpoint(struct jb *b, const char *ipkey, size_t ipkl, const cha
 	} else {
 		return;
 	}
-	put_strk(b, ipkey, ipkl, ip);
-	put_i64k(b, portkey, portkl, port);
+	sluice_line_put_str(b, ipkey, ipkl, ip);
+	sluice_line_put_u64(b, portkey, portkl, port);
 }
 
 #define PUT_ENDPOINT(b, ik, pk, sa) put_endpoint((b), (ik), sizeof(ik) - 1, (pk), sizeof(pk) - 1, (sa))
 
-/* "YYYY-MM-DDTHH:MM:SS.uuuuuuZ"; the part up to the seconds is formatted
- * once per second. */
-static void timestamp(const struct timespec *t, char *out, size_t len)
+void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 {
-	static time_t cached_sec = (time_t)-1;
-	static char cached[32];
-	static size_t cached_len;
-	unsigned us = (unsigned)((t->tv_nsec / 1000) % 1000000);
-
-	if (t->tv_sec != cached_sec) {
-		struct tm tm;
-
-		gmtime_r(&t->tv_sec, &tm);
-		cached_len = strftime(cached, sizeof(cached), "%Y-%m-%dT%H:%M:%S", &tm);
-		cached_sec = t->tv_sec;
-	}
-	if (len < cached_len + 9 || !cached_len) {
-		snprintf(out, len, "1970-01-01T00:00:00.000000Z");
-		return;
-	}
-	memcpy(out, cached, cached_len);
-	out[cached_len] = '.';
-	for (int i = 6; i >= 1; i--) {
-		out[cached_len + (size_t)i] = (char)('0' + us % 10);
-		us /= 10;
-	}
-	out[cached_len + 7] = 'Z';
-	out[cached_len + 8] = '\0';
-}
-
-/*
- * The fields that are the same on every line of a process (sandbox,
- * policy, mode, and the event's kind): escaped once, then copied (the
- * strings are the process's own and do not change while their pointers
- * stay the same; accesslog.h).
- */
-static void constant_fields(struct jb *b, const struct proxy_log_rec *r)
-{
-	static const char *k_sandbox, *k_name, *k_digest, *k_mode;
-	static char *frag;
-	static size_t frag_len;
-	struct jb f;
-
-	if (frag && k_sandbox == r->sandbox && k_name == r->policy_name && k_digest == r->policy_digest &&
-	    k_mode == r->mode) {
-		JB_LIT(b, ",");
-		jb_raw(b, frag, frag_len);
-		return;
-	}
-	memset(&f, 0, sizeof(f));
-	f.cap = 512;
-	f.p = malloc(f.cap);
-	f.heap = true;
-	f.len = 1;   /* after "{": the fragment starts without a comma */
-	if (f.p) {
-		f.p[0] = '{';
-		put_str(&f, "sluice.sandbox", r->sandbox);
-		put_str(&f, "sluice.policy_name", r->policy_name);
-		put_str(&f, "rule.ruleset", r->policy_digest);
-		put_str(&f, "sluice.policy_sha256", r->policy_digest);
-		put_str(&f, "sluice.mode", r->mode);
-		put_str(&f, "sluice.component", "proxy");
-		put_str(&f, "event.kind", "event");
-		put_str(&f, "event.category", "network");
-		put_str(&f, "event.dataset", "sluice.proxy");
-	}
-	if (!f.p || f.failed) {
-		free(f.p);
-		b->failed = true;
-		return;
-	}
-	free(frag);
-	frag = f.p;
-	frag_len = f.len - 1;
-	memmove(frag, frag + 1, frag_len);
-	k_sandbox = r->sandbox;
-	k_name = r->policy_name;
-	k_digest = r->policy_digest;
-	k_mode = r->mode;
-	JB_LIT(b, ",");
-	jb_raw(b, frag, frag_len);
-}
-
-/* The line into *b (no newline, not NUL-terminated). */
-static void format(struct jb *b, const struct proxy_log_rec *r)
-{
-	char ts[64];
-
-	timestamp(&r->start, ts, sizeof(ts));
-
-	jb_raw(b, "{", 1);
-	/* the fields every sluice line carries (docs/events.md) */
-	put_str(b, "@timestamp", ts);
-	constant_fields(b, r);
-	jb_key(b, "event.type", 10);
+	SL_STR(b, "sluice.component", "proxy");
+	SL_STR(b, "event.kind", "event");
+	SL_STR(b, "event.category", "network");
 	if (r->verdict && strcmp(r->verdict, "deny") == 0)
-		JB_LIT(b, "[\"connection\",\"denied\"]");
+		SL_RAW(b, "event.type", "[\"connection\",\"denied\"]");
 	else
-		JB_LIT(b, "[\"connection\",\"allowed\"]");
-	put_str(b, "event.action", r->action);
-	put_str(b, "event.outcome", r->outcome);
-	put_str(b, "event.reason", r->reason);
-	put_u64(b, "event.duration", r->duration_ns);
-	put_str(b, "sluice.verdict", r->verdict);
-	put_str(b, "sluice.form", r->form);
-	put_str(b, "rule.name", r->rule);
+		SL_RAW(b, "event.type", "[\"connection\",\"allowed\"]");
+	SL_STR(b, "event.action", r->action);
+	SL_STR(b, "event.outcome", r->outcome);
+	SL_STR(b, "event.reason", r->reason);
+	SL_U64(b, "event.duration", r->duration_ns);
+	SL_STR(b, "sluice.verdict", r->verdict);
+	SL_STR(b, "sluice.form", r->form);
+	SL_STR(b, "rule.name", r->rule);
 
-	put_str(b, "url.full", r->url_full);
-	put_str(b, "url.domain", r->domain);
-	put_str(b, "tls.client.server_name", r->sni);
-	put_str(b, "http.request.method", r->method);
+	SL_STR(b, "url.full", r->url_full);
+	SL_STR(b, "url.domain", r->domain);
+	SL_STR(b, "tls.client.server_name", r->sni);
+	SL_STR(b, "http.request.method", r->method);
 	if (r->status > 0)
-		put_i64(b, "http.response.status_code", r->status);
+		SL_I64(b, "http.response.status_code", r->status);
 	if (r->tunnel) {
 		if (r->req_bytes >= 0)
-			put_i64(b, "source.bytes", r->req_bytes);
+			SL_I64(b, "source.bytes", r->req_bytes);
 		if (r->resp_bytes >= 0)
-			put_i64(b, "destination.bytes", r->resp_bytes);
+			SL_I64(b, "destination.bytes", r->resp_bytes);
 	} else {
 		if (r->req_bytes >= 0)
-			put_i64(b, "http.request.bytes", r->req_bytes);
+			SL_I64(b, "http.request.bytes", r->req_bytes);
 		if (r->resp_bytes >= 0)
-			put_i64(b, "http.response.bytes", r->resp_bytes);
+			SL_I64(b, "http.response.bytes", r->resp_bytes);
 	}
 	PUT_ENDPOINT(b, "source.ip", "source.port", r->src);
 	PUT_ENDPOINT(b, "destination.ip", "destination.port", r->dst);
+	if (!r->dst && r->target_port > 0)
+		SL_I64(b, "destination.port", r->target_port);
 
 	if (r->orig) {
-		char hp[INET6_ADDRSTRLEN + 8], uid[24];
+		char ip[INET6_ADDRSTRLEN], uid[24];
 		char comm[sizeof(r->orig->comm) + 1];
 		uint8_t a[16];
 		int fam = r->orig->family == SLUICE_AF_INET6 ? AF_INET6 : AF_INET;
 		size_t n;
 
 		memcpy(a, r->orig->daddr, 16);
-		ip_text(fam, a, hp + 1, sizeof(hp) - 8);
-		/* [v6]:port, v4:port */
-		if (strchr(hp + 1, ':')) {
-			hp[0] = '[';
-			n = strlen(hp);
-			hp[n++] = ']';
-		} else {
-			memmove(hp, hp + 1, strlen(hp + 1) + 1);
-			n = strlen(hp);
-		}
-		hp[n++] = ':';
-		n += u64_dec(hp + n, r->orig->dport);
-		hp[n] = '\0';
-		put_str(b, "sluice.orig_dst", hp);
-		put_u64(b, "sluice.cgroup_id", r->orig->cgroup_id);
+		ip_text(fam, a, ip, sizeof(ip));
+		SL_STR(b, "sluice.orig_dst.ip", ip);
+		SL_U64(b, "sluice.orig_dst.port", r->orig->dport);
+		SL_U64(b, "sluice.cgroup_id", r->orig->cgroup_id);
 		if (r->orig->pid) {
-			put_i64(b, "process.pid", r->orig->pid);
+			SL_I64(b, "process.pid", r->orig->pid);
 			memcpy(comm, r->orig->comm, sizeof(r->orig->comm));
 			comm[sizeof(r->orig->comm)] = '\0';
 			if (comm[0])
-				put_str(b, "process.name", comm);
+				SL_STR(b, "process.name", comm);
 			n = u64_dec(uid, r->orig->uid);
 			uid[n] = '\0';
-			put_str(b, "user.id", uid);
+			SL_STR(b, "user.id", uid);
 		}
 	}
 	if (r->request_seq > 0)
-		put_i64(b, "sluice.request_seq", r->request_seq);
+		SL_I64(b, "sluice.request_seq", r->request_seq);
 	if (r->upstream_conn)
-		put_bool(b, "sluice.upstream_reused", r->upstream_conn == 2);
+		SL_BOOL(b, "sluice.upstream_reused", r->upstream_conn == 2);
 	if (r->orig_dst_mismatch >= 0)
-		put_bool(b, "sluice.orig_dst_mismatch", r->orig_dst_mismatch);
+		SL_BOOL(b, "sluice.orig_dst_mismatch", r->orig_dst_mismatch);
 	if (r->n_dropped) {
-		jb_key(b, "sluice.dropped_answers", 22);
-		jb_raw(b, "[", 1);
+		size_t m = sluice_line_mark(b);
+
+		SL_KEY(b, "sluice.dropped_answers");
+		SL_LIT(b, "[");
 		for (size_t i = 0; i < r->n_dropped && i < PROXY_LOG_MAX_DROPPED; i++) {
 			if (i)
-				jb_raw(b, ",", 1);
-			jb_str(b, r->dropped[i]);
+				SL_LIT(b, ",");
+			sluice_line_strval(b, r->dropped[i]);
 		}
-		jb_raw(b, "]", 1);
+		SL_LIT(b, "]");
+		if (b->over)
+			sluice_line_rewind(b, m);
 	}
-	jb_raw(b, "}", 1);
+}
+
+int64_t proxy_log_real_ns(const struct proxy_log_rec *r)
+{
+	return (int64_t)r->start.tv_sec * 1000000000LL + r->start.tv_nsec;
 }
 
 char *proxy_log_format(const struct proxy_log_rec *r)
 {
-	struct jb b = { .cap = 1024 };
+	struct sluice_line l;
+	char ts[40], *buf = malloc(SLUICE_LINE_MAX);
 
-	b.p = malloc(b.cap);
-	if (!b.p)
+	if (!buf)
 		return NULL;
-	b.heap = true;
-	format(&b, r);
-	if (!jb_room(&b, 1)) {
-		free(b.p);
-		return NULL;
-	}
-	b.p[b.len] = '\0';
-	return b.p;
+	sluice_line_init(&l, buf, SLUICE_LINE_MAX);
+	sluice_format_time(proxy_log_real_ns(r), ts, sizeof(ts));
+	SL_STR(&l, "@timestamp", ts);
+	proxy_log_fields(&l, r);
+	sluice_line_end(&l);
+	return buf;
 }
 
-int proxy_log_write(int fd, const struct proxy_log_rec *r)
+int proxy_log_write(struct sluice_evlog *w, const struct proxy_log_rec *r)
 {
-	char stack[4096];
-	struct jb b = { .p = stack, .cap = sizeof(stack) };
-	size_t off = 0;
-	int rc = 0;
-
-	format(&b, r);
-	jb_raw(&b, "\n", 1);
-	if (b.failed) {
-		if (b.heap)
-			free(b.p);
-		errno = ENOMEM;
-		return -1;
-	}
-	/* one write(2) per line: lines of concurrent writers do not interleave */
-	while (off < b.len) {
-		ssize_t n = write(fd, b.p + off, b.len - off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -1;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (b.heap) {
-		int e = errno;
-
-		free(b.p);
-		errno = e;
-	}
-	return rc;
+	proxy_log_fields(sluice_evlog_begin(w, SLUICE_DS_PROXY, proxy_log_real_ns(r)), r);
+	return sluice_evlog_commit(w);
 }

@@ -37,12 +37,10 @@ struct proxy_log_rec {
 	int64_t resp_bytes;           /* upstream -> client bytes, -1 = none */
 	const struct sockaddr *src;   /* the client */
 	const struct sockaddr *dst;   /* the dialed address, NULL when none */
+	int target_port;              /* the port asked for (CONNECT target, Host), written as
+				       * destination.port when nothing was dialed; 0 = none */
 	const struct sluice_orig *orig;  /* the kernel's record, NULL when none */
-	const char *sandbox;
 	const char *rule;             /* rule.name */
-	const char *policy_digest;    /* rule.ruleset and sluice.policy_sha256 */
-	const char *policy_name;
-	const char *mode;             /* sluice.mode: enforce | audit */
 	int orig_dst_mismatch;        /* -1 unknown, 0, 1 */
 	int request_seq;              /* HTTP: the request's place on its client connection (1, 2, ...); 0 = none */
 	int upstream_conn;            /* HTTP: 0 none, 1 a new upstream connection, 2 a pooled one */
@@ -50,19 +48,27 @@ struct proxy_log_rec {
 	size_t n_dropped;
 };
 
+struct sluice_line;
+struct sluice_evlog;
+
+/* Add the record's fields (docs/events.md, "Proxy access log") to line l.
+ * Pure: no I/O, no allocation. */
+void proxy_log_fields(struct sluice_line *l, const struct proxy_log_rec *r);
+
+/* r->start as CLOCK_REALTIME ns. */
+int64_t proxy_log_real_ns(const struct proxy_log_rec *r);
+
 /*
- * Format `r` as one JSON object (no newline).  `sandbox`, `policy_name`,
- * `policy_digest` and `mode` are escaped once and reused while the same
- * pointers come: their strings must not change in place.  Returns a malloc'd string
- * the caller frees, or NULL on allocation failure.
+ * The record as one JSON object (no newline; @timestamp and the record's
+ * fields, without the writer's envelope): tests and fuzzing.  Returns a
+ * malloc'd string the caller frees, or NULL on allocation failure.
  */
 char *proxy_log_format(const struct proxy_log_rec *r);
 
 /*
- * Append the record and a newline to `fd` with one write(2) (lines from
- * concurrent writers on an O_APPEND file do not interleave).  Returns 0 or
- * -1 with errno set.
+ * Write the record as one line through w (envelope, dataset sluice.proxy).
+ * Returns 0, or -errno when the line was lost (counted by w).
  */
-int proxy_log_write(int fd, const struct proxy_log_rec *r);
+int proxy_log_write(struct sluice_evlog *w, const struct proxy_log_rec *r);
 
 #endif

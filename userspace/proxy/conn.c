@@ -145,12 +145,9 @@ static void conn_log(struct conn *c)
 	r.resp_bytes = c->resp_bytes;
 	r.src = &c->peer.sa;
 	r.dst = c->have_dst ? &c->dst.sa : NULL;
+	r.target_port = c->port;   /* a refused CONNECT: the port it asked for */
 	r.orig = c->have_orig ? &c->orig : NULL;
-	r.sandbox = px->cfg.sandbox;
 	r.rule = c->rule;
-	r.policy_digest = px->policy->digest;
-	r.policy_name = px->policy->name;
-	r.mode = px->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
 	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
 		r.request_seq = (int)c->nreq + 1;
@@ -160,8 +157,9 @@ static void conn_log(struct conn *c)
 	}
 	for (size_t i = 0; i < c->n_dropped && i < PROXY_DROPPED_MAX && i < PROXY_LOG_MAX_DROPPED; i++)
 		r.dropped[r.n_dropped++] = c->dropped[i];
-	if (proxy_log_write(px->log_fd, &r) < 0)
-		log_warn("access log");
+	/* a line that cannot be written is counted lost by the writer, which
+	 * says so on stderr once per state change */
+	proxy_log_write(&px->log, &r);
 }
 
 void conn_finish(struct conn *c)
@@ -581,8 +579,13 @@ static void on_http_head(struct conn *c)
 		return;
 	}
 	if (proxy_request_parse(c->req, c->buf, c->head_len, &err) < 0) {
+		char attempted[SLUICE_HOST_MAX + 1];
+
 		if (c->req->target_buf || c->req->method_id == HTTP_CONNECT)
 			c->method = http_method_str(c->req->method_id);
+		/* the line says which host the refused request was for */
+		if (proxy_request_attempted_host(c->req, attempted, sizeof(attempted)))
+			set_printable(&c->host, attempted);
 		conn_reply(c, err.status, err.reason);
 		return;
 	}
@@ -662,6 +665,11 @@ static void process_tls(struct conn *c)
 		on_tls_hello(c, &h);
 		return;
 	default:
+		/* the name it asked for, when the hello got that far, and the port */
+		if (h.has_sni)
+			set_printable(&c->sni, h.sni);
+		if (c->have_orig)
+			c->port = c->orig.dport;
 		c->verdict = "deny";
 		conn_close(c, "bad_client_hello");
 		return;

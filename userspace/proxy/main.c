@@ -46,6 +46,8 @@ static void usage(FILE *f)
 		"  --netns PATH               join this network namespace first\n"
 		"  --sandbox NAME             sandbox name for the log (default: default)\n"
 		"  --log FILE                 access log, JSON lines, appended (default: stdout)\n"
+		"  --log-fd N                 write the access log to inherited fd N (sluice run and the\n"
+		"                             daemon pass their events destination so all lines share it)\n"
 		"  --upstream-dns ADDR[:PORT] resolve allowed names here (default: /etc/resolv.conf)\n"
 		"  --ready-fd N               write \"ready\\n\" to fd N once serving, then close it\n"
 		"  --mode audit|enforce       override the policy's mode\n"
@@ -228,6 +230,7 @@ int main(int argc, char **argv)
 		{ "netns", required_argument, NULL, 'n' },
 		{ "sandbox", required_argument, NULL, 's' },
 		{ "log", required_argument, NULL, 'l' },
+		{ "log-fd", required_argument, NULL, 'G' },
 		{ "upstream-dns", required_argument, NULL, 'd' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "mode", required_argument, NULL, 'M' },
@@ -272,6 +275,7 @@ int main(int argc, char **argv)
 		case 'n': cfg->netns = optarg; break;
 		case 's': cfg->sandbox = optarg; break;
 		case 'l': cfg->log_path = optarg; break;
+		case 'G': cfg->log_fd = (int)parse_uint("--log-fd", optarg, 1, INT_MAX); break;
 		case 'd': cfg->upstream_dns = optarg; break;
 		case 'r': cfg->ready_fd = (int)parse_uint("--ready-fd", optarg, 0, INT_MAX); break;
 		case 'M':
@@ -330,7 +334,13 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);   /* splice() to a closed socket raises it */
 	raise_nofile();
 
-	if (cfg->log_path) {
+	if (cfg->log_fd > 0 && cfg->log_path)
+		fatalx("--log and --log-fd: give one");
+	if (cfg->log_fd > 0) {
+		if (fcntl(cfg->log_fd, F_SETFD, FD_CLOEXEC) < 0)
+			fatal("--log-fd %d", cfg->log_fd);
+		px.log_fd = cfg->log_fd;
+	} else if (cfg->log_path) {
 		px.log_fd = open(cfg->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 		if (px.log_fd < 0)
 			fatal("--log %s", cfg->log_path);
@@ -350,6 +360,18 @@ int main(int argc, char **argv)
 			fatalx("cannot build the default policy");
 	}
 	px.mode = cfg->mode >= 0 ? (enum sluice_mode)cfg->mode : px.policy->mode;
+	{
+		struct sluice_envelope env = {
+			.sandbox = cfg->sandbox, .policy_name = px.policy->name, .policy_digest = px.policy->digest,
+			.mode = px.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
+		};
+		char dest[32];
+
+		if (!cfg->log_path)
+			snprintf(dest, sizeof(dest), px.log_fd == STDOUT_FILENO ? "stdout" :
+				 px.log_fd == STDERR_FILENO ? "stderr" : "fd %d", px.log_fd);
+		sluice_evlog_init(&px.log, px.log_fd, cfg->log_path ? cfg->log_path : dest, "sluice-proxy", &env);
+	}
 
 	px.flow_fd = proxy_flow_open(cfg->flow_map);
 	if (px.flow_fd < 0)
@@ -433,6 +455,11 @@ int main(int argc, char **argv)
 	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);
 	event_base_free(px.base);
+	if (sluice_evlog_lost_total(&px.log)) {
+		char summary[512];
+
+		log_warnx("%s", sluice_evlog_loss_summary(&px.log, summary, sizeof(summary)));
+	}
 	sluice_policy_free(px.policy);
 	close(px.flow_fd);
 	return 0;

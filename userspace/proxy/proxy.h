@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "evlog.h"
 #include "policy.h"
 #include "request.h"
 #include "resolve.h"
@@ -60,6 +61,7 @@ struct proxy_config {
 	const char *netns;
 	const char *sandbox;
 	const char *log_path;           /* NULL: stdout */
+	int log_fd;                     /* --log-fd: inherited destination; 0: none */
 	const char *upstream_dns;       /* NULL: /etc/resolv.conf */
 	int ready_fd;                   /* -1: none */
 	int mode;                       /* -1: the policy's, else enum sluice_mode */
@@ -91,6 +93,7 @@ struct proxy {
 	enum sluice_mode mode;
 	int flow_fd;
 	int log_fd;
+	struct sluice_evlog log;        /* the access log's writer, on log_fd */
 	unsigned n_conns;               /* open client connections */
 	struct proxy_dnscache *dnscache;
 	struct proxy_upool *upool;      /* NULL: upstream connections are not reused */

@@ -347,6 +347,61 @@ int proxy_request_parse(struct proxy_request *req, const char *head, size_t head
 	return 0;
 }
 
+const char *proxy_request_attempted_host(const struct proxy_request *req, char *out, size_t len)
+{
+	const char *h = NULL, *end;
+	size_t n = 0;
+
+	if (!len)
+		return NULL;
+	if (req->target && req->target_len) {
+		const char *t = req->target, *te = t + req->target_len;
+
+		if ((size_t)(te - t) > 7 && strncasecmp(t, "http://", 7) == 0)
+			h = t + 7;
+		else if ((size_t)(te - t) > 8 && strncasecmp(t, "https://", 8) == 0)
+			h = t + 8;
+		else if (t[0] != '/' && t[0] != '*')
+			h = t;                  /* authority form (CONNECT host:port) */
+		if (h) {
+			for (end = h; end < te && *end != '/' && *end != '?' && *end != '#'; end++)
+				;
+			n = (size_t)(end - h);
+		}
+	}
+	if (!n && req->host && req->host->value_len) {
+		h = req->host->value;
+		n = req->host->value_len;
+	}
+	if (!n)
+		return NULL;
+	/* userinfo@ and :port off (a bracketed IPv6 literal keeps its colons) */
+	for (size_t i = n; i > 0; i--)
+		if (h[i - 1] == '@') {
+			h += i;
+			n -= i;
+			break;
+		}
+	if (n && h[0] == '[') {
+		const char *rb = memchr(h, ']', n);
+
+		if (rb)
+			n = (size_t)(rb - h) + 1;
+	} else {
+		const char *colon = memchr(h, ':', n);
+
+		if (colon)
+			n = (size_t)(colon - h);
+	}
+	if (!n)
+		return NULL;
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, h, n);
+	out[n] = '\0';
+	return out;
+}
+
 int proxy_request_precheck(const char *buf, size_t len, struct proxy_refusal *err)
 {
 	static const http_parser_settings none;
@@ -1098,15 +1153,18 @@ int proxy_error_response(int status, const char *reason, bool keep_alive, struct
 		n = snprintf(body, sizeof(body), "sluice: %s (%s)\n", proxy_status_text(status), reason);
 	if (n < 0)
 		return -1;
+	/* a policy denial says so in the reason phrase, which apt, pip, wget and
+	 * git print: "403 Forbidden by sluice policy: host_not_allowed" */
 	return evbuffer_add_printf(out,
-				   "HTTP/1.1 %d %s\r\n"
+				   "HTTP/1.1 %d %s%s%s\r\n"
 				   "Content-Type: text/plain; charset=utf-8\r\n"
 				   "Content-Length: %d\r\n"
 				   "%s: %s\r\n"
 				   "Cache-Control: no-store\r\n"
 				   "Connection: %s\r\n"
 				   "\r\n%s",
-				   status, proxy_status_text(status), n,
+				   status, proxy_status_text(status), status == 403 ? " by sluice policy: " : "",
+				   status == 403 ? reason : "", n,
 				   status == 403 ? "X-Sluice-Denied" : "X-Sluice-Error", reason,
 				   keep_alive ? "keep-alive" : "close", body) < 0 ? -1 : 0;
 }

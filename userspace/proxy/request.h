@@ -123,6 +123,16 @@ int proxy_request_parse(struct proxy_request *req, const char *head, size_t head
 void proxy_request_free(struct proxy_request *req);
 
 /*
+ * The host a request asked for, as far as a head that proxy_request_parse()
+ * refused still tells (for the log line of a 400): the authority of an
+ * absolute-form target, a CONNECT target, else the Host header; userinfo
+ * and port removed, not normalised (as sent).  Call before the head's
+ * buffer changes.  Into out (NUL-terminated, cut at len - 1 bytes); returns
+ * out, or NULL when the head names no host.
+ */
+const char *proxy_request_attempted_host(const struct proxy_request *req, char *out, size_t len);
+
+/*
  * Feed body bytes that follow the head.  For each piece of decoded body
  * (chunked framing removed) calls req->body_cb.  Stops exactly at the end of
  * the message: returns the number of bytes consumed (the rest, if any, is
@@ -282,7 +292,8 @@ int proxy_build_response_head(const struct proxy_response *r, bool keep_alive, s
 
 /*
  * A response of the proxy's own: `status` with a short text body, and
- * `X-Sluice-Denied: reason` when it is a policy denial (403), else
+ * for a policy denial (403) the reason phrase "Forbidden by sluice policy:
+ * <reason>" and `X-Sluice-Denied: reason`, else
  * `X-Sluice-Error: reason`; "Connection: keep-alive" when `keep_alive`,
  * else "Connection: close".
  */

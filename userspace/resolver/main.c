@@ -19,6 +19,7 @@
 
 #include <event2/event.h>
 
+#include "evlog.h"
 #include "log.h"
 #include "version.h"
 #include "policy.h"
@@ -32,7 +33,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: sluice-resolver (--udp-fd N | --tcp-fd N | --listen ADDR:PORT)...\n"
-"                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE]\n"
+"                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE | --log-fd N]\n"
 "                       [--upstream-dns ADDR[:PORT]] [--ready-fd N] [--mode audit|enforce]\n"
 "                       [--allow-private-answers CIDR]... [--upstream-timeout-ms N] [-v]\n"
 "\n"
@@ -47,6 +48,8 @@ static void usage(FILE *f)
 "                           leave from the sandbox's network\n"
 "  --sandbox NAME           sandbox name for the log\n"
 "  --log FILE               JSON lines, appended (default: standard output)\n"
+"  --log-fd N               write them to inherited fd N (sluice run and the daemon pass\n"
+"                           their events destination so that all lines share it)\n"
 "  --upstream-dns ADDR[:PORT]  upstream resolver (default: the first nameserver\n"
 "                           of /etc/resolv.conf, port 53)\n"
 "  --ready-fd N             write \"ready\\n\" to fd N once serving, then close it\n"
@@ -114,7 +117,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
-	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT };
+	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -123,6 +126,7 @@ int main(int argc, char **argv)
 		{ "netns", required_argument, NULL, O_NETNS },
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
 		{ "log", required_argument, NULL, O_LOG },
+		{ "log-fd", required_argument, NULL, O_LOG_FD },
 		{ "upstream-dns", required_argument, NULL, O_UPSTREAM },
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "mode", required_argument, NULL, O_MODE },
@@ -139,7 +143,7 @@ int main(int argc, char **argv)
 	const char *upstream = NULL, *mode = NULL;
 	struct netaddr_cidr allow[MAX_ALLOW];
 	size_t n_allow = 0;
-	int ready_fd = -1, verbose = 0, c, i;
+	int ready_fd = -1, log_fd = 0, verbose = 0, c, i;
 	struct sluice_policy *policy = NULL;
 	struct sluice_policy_error perr;
 	struct rsv_server_cfg cfg;
@@ -147,7 +151,8 @@ int main(int argc, char **argv)
 	struct event_base *base;
 	struct event *sigs[3];
 	static struct hup_log hup_log;
-	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600], *line;
+	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600];
+	static struct sluice_evlog evlog;
 	unsigned ulen;
 	long timeout_ms = 2000;
 
@@ -172,6 +177,7 @@ int main(int argc, char **argv)
 		case O_NETNS: netns = optarg; break;
 		case O_SANDBOX: sandbox = optarg; break;
 		case O_LOG: log_path = optarg; break;
+		case O_LOG_FD: log_fd = parse_int(optarg, 1, INT_MAX, "--log-fd"); break;
 		case O_UPSTREAM: upstream = optarg; break;
 		case O_READY: ready_fd = parse_int(optarg, 0, INT_MAX, "--ready-fd"); break;
 		case O_MODE:
@@ -257,7 +263,13 @@ int main(int argc, char **argv)
 	cfg.upstream_len = ulen;
 	rsv_sockaddr_str((struct sockaddr *)&cfg.upstream, upbuf, sizeof(upbuf));
 
-	if (log_path) {
+	if (log_path && log_fd > 0)
+		fatalx("--log and --log-fd: give one");
+	if (log_fd > 0) {
+		if (fcntl(log_fd, F_SETFD, FD_CLOEXEC) < 0)
+			fatal("--log-fd %d", log_fd);
+		cfg.log_fd = log_fd;
+	} else if (log_path) {
 		cfg.log_fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 		if (cfg.log_fd < 0)
 			fatal("--log %s", log_path);
@@ -312,11 +324,23 @@ int main(int argc, char **argv)
 	    event_add(sigs[2], NULL) < 0)
 		fatalx("cannot handle signals");
 
-	line = rsv_log_start_line(&cfg.lc, upbuf, listen_desc);
-	if (!line || rsv_log_write(cfg.log_fd, line) < 0)
-		fatal("cannot write the log");
-	free(line);
-	log_info("serving (%s mode, policy %s %.12s, upstream %s)",
+	{
+		struct sluice_envelope env = {
+			.sandbox = sandbox, .policy_name = policy->name, .policy_digest = policy->digest,
+			.mode = cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
+		};
+		char dest[32];
+
+		if (!log_path)
+			snprintf(dest, sizeof(dest), cfg.log_fd == STDOUT_FILENO ? "stdout" :
+				 cfg.log_fd == STDERR_FILENO ? "stderr" : "fd %d", cfg.log_fd);
+		sluice_evlog_init(&evlog, cfg.log_fd, log_path ? log_path : dest, "sluice-resolver", &env);
+		cfg.log = &evlog;
+	}
+	/* the mode and policy on record before the first query; a line that
+	 * cannot be written is counted (and said on stderr), never fatal */
+	rsv_log_start(&evlog, upbuf, listen_desc);
+	log_debug("serving (%s mode, policy %s %.12s, upstream %s)",
 		 cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
 		 policy->name ? policy->name : "?", policy->digest, upbuf);
 	if (cfg.ctx.mode == SLUICE_MODE_AUDIT)
@@ -337,8 +361,13 @@ int main(int argc, char **argv)
 	event_free(sigs[2]);
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
+	if (sluice_evlog_lost_total(&evlog)) {
+		char summary[512];
+
+		log_warnx("%s", sluice_evlog_loss_summary(&evlog, summary, sizeof(summary)));
+	}
 	sluice_policy_free(policy);
-	if (cfg.log_fd != STDOUT_FILENO)
+	if (log_path)
 		close(cfg.log_fd);
 	return 0;
 }

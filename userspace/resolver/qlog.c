@@ -1,75 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * qlog.c - the resolver's query log: one JSON line per query, Elastic
- * Common Schema names as flat dotted keys like the kernel events
- * (loader/events.c; docs/events.md, "Resolver query log").  Built with json-c so every string is escaped correctly, whatever
- * bytes a client put in its question.
+ * Common Schema names as flat dotted keys like every sluice line
+ * (docs/events.md, "Resolver query log"), built in the writer's bounded
+ * buffer (userspace/lib/evlog.h): every string is escaped and made valid
+ * UTF-8, whatever bytes a client put in its question.
  */
 #include "resolver.h"
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "jsonstr.h"
-
-/* every string through sluice_json_string: bytes that are not UTF-8 (a
- * hostile comm, server name or path) become U+FFFD, the line stays JSON */
-static void put_str(json_object *o, const char *key, const char *v)
-{
-	if (v)
-		json_object_object_add(o, key, sluice_json_string(v));
-}
-
-static void timestamp(char *buf, size_t len, const struct timespec *now)
-{
-	struct timespec ts;
-	struct tm tm;
-	char base[32];
-
-	if (now)
-		ts = *now;
-	else
-		clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%06ldZ", base, ts.tv_nsec / 1000);
-}
-
-static void common(json_object *o, const struct rsv_logctx *lc, const struct timespec *now,
-		   const char *action)
-{
-	char ts[64];
-	const struct sluice_policy *p = lc->policy;
-
-	timestamp(ts, sizeof(ts), now);
-	put_str(o, "@timestamp", ts);
-	put_str(o, "sluice.sandbox", lc->sandbox ? lc->sandbox : "");
-	put_str(o, "sluice.policy_name", p && p->name ? p->name : "");
-	put_str(o, "rule.ruleset", p ? p->digest : "");
-	put_str(o, "sluice.policy_sha256", p ? p->digest : "");
-	put_str(o, "sluice.mode", lc->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
-	put_str(o, "sluice.component", "resolver");
-	put_str(o, "event.kind", "event");
-	put_str(o, "event.dataset", "sluice.resolver");
-	put_str(o, "event.action", action);
-}
-
-static char *finish(json_object *root)
-{
-	const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-						       JSON_C_TO_STRING_NOSLASHESCAPE);
-	char *line = NULL;
-
-	if (s && asprintf(&line, "%s\n", s) < 0)
-		line = NULL;
-	json_object_put(root);
-	return line;
-}
+#include "evlog.h"
 
 static const char *outcome(const struct rsv_decision *d)
 {
@@ -83,132 +29,216 @@ static const char *outcome(const struct rsv_decision *d)
 	}
 }
 
-static json_object *answer_obj(const struct rsv_answer *a, bool with_range)
+/* An ldns type/class name without allocation ("A", "TYPE65", "IN", "CLASS9"). */
+static const char *type_name(unsigned t, char *buf, size_t len)
 {
-	json_object *o = json_object_new_object();
-	char *t = ldns_rr_type2str((ldns_rr_type)a->type);
+	const ldns_rr_descriptor *d = ldns_rr_descript((uint16_t)t);
 
-	put_str(o, "name", a->name);
-	put_str(o, "type", t ? t : "");
-	put_str(o, "class", "IN");
-	json_object_object_add(o, "ttl", json_object_new_int64(a->ttl));
-	put_str(o, "data", a->data);
-	if (with_range)
-		put_str(o, "sluice_filter", a->dropped_why);
-	free(t);
-	return o;
+	/* as ldns_rr_type2str(), which allocates */
+	if (d && d->_name && (unsigned)d->_type == t)
+		return d->_name;
+	switch (t) {
+	case LDNS_RR_TYPE_IXFR: return "IXFR";
+	case LDNS_RR_TYPE_AXFR: return "AXFR";
+	case LDNS_RR_TYPE_MAILA: return "MAILA";
+	case LDNS_RR_TYPE_MAILB: return "MAILB";
+	case LDNS_RR_TYPE_ANY: return "ANY";
+	default:
+		snprintf(buf, len, "TYPE%u", t);
+		return buf;
+	}
 }
 
-char *rsv_log_line(const struct rsv_logctx *lc, const struct rsv_decision *d,
-		   const struct rsv_logmeta *m)
+static const char *class_name(unsigned c, char *buf, size_t len)
 {
-	json_object *o = json_object_new_object(), *arr, *filt, *types;
-	size_t i;
+	ldns_lookup_table *lt = ldns_lookup_by_id(ldns_rr_classes, (int)c);
 
-	if (!o)
-		return NULL;
-	common(o, lc, m->now, "dns-query");
-	put_str(o, "event.category", "network");
-	types = json_object_new_array();
-	json_object_array_add(types, json_object_new_string("protocol"));
-	json_object_array_add(types, json_object_new_string(
-		d->verdict == RSV_V_ALLOW || d->verdict == RSV_V_WOULD_DENY ? "allowed" : "denied"));
-	json_object_object_add(o, "event.type", types);
-	put_str(o, "event.outcome", outcome(d));
-	put_str(o, "event.reason", d->reason ? d->reason : "unknown");
-	json_object_object_add(o, "event.duration", json_object_new_int64(m->duration_ns));
-	put_str(o, "sluice.verdict", rsv_verdict_name(d->verdict));
+	if (lt && lt->name)
+		return lt->name;
+	snprintf(buf, len, "CLASS%u", c);
+	return buf;
+}
+
+/* One answer record as an object; left out whole if it does not fit. */
+static void answer_obj(struct sluice_line *l, const struct rsv_answer *a, bool with_range, bool first)
+{
+	size_t m = sluice_line_mark(l);
+	char tb[16];
+
+	if (!first)
+		SL_LIT(l, ",");
+	SL_LIT(l, "{");
+	SL_STR(l, "name", a->name);
+	SL_STR(l, "type", type_name(a->type, tb, sizeof(tb)));
+	SL_STR(l, "class", "IN");
+	SL_I64(l, "ttl", a->ttl);
+	SL_STR(l, "data", a->data);
+	if (with_range)
+		SL_STR(l, "sluice_filter", a->dropped_why);
+	SL_LIT(l, "}");
+	if (l->over || l->truncated)
+		sluice_line_rewind(l, m);
+}
+
+/* "ADDR:PORT" / "[V6]:PORT" as PREFIX.ip and PREFIX.port */
+static void put_hostport(struct sluice_line *l, const char *ipkey, size_t ipkl, const char *portkey,
+			 size_t portkl, const char *hp)
+{
+	char ip[64];
+	const char *colon = strrchr(hp, ':');
+	size_t n;
+
+	if (!colon) {
+		sluice_line_put_str(l, ipkey, ipkl, hp);
+		return;
+	}
+	n = (size_t)(colon - hp);
+	if (n && hp[0] == '[' && hp[n - 1] == ']') {
+		hp++;
+		n -= 2;
+	}
+	if (n >= sizeof(ip))
+		n = sizeof(ip) - 1;
+	memcpy(ip, hp, n);
+	ip[n] = '\0';
+	sluice_line_put_str(l, ipkey, ipkl, ip);
+	sluice_line_put_u64(l, portkey, portkl, strtoul(colon + 1, NULL, 10));
+}
+
+#define PUT_HOSTPORT(l, ik, pk, hp) put_hostport((l), (ik), sizeof(ik) - 1, (pk), sizeof(pk) - 1, (hp))
+
+void rsv_log_fields(struct sluice_line *l, const struct rsv_decision *d, const struct rsv_logmeta *m)
+{
+	char idbuf[8];
+	size_t i, mark;
+	bool any;
+
+	SL_STR(l, "sluice.component", "resolver");
+	SL_STR(l, "event.kind", "event");
+	SL_STR(l, "event.action", "dns-query");
+	SL_STR(l, "event.category", "network");
+	if (d->verdict == RSV_V_ALLOW || d->verdict == RSV_V_WOULD_DENY)
+		SL_RAW(l, "event.type", "[\"protocol\",\"allowed\"]");
+	else
+		SL_RAW(l, "event.type", "[\"protocol\",\"denied\"]");
+	SL_STR(l, "event.outcome", outcome(d));
+	SL_STR(l, "event.reason", d->reason ? d->reason : "unknown");
+	SL_I64(l, "event.duration", m->duration_ns);
+	SL_STR(l, "sluice.verdict", rsv_verdict_name(d->verdict));
 	if (d->rule && d->rule->name)
-		put_str(o, "rule.name", d->rule->name);
+		SL_STR(l, "rule.name", d->rule->name);
 
-	json_object_object_add(o, "dns.id", json_object_new_int(d->id));
+	snprintf(idbuf, sizeof(idbuf), "%u", (unsigned)d->id & 0xffff);
+	SL_STR(l, "dns.id", idbuf);          /* keyword in ECS */
 	if (d->have_question) {
-		char *t = ldns_rr_type2str((ldns_rr_type)d->qtype);
-		char *c = ldns_rr_class2str((ldns_rr_class)d->qclass);
-		char raw[sizeof(d->raw_name)];
-		size_t l;
+		char raw[sizeof(d->raw_name)], tb[16], cb[16];
+		size_t n;
 
 		snprintf(raw, sizeof(raw), "%s", d->raw_name);
-		l = strlen(raw);
-		if (l > 1 && raw[l - 1] == '.')
-			raw[l - 1] = '\0';
-		put_str(o, "dns.question.name", d->name[0] ? d->name : raw);
-		put_str(o, "dns.question.type", t ? t : "");
-		put_str(o, "dns.question.class", c ? c : "");
-		free(t);
-		free(c);
+		n = strlen(raw);
+		if (n > 1 && raw[n - 1] == '.')
+			raw[n - 1] = '\0';
+		SL_STR(l, "dns.question.name", d->name[0] ? d->name : raw);
+		SL_STR(l, "dns.question.type", type_name(d->qtype, tb, sizeof(tb)));
+		SL_STR(l, "dns.question.class", class_name(d->qclass, cb, sizeof(cb)));
 	}
 	if (d->rcode >= 0)
-		put_str(o, "dns.response_code", rsv_rcode_name(d->rcode));
-	arr = json_object_new_array();
-	filt = json_object_new_array();
+		SL_STR(l, "dns.response_code", rsv_rcode_name(d->rcode));
+
+	/* what the client got, and what the filter objected to */
+	mark = sluice_line_mark(l);
+	SL_KEY(l, "dns.answers");
+	SL_LIT(l, "[");
+	any = false;
 	for (i = 0; i < d->n_answers; i++) {
 		const struct rsv_answer *a = &d->answers[i];
 
-		/* what the client got, and what the filter objected to */
-		if (a->sent && !d->truncated)
-			json_object_array_add(arr, answer_obj(a, false));
-		if (a->dropped_why)
-			json_object_array_add(filt, answer_obj(a, true));
+		if (a->sent && !d->truncated) {
+			answer_obj(l, a, false, !any);
+			any = true;
+		}
 	}
-	json_object_object_add(o, "dns.answers", arr);
-	if (d->truncated) {
-		json_object *fl = json_object_new_array();
+	SL_LIT(l, "]");
+	if (l->over)
+		sluice_line_rewind(l, mark);
+	if (d->truncated)
+		SL_RAW(l, "dns.header_flags", "[\"TC\"]");
+	any = false;
+	for (i = 0; i < d->n_answers; i++)
+		any |= d->answers[i].dropped_why != NULL;
+	if (any) {
+		bool first = true;
 
-		json_object_array_add(fl, json_object_new_string("TC"));
-		json_object_object_add(o, "dns.header_flags", fl);
+		mark = sluice_line_mark(l);
+		SL_KEY(l, "sluice.dns_filtered_answers");
+		SL_LIT(l, "[");
+		for (i = 0; i < d->n_answers; i++) {
+			if (!d->answers[i].dropped_why)
+				continue;
+			answer_obj(l, &d->answers[i], true, first);
+			first = false;
+		}
+		SL_LIT(l, "]");
+		if (l->over)
+			sluice_line_rewind(l, mark);
 	}
-	if (json_object_array_length(filt))
-		json_object_object_add(o, "sluice.dns_filtered_answers", filt);
-	else
-		json_object_put(filt);
 	if (d->tunnel_suspect || (d->reason && strcmp(d->reason, "dns_tunnel_rate") == 0)) {
-		json_object_object_add(o, "sluice.dns_tunnel_suspect", json_object_new_boolean(1));
-		put_str(o, "sluice.dns_tunnel_reason", d->tunnel_why);
+		SL_BOOL(l, "sluice.dns_tunnel_suspect", true);
+		SL_STR(l, "sluice.dns_tunnel_reason", d->tunnel_why);
 	}
 
 	if (m->src_ip) {
-		put_str(o, "source.ip", m->src_ip);
+		SL_STR(l, "source.ip", m->src_ip);
 		if (m->src_port >= 0)
-			json_object_object_add(o, "source.port", json_object_new_int(m->src_port));
+			SL_I64(l, "source.port", m->src_port);
 	}
-	put_str(o, "network.transport", d->tcp ? "tcp" : "udp");
-	put_str(o, "network.protocol", "dns");
+	SL_STR(l, "network.transport", d->tcp ? "tcp" : "udp");
+	SL_STR(l, "network.protocol", "dns");
 	if (m->upstream) {
-		put_str(o, "sluice.upstream", m->upstream);
-		put_str(o, "sluice.upstream_transport", m->upstream_transport);
-		json_object_object_add(o, "sluice.upstream_tries", json_object_new_int((int)m->upstream_tries));
+		PUT_HOSTPORT(l, "sluice.upstream.ip", "sluice.upstream.port", m->upstream);
+		SL_STR(l, "sluice.upstream_transport", m->upstream_transport);
+		SL_U64(l, "sluice.upstream_tries", m->upstream_tries);
 	}
-	return finish(o);
 }
 
-char *rsv_log_start_line(const struct rsv_logctx *lc, const char *upstream, const char *listen)
+static int64_t real_ns(const struct timespec *now)
 {
-	json_object *o = json_object_new_object();
+	return now ? (int64_t)now->tv_sec * 1000000000LL + now->tv_nsec : sluice_now_ns();
+}
 
-	if (!o)
+char *rsv_log_line(const struct rsv_decision *d, const struct rsv_logmeta *m)
+{
+	struct sluice_line l;
+	char ts[40], *buf = malloc(SLUICE_LINE_MAX);
+	size_t n;
+
+	if (!buf)
 		return NULL;
-	common(o, lc, NULL, "resolver-start");
-	put_str(o, "event.kind", "state");
-	put_str(o, "event.outcome", "success");
-	put_str(o, "sluice.upstream", upstream);
-	put_str(o, "sluice.listen", listen);
-	return finish(o);
+	sluice_line_init(&l, buf, SLUICE_LINE_MAX);
+	sluice_format_time(real_ns(m->now), ts, sizeof(ts));
+	SL_STR(&l, "@timestamp", ts);
+	rsv_log_fields(&l, d, m);
+	n = sluice_line_end(&l);
+	buf[n++] = '\n';
+	buf[n] = '\0';
+	return buf;
 }
 
-int rsv_log_write(int fd, const char *line)
+int rsv_log_query(struct sluice_evlog *w, const struct rsv_decision *d, const struct rsv_logmeta *m)
 {
-	size_t len = strlen(line), off = 0;
+	rsv_log_fields(sluice_evlog_begin(w, SLUICE_DS_RESOLVER, real_ns(m->now)), d, m);
+	return sluice_evlog_commit(w);
+}
 
-	while (off < len) {
-		ssize_t n = write(fd, line + off, len - off);
+int rsv_log_start(struct sluice_evlog *w, const char *upstream, const char *listen)
+{
+	struct sluice_line *l = sluice_evlog_begin(w, SLUICE_DS_RESOLVER, -1);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	return 0;
+	SL_STR(l, "sluice.component", "resolver");
+	SL_STR(l, "event.kind", "state");
+	SL_STR(l, "event.action", "resolver-start");
+	SL_STR(l, "event.outcome", "success");
+	PUT_HOSTPORT(l, "sluice.upstream.ip", "sluice.upstream.port", upstream);
+	SL_STR(l, "sluice.listen", listen);
+	return sluice_evlog_commit(w);
 }

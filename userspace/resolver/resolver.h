@@ -232,7 +232,8 @@ int rsv_resolv_conf_first(const char *path, char *out, size_t len);
 
 /* --- the query log (qlog.c), one JSON line per query: docs/events.md ---- */
 
-/* What every line says besides the query. */
+/* What every line says besides the query: the writer's envelope
+ * (struct sluice_envelope, userspace/lib/evlog.h). */
 struct rsv_logctx {
 	const char *sandbox;                 /* --sandbox, may be NULL */
 	const struct sluice_policy *policy;
@@ -250,20 +251,27 @@ struct rsv_logmeta {
 	const struct timespec *now; /* CLOCK_REALTIME; NULL: read the clock */
 };
 
+struct sluice_line;
+struct sluice_evlog;
+
+/* Add the fields of decision `d` (docs/events.md, "Resolver query log") to
+ * line l.  Pure: no I/O, no allocation. */
+void rsv_log_fields(struct sluice_line *l, const struct rsv_decision *d, const struct rsv_logmeta *m);
+
 /*
- * The ECS JSON line for decision `d`: flat dotted keys as in the kernel
- * events, ending in '\n'.
- * Returns a malloc'd string, or NULL on ENOMEM.
+ * @timestamp and the fields of `d` as one JSON object ending in '\n',
+ * without the writer's envelope (tests and fuzzing).  Returns a malloc'd
+ * string, or NULL on ENOMEM.
  */
-char *rsv_log_line(const struct rsv_logctx *lc, const struct rsv_decision *d,
-		   const struct rsv_logmeta *m);
+char *rsv_log_line(const struct rsv_decision *d, const struct rsv_logmeta *m);
+
+/* Write the line of `d` through w (dataset sluice.resolver).  Returns 0, or
+ * -errno when it was lost (counted by w). */
+int rsv_log_query(struct sluice_evlog *w, const struct rsv_decision *d, const struct rsv_logmeta *m);
 
 /* The first line the resolver writes: event.action "resolver-start" with the
- * mode, the policy and the upstream, so nobody mistakes audit for enforce. */
-char *rsv_log_start_line(const struct rsv_logctx *lc, const char *upstream, const char *listen);
-
-/* Write all of `line` to `fd` with one write(2) where possible (O_APPEND
- * keeps lines whole).  Returns 0, or -1 with errno set. */
-int rsv_log_write(int fd, const char *line);
+ * upstream ("ADDR:PORT") and where it listens, so that the mode and the
+ * policy (the envelope) are on record before the first query.  0 or -errno. */
+int rsv_log_start(struct sluice_evlog *w, const char *upstream, const char *listen);
 
 #endif /* SLUICE_RESOLVER_H */

@@ -191,7 +191,6 @@ static void txn_finish(struct txn *t)
 	struct timespec end;
 	struct rsv_logmeta m;
 	char ip[INET6_ADDRSTRLEN];
-	char *line;
 	int port;
 
 	clock_gettime(CLOCK_MONOTONIC, &end);
@@ -206,10 +205,9 @@ static void txn_finish(struct txn *t)
 		m.upstream_transport = t->via_tcp ? "tcp" : "udp";
 		m.upstream_tries = t->sent;
 	}
-	line = rsv_log_line(&s->cfg->lc, &t->d, &m);
-	if (!line || rsv_log_write(s->cfg->log_fd, line) < 0)
-		log_warn("cannot write the query log");
-	free(line);
+	/* a line that cannot be written is counted lost by the writer, which
+	 * says so on stderr once per state change */
+	rsv_log_query(s->cfg->log, &t->d, &m);
 
 	up_close(t);
 	if (t->timer)

@@ -18,6 +18,7 @@ struct rsv_server_cfg {
 	struct rsv_ctx ctx;               /* policy, mode, answer exceptions, tunnel state */
 	struct rsv_logctx lc;             /* sandbox, policy, mode for every log line */
 	int log_fd;                       /* JSON lines go here */
+	struct sluice_evlog *log;         /* through this writer (on log_fd; not owned) */
 	struct sockaddr_storage upstream; /* where allowed queries go */
 	socklen_t upstream_len;
 	unsigned timeout_ms;              /* per UDP attempt (default 2000) */

@@ -28,6 +28,9 @@ enum scmp_cond {
 	COND_NEWUSER,       /* refused when arg0 (flags) has CLONE_NEWUSER */
 	COND_PERSONALITY,   /* refused for the flags that weaken the address space (ASLR off,
 			     * READ_IMPLIES_EXEC, page 0); the query 0xffffffff is allowed */
+	COND_FAMILY,        /* socket(): refused for every family but unix, inet, inet6 and
+			     * netlink route/sock_diag (what the BPF LSM programs allow where
+			     * they load; here the kernel may refuse them) */
 };
 
 struct scmp_row {
@@ -80,6 +83,8 @@ static const struct scmp_row sluice_seccomp_baseline[] = {
 	 * ENOSYS makes glibc and others fall back to clone (systemd does so) */
 	{ "clone3", "@namespace", COND_NONE, ENOSYS },
 	{ "personality", "@personality", COND_PERSONALITY, EPERM },
+	/* vsock (a VM's host), packet, xdp, bluetooth, can, ...: families no inet hook sees */
+	{ "socket", "@network-families", COND_FAMILY, EPERM },
 };
 
 size_t sluice_seccomp_count(void)
@@ -118,6 +123,22 @@ static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool n
 			r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flags[i] | 0x80000000ULL, flags[i]));
 		for (unsigned b = 0; r == 0 && b < 31; b++)
 			r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, (1ULL << b) | 0x80000000ULL, 0x80000000ULL));
+		return r;
+	}
+	case COND_FAMILY: {
+		/* one comparison per argument and rule (libseccomp 2.5), rules
+		 * or'ed: every family number but AF_UNIX (1), AF_INET (2),
+		 * AF_INET6 (10) and AF_NETLINK (16); netlink only NETLINK_ROUTE (0)
+		 * and NETLINK_SOCK_DIAG (4) */
+		int r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
+
+		for (unsigned f = 0; r == 0 && f < AF_NETLINK; f++)
+			if (f != AF_UNIX && f != AF_INET && f != AF_INET6)
+				r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_EQ, f));
+		for (unsigned p = 1; r == 0 && p < 4; p++)
+			r = seccomp_rule_add(ctx, act, nr, 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, p));
+		if (r == 0)
+			r = seccomp_rule_add(ctx, act, nr, 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_GT, 4));
 		return r;
 	}
 	case COND_NONE:

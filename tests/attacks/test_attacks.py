@@ -896,7 +896,9 @@ def test_unix_sockets_made_inside_work_among_themselves(w):
 def test_L2_vsock_sockets(w):
     """Only inet sockets meet the cgroup sock_create hook: with the BPF LSM
     programs AF_VSOCK (a VM guest's path to its host) is refused at
-    socket() (socket_family); without, it is created (the limit)."""
+    socket() (socket_family); without, the default profile's seccomp
+    baseline refuses it (syscall-denied), and only --profile egress-only
+    creates it (the limit)."""
     got, lines, _ = _limit_run(w, "python3 {attacker} vsock", "atkl2%d" % (os.getpid() % 100000))
     if lsm_in_force(lines):
         assert got["result"] == "EPERM", got
@@ -904,8 +906,22 @@ def test_L2_vsock_sockets(w):
         return
     if got["result"] in ("EAFNOSUPPORT", "EINVAL"):
         raise W.Skip("no AF_VSOCK in this kernel")
+    # the limit holds under --profile egress-only (the network filter alone) ...
     assert got["result"] == "created", got
     assert not [e for e in lines if e.get("sluice.hook") == "sock_create" and not e.get("sluice.canary")], lines
+    # ... the default profile's seccomp baseline refuses the family at socket()
+    import tempfile
+    import shutil
+    wd = tempfile.mkdtemp(prefix="atk-wd-", dir=W.BUILD)
+    os.chmod(wd, 0o777)
+    try:
+        r = w.sluice_run(["python3", ATTACKER, "vsock"], profile="sandbox", extra=["--workdir", wd])
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+    res = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    assert res and res[-1]["result"] == "EPERM", r
+    assert [e for e in r.events if e.get("event.action") == "syscall-denied" and e.get("sluice.syscall") == "socket"], \
+        r.events
 
 
 def test_references_exist(w):

@@ -206,6 +206,15 @@ class World:
 SEEN = []
 
 
+def canary_count(events):
+    """How many refusals the start-up canary makes: three inet ones, and a
+    unix connect and sendto where the kernel has the unix hooks (the
+    sandbox-start line says so)."""
+    start = [e for e in events if e.get("event.action") == "sandbox-start"]
+    assert start, "no sandbox-start line"
+    return 5 if "unix hooks: active" in start[0].get("message", "") else 3
+
+
 def read_events(path):
     out = []
     try:

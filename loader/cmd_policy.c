@@ -96,6 +96,19 @@ static void methods_str(const struct sluice_entry *e, char *buf, size_t len)
 	}
 }
 
+/* How the proxy carries the entry's traffic: "direct" (cidr, the kernel
+ * alone), "inspect" (TLS terminated, each request decided and logged:
+ * https:// url entries and `inspect: true` host entries) or "proxy". */
+static const char *via_str(const struct sluice_entry *e)
+{
+	if (e->kind == SLUICE_ENTRY_CIDR)
+		return "direct";
+	if ((e->kind == SLUICE_ENTRY_HOST && e->inspect) ||
+	    (e->kind == SLUICE_ENTRY_URL && strcmp(e->url_scheme, "https") == 0))
+		return "inspect";
+	return "proxy";
+}
+
 /* What the entry allows, without the "allow[N] kind:" prefix. */
 static const char *target_str(const struct sluice_entry *e)
 {
@@ -162,7 +175,8 @@ static json_object *entry_json(const struct sluice_entry *e)
 	}
 	json_object_object_add(o, "ports", ports_json(e));
 	json_object_object_add(o, "protocol", jstr(proto_str(e)));
-	json_object_object_add(o, "via", jstr(e->kind == SLUICE_ENTRY_CIDR ? "direct" : "proxy"));
+	json_object_object_add(o, "via", jstr(via_str(e)));
+	json_object_object_add(o, "inspect", json_object_new_boolean(strcmp(via_str(e), "inspect") == 0));
 	json_object_object_add(o, "why", jstr(e->why));
 	return o;
 }
@@ -227,7 +241,7 @@ static void print_table(const struct sluice_policy *p)
 		snprintf(why, sizeof(why), "%.*s%s", nl ? (int)(nl - e->why) : (int)strlen(e->why),
 			 e->why, nl && nl[1] ? " ..." : "");
 		printf("  %-4zu %-5s %-40s %-14s %-6s %-9s %s\n", i, sluice_entry_kind_name(e->kind),
-		       target, ports, proto_str(e), e->kind == SLUICE_ENTRY_CIDR ? "direct" : "proxy", why);
+		       target, ports, proto_str(e), via_str(e), why);
 	}
 }
 
@@ -622,6 +636,15 @@ static int diff(bool json, const char *oldf, const char *newf)
 		if (strcmp(o->why, e->why) != 0) {
 			snprintf(text, sizeof(text), "why of %s: \"%.300s\" -> \"%.300s\"", key, o->why, e->why);
 			other_change(&d, "why", o->why, e->why, text);
+		}
+		if (e->kind == SLUICE_ENTRY_HOST && o->inspect != e->inspect) {
+			/* neither opens nor closes a destination: what the proxy
+			 * sees of it (and whether the sandbox CA covers it) */
+			snprintf(text, sizeof(text), "inspect of %s: %s -> %s (%s)", key,
+				 o->inspect ? "true" : "false", e->inspect ? "true" : "false",
+				 e->inspect ? "TLS is now terminated and each request logged" :
+					      "TLS now passes through undecrypted");
+			other_change(&d, "inspect", o->inspect ? "true" : "false", e->inspect ? "true" : "false", text);
 		}
 		if (o->index != e->index) {
 			snprintf(text, sizeof(text), "%s is now %s (rule names in logs change)", o->name, e->name);

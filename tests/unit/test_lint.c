@@ -157,6 +157,26 @@ static void test_relay(void **state)
 	expect(HEAD "  - host: \"*.cdn.relay-example.net\"\n    ports: [443]\n    why: x\n", SLUICE_LINT_RELAY, 1, 0, 4, 5, "*.cdn.relay-example.net");
 }
 
+/* https:// url entries are inspected: a narrow one does not warn; one for
+ * the whole name does, and so does `inspect: true` on a host entry */
+static void test_relay_https(void **state)
+{
+	(void)state;
+	expect(HEAD "  - url: https://raw.githubusercontent.com/org/repo/\n    why: x\n",
+	       SLUICE_LINT_RELAY, 0, 0, 0, 0, "");
+	expect(HEAD "  - url: https://raw.githubusercontent.com/\n    why: x\n",
+	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "raw.githubusercontent.com, a relay-capable service");
+	expect(HEAD "  - url: https://discord.com/api/webhooks/1/\n    methods: [POST]\n    why: x\n",
+	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "discord.com/api/webhooks");
+	expect(HEAD "  - host: raw.githubusercontent.com\n    ports: [443]\n    inspect: true\n    why: x\n",
+	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "inspect: true logs every request inside TLS but lets any path and method through");
+	expect(HEAD "  - host: raw.githubusercontent.com\n    ports: [443]\n    why: x\n",
+	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "a host entry is a passthrough");
+	/* https bodies are encrypted: no plain-http-body finding */
+	expect(HEAD "  - url: https://api.example.com/v1/\n    methods: [POST]\n    why: x\n",
+	       SLUICE_LINT_PLAIN_HTTP_BODY, 0, 0, 0, 0, "");
+}
+
 static void test_wildcard(void **state)
 {
 	(void)state;
@@ -350,6 +370,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_relay),
+		cmocka_unit_test(test_relay_https),
 		cmocka_unit_test(test_wildcard),
 		cmocka_unit_test(test_wide_cidr),
 		cmocka_unit_test(test_special_ranges),

@@ -235,10 +235,23 @@ static void lint_relays(struct lints *l, const struct sluice_entry *e,
 
 		if (!names_overlap(h, w, r[i].host, r[i].wildcard))
 			continue;
+		const char *how;
+
 		if (e->kind == SLUICE_ENTRY_URL && r[i].path[0] && !paths_overlap(e->url_path, r[i].path))
 			continue;
-		add(l, SLUICE_LINT_RELAY, e, "%s: reaches %s%s%s, a relay-capable service (%s): it can carry arbitrary data in or out",
-		    e->name, r[i].wildcard ? "*." : "", r[i].host, r[i].path, r[i].category);
+		/* An https:// url entry is inspected: each request inside TLS
+		 * must match its path prefix and methods.  Narrower than the
+		 * whole name, it is not the open channel a host entry is. */
+		if (e->kind == SLUICE_ENTRY_URL && strcmp(e->url_scheme, "https") == 0 && !r[i].path[0] &&
+		    strcmp(e->url_path, "/") != 0)
+			continue;
+		if (e->kind == SLUICE_ENTRY_HOST)
+			how = e->inspect ? " (inspect: true logs every request inside TLS but lets any path and method through; narrow it with https:// url entries)"
+					 : " (a host entry is a passthrough: nothing inside TLS is checked; narrow it with https:// url entries, which are inspected)";
+		else
+			how = "";
+		add(l, SLUICE_LINT_RELAY, e, "%s: reaches %s%s%s, a relay-capable service (%s): it can carry arbitrary data in or out%s",
+		    e->name, r[i].wildcard ? "*." : "", r[i].host, r[i].path, r[i].category, how);
 		return;   /* one relay finding per entry is enough */
 	}
 }

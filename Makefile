@@ -45,7 +45,7 @@ CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
-LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
+LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lssl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
 
 BPF_SRCS      := $(wildcard bpf/*.bpf.c)
 BPF_OBJS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))

@@ -33,6 +33,7 @@
 #include "children.h"
 #include "events.h"
 #include "run_limits.h"
+#include "run_trust.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
@@ -70,6 +71,8 @@ static void usage_run(FILE *f)
 		"  --upstream-dns ADDR  resolver's upstream (default: /etc/resolv.conf)\n"
 		"  --no-proxy           do not start the proxy (proxied ports fail closed)\n"
 		"  --no-resolver        do not start the resolver (DNS fails closed)\n"
+		"  --upstream-ca FILE   also trust the CA certificates (PEM) in FILE for the origins of\n"
+		"                       inspected names (internal registries); see docs/proxy.md\n"
 		"  --proxy-arg ARG      pass ARG to sluice-proxy (repeatable)\n"
 		"  --resolver-arg ARG   pass ARG to sluice-resolver (repeatable)\n"
 		"  --proxy-env          also set http_proxy/https_proxy (and upper case) to the proxy;\n"
@@ -238,10 +241,12 @@ struct run_state {
 	int events;                 /* fd: 2 (stderr) or the --events file */
 	struct sluice_consumer consumer;
 	bool consumer_ok;
+	struct sluice_trust trust;  /* the sandbox CA bundle (run_trust.h) */
 };
 
 static void run_cleanup(struct run_state *st)
 {
+	sluice_trust_free(&st->trust);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -327,6 +332,7 @@ int cmd_run(int argc, char **argv)
 		{ "no-proxy", no_argument, NULL, 'P' },
 		{ "no-resolver", no_argument, NULL, 'R' },
 		{ "proxy-arg", required_argument, NULL, 'x' },
+		{ "upstream-ca", required_argument, NULL, 'A' },
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "keep-caps", no_argument, NULL, 'k' },
 		{ "memory", required_argument, NULL, 'M' },
@@ -371,6 +377,7 @@ int cmd_run(int argc, char **argv)
 		case 'P': no_proxy = 1; break;
 		case 'R': no_resolver = 1; break;
 		case 'x': if (n_px < 31) proxy_extra[n_px++] = optarg; break;
+		case 'A': if (n_px < 30) { proxy_extra[n_px++] = "--upstream-ca"; proxy_extra[n_px++] = optarg; } break;
 		case 'y': if (n_rx < 31) resolver_extra[n_rx++] = optarg; break;
 		case 'k': keep_caps = 1; break;
 		case 'M': case 'I': case 'C': case 'T': {
@@ -531,10 +538,22 @@ int cmd_run(int argc, char **argv)
 
 		snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", st.sb.pin_dir);
 		if (cfg.have_proxy) {
+			char *ca_pem = NULL;
+			int trc;
+
 			co.extra = proxy_extra;
+			co.ca_pem = &ca_pem;
 			st.proxy_pid = sluice_child_start(sluice_helper_path("sluice-proxy", helper, sizeof(helper)),
 							  &st.listeners, &co, 10000, msg, sizeof(msg));
+			co.ca_pem = NULL;
 			if (st.proxy_pid < 0) {
+				log_warnx("run: %s", msg);
+				goto out;
+			}
+			/* TLS inspection: the CA bundle CMD will trust (run_trust.h) */
+			trc = sluice_trust_prepare(&st.trust, ca_pem, msg, sizeof(msg));
+			free(ca_pem);
+			if (trc < 0) {
 				log_warnx("run: %s", msg);
 				goto out;
 			}
@@ -619,6 +638,8 @@ int cmd_run(int argc, char **argv)
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			child_fail(errpipe[1], 2, "cannot make a private mount namespace: %s", strerror(errno));
 		umount2(SLUICE_BPFFS, MNT_DETACH);
+		if (sluice_trust_enter(&st.trust, msg, sizeof(msg)) < 0)
+			child_fail(errpipe[1], 2, "%s", msg);
 		/* and without the host's view of the cgroup2 hierarchy: without
 		 * nsdelegate, root could write its pid into any cgroup.procs it
 		 * can see.  A fresh cgroup2 mount here shows only the sandbox's

@@ -351,6 +351,11 @@ static void format(struct jb *b, const struct proxy_log_rec *r)
 	put_str(b, "url.full", r->url_full);
 	put_str(b, "url.domain", r->domain);
 	put_str(b, "tls.client.server_name", r->sni);
+	if (r->inspected) {
+		put_bool(b, "sluice.inspected", true);
+		put_str(b, "tls.version", r->tls_version);
+		put_str(b, "tls.cipher", r->tls_cipher);
+	}
 	put_str(b, "http.request.method", r->method);
 	if (r->status > 0)
 		put_i64(b, "http.response.status_code", r->status);

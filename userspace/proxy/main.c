@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -48,6 +49,10 @@ static void usage(FILE *f)
 		"  --upstream-dns ADDR[:PORT] resolve allowed names here (default: /etc/resolv.conf)\n"
 		"  --ready-fd N               write \"ready\\n\" to fd N once serving, then close it\n"
 		"  --mode audit|enforce       override the policy's mode\n"
+		"  --upstream-ca FILE         also trust the CA certificates (PEM) in FILE for origins\n"
+		"                             of inspected names (besides the host's trust store)\n"
+		"  --ca-cert-fd N             write the sandbox CA's certificate (PEM; nothing when the\n"
+		"                             policy inspects no name) to fd N at start, then close it\n"
 		"  --allow-private-upstream CIDR\n"
 		"                             TEST ONLY: also dial resolved addresses in CIDR although\n"
 		"                             they are special-purpose (repeatable)\n"
@@ -226,6 +231,8 @@ int main(int argc, char **argv)
 		{ "upstream-idle-timeout", required_argument, NULL, 'U' },
 		{ "dns-cache", required_argument, NULL, 'D' },
 		{ "dns-max-ttl", required_argument, NULL, 'X' },
+		{ "upstream-ca", required_argument, NULL, 'a' },
+		{ "ca-cert-fd", required_argument, NULL, 'Z' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -282,6 +289,8 @@ int main(int argc, char **argv)
 		case 'U': cfg->upstream_idle_ms = 1000 * parse_uint("--upstream-idle-timeout", optarg, 1, 3600); break;
 		case 'D': cfg->dns_cache_entries = parse_uint("--dns-cache", optarg, 0, 1000000); break;
 		case 'X': cfg->dns_max_ttl = parse_uint("--dns-max-ttl", optarg, 0, 86400); break;
+		case 'a': cfg->upstream_ca = optarg; break;
+		case 'Z': cfg->ca_cert_fd = (int)parse_uint("--ca-cert-fd", optarg, 0, INT_MAX); break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -332,6 +341,18 @@ int main(int argc, char **argv)
 			fatalx("cannot build the default policy");
 	}
 	px.mode = cfg->mode >= 0 ? (enum sluice_mode)cfg->mode : px.policy->mode;
+
+	/* the sandbox CA: its key lives in this process's memory only, so
+	 * nothing may read that memory (no core dumps, no ptrace by
+	 * non-root, no /proc/PID/mem) */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		fatal("prctl(PR_SET_DUMPABLE)");
+	{
+		const char *why = NULL;
+
+		if (proxy_tls_init(&px, &why) < 0)
+			fatalx("TLS inspection: %s", why);
+	}
 
 	px.flow_fd = proxy_flow_open(cfg->flow_map);
 	if (px.flow_fd < 0)
@@ -412,6 +433,7 @@ int main(int argc, char **argv)
 	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);
 	event_base_free(px.base);
+	proxy_tls_free(&px);
 	sluice_policy_free(px.policy);
 	close(px.flow_fd);
 	return 0;

@@ -287,3 +287,75 @@ def test_origin_with_wrong_name_is_502_never_passthrough(w):
     assert curl_codes(r) == [["502", "https://api.example.com:%d/pub/a" % TLS]], r
     assert TP.only(r.proxy, url__full="https://api.example.com:%d/pub/a" % TLS)["event.reason"] == "upstream_cert_invalid"
     assert not e.arrived(m)
+
+
+def test_client_refusing_the_ca_is_logged(w):
+    """A client that does not trust the sandbox CA (pinning, its own bundle)
+    fails the handshake; the line says so, with the SNI; the origin never
+    hears of it."""
+    e = env(w)
+    m = e.mark()
+    r = run(w, "curl -sS --max-time 10 --cacert %s %s https://api.example.com:%d/pub/pinned; echo RC=$?; "
+            'HTTPS_PROXY="$SLUICE_PROXY" curl -sS --max-time 10 --cacert %s https://api.example.com:%d/pub/pinned2; '
+            "echo RC=$?" % (e.cert, resolve("api.example.com"), TLS, e.cert, TLS))
+    assert r.stdout.count("RC=60") == 2, r   # curl: peer certificate cannot be authenticated
+    assert not e.arrived(m)
+    for action in ("proxy-tls", "proxy-connect"):
+        line = TP.only(r.proxy, event__action=action)
+        TP.check_common(line, "failure", "client_rejected_certificate", action)
+        assert line["tls.client.server_name"] == "api.example.com", line
+
+
+def test_keepalive_inside_tls_each_request_decided(w):
+    e = env(w)
+    m = e.mark()
+    base = "https://api.example.com:%d" % TLS
+    # one curl, one TLS connection, three requests: allowed, denied, allowed
+    r = run(w, "curl -sS --max-time 10 %s -o /dev/null -o /dev/null -o /dev/null -w 'CODE %%{http_code} %%{num_connects}\\n' "
+            "%s/pub/1 %s/nope %s/pub/2" % (resolve("api.example.com"), base, base, base))
+    codes = curl_codes(r)
+    assert [c[0] for c in codes] == ["200", "403", "200"], r
+    assert [c[1] for c in codes] == ["1", "0", "0"], codes   # the client connected once
+    assert [g["path"] for g in e.arrived(m)] == ["/pub/1", "/pub/2"]
+    lines = sorted((l for l in r.proxy if l.get("sluice.inspected")), key=lambda l: l["sluice.request_seq"])
+    assert [(l["sluice.request_seq"], l["event.reason"]) for l in lines] == [
+        (1, "allowed"), (2, "path_not_allowed"), (3, "allowed")], lines
+    assert len({l["source.port"] for l in lines}) == 1, lines
+
+
+def test_stalled_handshake_and_garbage_inside_tls(w):
+    """A client that sends its ClientHello and then nothing is closed after
+    --header-timeout; bytes inside TLS that are not HTTP get a 400 inside
+    TLS; the proxy goes on serving."""
+    env(w)
+    py = ("import socket, ssl, time\n"
+          "ctx = ssl.create_default_context()\n"
+          "inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()\n"
+          "o = ctx.wrap_bio(inc, out, server_hostname='api.example.com')\n"
+          "try:\n"
+          "    o.do_handshake()\n"
+          "except ssl.SSLWantReadError:\n"
+          "    pass\n"
+          "s = socket.create_connection(('192.0.2.10', %d)); s.sendall(out.read())\n"
+          "s.settimeout(5); t = time.time(); data = b''\n"
+          "try:\n"
+          "    while True:\n"
+          "        d = s.recv(65536)\n"
+          "        if not d: break\n"
+          "        data += d\n"
+          "except OSError:\n"
+          "    pass\n"
+          "print('STALL closed after %%.1f s' %% (time.time() - t))\n"
+          "c = ctx.wrap_socket(socket.create_connection(('192.0.2.10', %d)), server_hostname='api.example.com')\n"
+          "c.sendall(b'\\x00\\x01garbage\\r\\n\\r\\n'); print('GARBAGE', c.recv(200).split(b'\\r\\n')[0].decode())\n"
+          % (TLS, TLS))
+    r = run(w, "python3 %s; %s" % (w.write("stall.py", py), curl("https://api.example.com:%d/pub/after" % TLS,
+                                                                  resolve("api.example.com"))),
+            proxy_args=["--header-timeout", "1"])
+    m = re.search(r"STALL closed after ([0-9.]+) s", r.stdout)
+    assert m and float(m.group(1)) < 4, r
+    assert "GARBAGE HTTP/1.1 400 Bad Request" in r.stdout, r
+    assert curl_codes(r) == [["200", "https://api.example.com:%d/pub/after" % TLS]], r
+    TP.only(r.proxy, event__reason="tls_handshake_timeout")
+    line = TP.only(r.proxy, http__response__status_code=400)
+    assert line["sluice.inspected"] is True and line["event.outcome"] == "failure", line

@@ -46,12 +46,22 @@ def env(w):
     return e
 
 
-def run(w, script, proxy_env=False, **kw):
-    """`sh -c script` in a sandbox with the TLS policy and the origin's CA
-    given to the proxy only."""
+def run(w, script, proxy_args=(), upstream_ca=True, timeout=120):
+    """`sh -c script` in a sandbox with the TLS policy; the origin's CA is
+    given to the proxy only (`sluice run --upstream-ca`)."""
     e = env(w)
-    args = ["--upstream-ca", e.cert] + list(kw.pop("proxy_args", ()))
-    r = e.run(["sh", "-c", script], policy=w.tls_policy, proxy_args=args, **kw)
+    extra = ["--upstream-dns", "192.0.2.53"]
+    for c in TP.HATCH:
+        # the world's documentation addresses: dialed by the proxy, and
+        # answered to the sandbox's own lookups (test-only hatches)
+        extra += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
+                  "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    if upstream_ca:
+        extra += ["--upstream-ca", e.cert]
+    for a in proxy_args:
+        extra += ["--proxy-arg", a]
+    r = w.sluice_run(["sh", "-c", script], policy=w.tls_policy, extra=extra, timeout=timeout)
+    r.proxy = [x for x in r.events if x.get("event.dataset") == "sluice.proxy"]
     return r
 
 
@@ -282,8 +292,7 @@ def test_origin_with_wrong_name_is_502_never_passthrough(w):
     TP.check_common(line, "failure", "upstream_cert_invalid", "proxy-http")
     assert line["http.response.status_code"] == 502 and line["sluice.inspected"] is True, line
     # without --upstream-ca the origin's self-signed certificate is refused too
-    r = e.run(["sh", "-c", curl("https://api.example.com:%d/pub/a" % TLS, resolve("api.example.com"))],
-               policy=w.tls_policy)
+    r = run(w, curl("https://api.example.com:%d/pub/a" % TLS, resolve("api.example.com")), upstream_ca=False)
     assert curl_codes(r) == [["502", "https://api.example.com:%d/pub/a" % TLS]], r
     assert TP.only(r.proxy, url__full="https://api.example.com:%d/pub/a" % TLS)["event.reason"] == "upstream_cert_invalid"
     assert not e.arrived(m)
@@ -359,3 +368,25 @@ def test_stalled_handshake_and_garbage_inside_tls(w):
     TP.only(r.proxy, event__reason="tls_handshake_timeout")
     line = TP.only(r.proxy, http__response__status_code=400)
     assert line["sluice.inspected"] is True and line["event.outcome"] == "failure", line
+
+
+def test_wget_node_git_trust_the_sandbox_ca(w):
+    """More real clients, no CA flag of their own: wget (transparently and
+    through https_proxy), node's fetch (NODE_EXTRA_CA_CERTS), git (its smart
+    HTTP discovery request: a GET under the prefix)."""
+    e = env(w)
+    m = e.mark()
+    base = "https://api.example.com:%d" % TLS
+    r = run(w, "wget -q -O /dev/null %s/pub/wget && echo CODE 200 wget; "
+            "https_proxy=$SLUICE_PROXY wget -q -O /dev/null %s/pub/wget-proxy && echo CODE 200 wget-proxy; "
+            "wget -q -O /dev/null %s/private/wget; echo CODE $? wget-denied; "
+            "node -e \"fetch('%s/pub/node').then(r => console.log('CODE', r.status, 'node'), "
+            "x => console.log('CODE', 'error', String(x.cause || x)))\"; "
+            "GIT_TERMINAL_PROMPT=0 git ls-remote %s/pub/repo.git 2>&1 | tail -n 1" % (base, base, base, base, base))
+    codes = curl_codes(r)
+    assert codes[:4] == [["200", "wget"], ["200", "wget-proxy"], ["8", "wget-denied"], ["200", "node"]], r
+    assert "certificate" not in r.stdout.lower() and "ssl" not in r.stdout.lower(), r
+    paths = [g["path"] for g in e.arrived(m)]
+    assert paths[:3] == ["/pub/wget", "/pub/wget-proxy", "/pub/node"], paths
+    assert "/pub/repo.git/info/refs?service=git-upload-pack" in paths, paths
+    assert "/private/wget" not in paths

@@ -927,6 +927,11 @@ static void read_proxy(struct line_ctx *l, const char *action)
 			problem(s, l->file, l->lineno, "proxy-http line: %s", why);
 			return;
 		}
+		for (const char *m = method; *m; m++)
+			if (*m < 'A' || *m > 'Z' || m - method > 20) {
+				problem(s, l->file, l->lineno, "proxy-http line with a bad http.request.method");
+				return;
+			}
 		if (https) {
 			/* a request inside inspected TLS: suggested as TLS to the
 			 * name and port (a host entry), not as an https:// url
@@ -934,11 +939,6 @@ static void read_proxy(struct line_ctx *l, const char *action)
 			via = VIA_TLS;
 			method = NULL;
 		}
-		for (const char *m = method; *m; m++)
-			if (*m < 'A' || *m > 'Z' || m - method > 20) {
-				problem(s, l->file, l->lineno, "proxy-http line with a bad http.request.method");
-				return;
-			}
 	} else if (strcmp(action, "proxy-tls") == 0) {
 		via = VIA_TLS;
 		port = hostport_port(jstr(l->o, "sluice.orig_dst"));

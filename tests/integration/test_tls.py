@@ -36,6 +36,8 @@ allow:
   - host: "*.cdn.example.net"
     ports: [%(tls)d]
     why: a passthrough entry stays a passthrough
+  - url: https://api.example.com:9000/
+    why: the world's echo server, which does not speak TLS
 """ % {"tls": TLS}
 
 
@@ -390,3 +392,18 @@ def test_wget_node_git_trust_the_sandbox_ca(w):
     assert paths[:3] == ["/pub/wget", "/pub/wget-proxy", "/pub/node"], paths
     assert "/pub/repo.git/info/refs?service=git-upload-pack" in paths, paths
     assert "/private/wget" not in paths
+
+
+def test_origin_that_does_not_speak_tls(w):
+    """An inspected name whose origin answers TLS with garbage (the world's
+    echo server sends the ClientHello back): 502 inside the client's TLS,
+    one line; the client connection stays usable; never a passthrough."""
+    env(w)
+    r = run(w, "curl -sS --max-time 10 -i --resolve api.example.com:9000:192.0.2.10 "
+            "https://api.example.com:9000/x https://api.example.com:9000/y")
+    assert r.stdout.count("HTTP/1.1 502") == 2, r
+    assert r.stdout.count("X-Sluice-Error: upstream_tls_failed") == 2, r
+    lines = [l for l in r.proxy if l.get("sluice.inspected")]
+    assert [(l["event.reason"], l["sluice.request_seq"]) for l in lines] == [
+        ("upstream_tls_failed", 1), ("upstream_tls_failed", 2)], lines
+    assert all(l["destination.port"] == 9000 for l in lines), lines

@@ -216,6 +216,9 @@ void conn_linger(struct conn *c)
 	http_free(c);
 	relay_free(c->relay);
 	c->relay = NULL;
+	/* an upstream TLS handshake still running is not wanted any more */
+	tls_pump_free(c->pump);
+	c->pump = NULL;
 	if (c->uev) {
 		event_free(c->uev);
 		c->uev = NULL;
@@ -309,6 +312,8 @@ static void request_reset(struct conn *c)
 	proxy_lookup_cancel(c->lookup);
 	c->lookup = NULL;
 	http_free(c);
+	tls_pump_free(c->pump);   /* (an upstream handshake the request's answer cut short) */
+	c->pump = NULL;
 	if (c->uev) {
 		event_free(c->uev);
 		c->uev = NULL;

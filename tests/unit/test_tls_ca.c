@@ -25,6 +25,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "accesslog.h"
 #include "policy.h"
 #include "request.h"
 #include "tls_ca.h"
@@ -313,6 +314,44 @@ static void test_no_inspection_no_ca(void **state)
 	sluice_policy_free(p);
 }
 
+/* --- the access-log line of an inspected request ------------------------------ */
+
+static void test_log_fields(void **state)
+{
+	struct proxy_log_rec r;
+	char *line;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.action = "proxy-http";
+	r.outcome = "success";
+	r.reason = "allowed";
+	r.verdict = "allow";
+	r.url_full = "https://api.example.com/v1/models";
+	r.method = "GET";
+	r.status = 200;
+	r.req_bytes = r.resp_bytes = -1;
+	r.orig_dst_mismatch = -1;
+	r.sandbox = "s";
+	r.policy_digest = "d";
+	r.policy_name = "n";
+	r.mode = "enforce";
+	r.inspected = true;
+	r.tls_version = "TLSv1.3";
+	r.tls_cipher = "TLS_AES_128_GCM_SHA256";
+	line = proxy_log_format(&r);
+	assert_non_null(line);
+	assert_non_null(strstr(line, "\"url.full\":\"https://api.example.com/v1/models\""));
+	assert_non_null(strstr(line, "\"sluice.inspected\":true,\"tls.version\":\"TLSv1.3\",\"tls.cipher\":\"TLS_AES_128_GCM_SHA256\""));
+	free(line);
+	/* a passthrough line carries none of them */
+	r.inspected = false;
+	line = proxy_log_format(&r);
+	assert_null(strstr(line, "inspected"));
+	assert_null(strstr(line, "tls.version"));
+	free(line);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +361,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ca_constraints_and_leaves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ca_cache_bounded, setup, teardown),
 		cmocka_unit_test(test_no_inspection_no_ca),
+		cmocka_unit_test(test_log_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -172,6 +172,13 @@ static void test_relay_https(void **state)
 	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "inspect: true logs every request inside TLS but lets any path and method through");
 	expect(HEAD "  - host: raw.githubusercontent.com\n    ports: [443]\n    why: x\n",
 	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "a host entry is a passthrough");
+	/* a host entry for the same name and port makes the url entry moot */
+	expect(HEAD "  - url: https://api.example.com/v1/\n    why: x\n"
+		    "  - host: api.example.com\n    ports: [443]\n    why: x\n",
+	       SLUICE_LINT_URL_SHADOWED, 1, 0, 4, 5, "allow[1] host:api.example.com also allows api.example.com on port 443");
+	expect(HEAD "  - url: https://api.example.com/v1/\n    why: x\n"
+		    "  - host: api.example.com\n    ports: [8443]\n    why: x\n",
+	       SLUICE_LINT_URL_SHADOWED, 0, 0, 0, 0, "");
 	/* https bodies are encrypted: no plain-http-body finding */
 	expect(HEAD "  - url: https://api.example.com/v1/\n    methods: [POST]\n    why: x\n",
 	       SLUICE_LINT_PLAIN_HTTP_BODY, 0, 0, 0, 0, "");

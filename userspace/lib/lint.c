@@ -47,6 +47,7 @@ static void add(struct lints *l, enum sluice_lint_code code, const struct sluice
 		[SLUICE_LINT_SPECIAL_RANGE] = "special-range",
 		[SLUICE_LINT_DNS_PORT] = "dns-port",
 		[SLUICE_LINT_PLAIN_HTTP_BODY] = "plain-http-body",
+		[SLUICE_LINT_URL_SHADOWED] = "url-shadowed",
 	};
 	struct sluice_lint *x;
 	va_list ap;
@@ -373,6 +374,17 @@ int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 
 			lint_relays(&l, e, relays, n_relays);
 			lint_host_names(&l, e);
+			if (strcmp(e->url_scheme, "https") == 0) {
+				/* inside inspected TLS a host entry for the name and
+				 * port lets every request through: the url entry's
+				 * path and methods no longer narrow anything */
+				const struct sluice_entry *h = sluice_policy_match_host(p, e->url_host, e->url_port);
+
+				if (h)
+					add(&l, SLUICE_LINT_URL_SHADOWED, e, "%s: %s also allows %s on port %u, with any path and method: this url entry narrows nothing",
+					    e->name, h->name, e->url_host, e->url_port);
+				break;
+			}
 			if (strcmp(e->url_scheme, "http") != 0)
 				break;
 			for (size_t j = 0; j < e->n_methods; j++) {

@@ -208,6 +208,7 @@ enum sluice_lint_code {
 	SLUICE_LINT_SPECIAL_RANGE,    /* private, loopback, link-local, CGNAT, metadata ... */
 	SLUICE_LINT_DNS_PORT,         /* port 53 or 853 in a cidr entry */
 	SLUICE_LINT_PLAIN_HTTP_BODY,  /* url on http:// with methods that carry bodies */
+	SLUICE_LINT_URL_SHADOWED,     /* an https:// url entry whose name a host entry allows whole */
 };
 
 struct sluice_lint {

@@ -49,7 +49,7 @@ CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
-LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
+LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lssl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
 # libsystemd (sd_notify) and libseccomp (loader/seccomp_baseline.c) only where
 # the loader's code is linked: sluice, its unit tests and fuzzers; never the
 # proxy or the resolver

@@ -274,10 +274,57 @@ const char *sluice_helper_path(const char *name, char *buf, size_t len, char *tr
 	return access(buf, X_OK) == 0 ? buf : NULL;
 }
 
+/* Read the sandbox CA certificate the proxy wrote to the pipe (it closed
+ * its end before reporting ready).  Returns 0 (*out NULL when empty) or -1. */
+static int read_ca_pem(int fd, char **out)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+
+	*out = NULL;
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 + 1 > cap) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 8192;
+			if (cap > (1u << 20)) {   /* a certificate, not a stream */
+				free(buf);
+				return -1;
+			}
+			nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				return -1;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return -1;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len == 0) {
+		free(buf);
+		return 0;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
 pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
 {
-	int ready[2];
+	int ready[2], cap[2] = { -1, -1 };
+	char capbuf[16];
 	pid_t pid;
 	char *argv[64];
 	char fdbuf[8][16], logfd[16];
@@ -340,6 +387,18 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--mode";
 		argv[argc++] = (char *)o->mode;
 	}
+	if (is_proxy && o->ca_pem) {
+		*o->ca_pem = NULL;
+		if (pipe2(cap, O_CLOEXEC) < 0) {
+			snprintf(msg, msglen, "pipe: %s", strerror(errno));
+			close(ready[0]);
+			close(ready[1]);
+			return -errno;
+		}
+		snprintf(capbuf, sizeof(capbuf), "%d", cap[1]);
+		argv[argc++] = "--ca-cert-fd";
+		argv[argc++] = capbuf;
+	}
 	snprintf(fdbuf[7], sizeof(fdbuf[7]), "%d", ready[1]);
 	argv[argc++] = "--ready-fd";
 	argv[argc++] = fdbuf[7];
@@ -349,10 +408,16 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 
 	pid = fork();
 	if (pid < 0) {
-		snprintf(msg, msglen, "fork: %s", strerror(errno));
+		int err = errno;
+
+		snprintf(msg, msglen, "fork: %s", strerror(err));
 		close(ready[0]);
 		close(ready[1]);
-		return -errno;
+		if (cap[0] >= 0) {
+			close(cap[0]);
+			close(cap[1]);
+		}
+		return -err;
 	}
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -362,11 +427,15 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		fcntl(ready[1], F_SETFD, 0);
 		if (o->log_fd > 0)
 			fcntl(o->log_fd, F_SETFD, 0);
+		if (cap[1] >= 0)
+			fcntl(cap[1], F_SETFD, 0);
 		execv(binary, argv);
 		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
 		_exit(127);
 	}
 	close(ready[1]);
+	if (cap[1] >= 0)
+		close(cap[1]);
 
 	struct pollfd p = { .fd = ready[0], .events = POLLIN };
 	char buf[16] = "";
@@ -381,7 +450,22 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 		snprintf(msg, msglen, "%s did not become ready%s", binary, r == 0 ? " (timed out or exited)" : "");
+		if (cap[0] >= 0)
+			close(cap[0]);
 		return -EIO;
+	}
+	if (cap[0] >= 0) {
+		int rc = read_ca_pem(cap[0], o->ca_pem);
+
+		close(cap[0]);
+		if (rc < 0) {
+			int status;
+
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			snprintf(msg, msglen, "%s: cannot read the sandbox CA certificate", binary);
+			return -EIO;
+		}
 	}
 	return pid;
 }

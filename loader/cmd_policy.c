@@ -67,12 +67,6 @@ static const char *proto_str(const struct sluice_entry *e)
 	return e->protocol == IPPROTO_UDP ? "udp" : "tcp";
 }
 
-/* How an entry's traffic leaves: the proxy, direct (kernel cidr), or a unix socket (kernel). */
-static const char *via_str(const struct sluice_entry *e)
-{
-	return e->kind == SLUICE_ENTRY_CIDR ? "direct" : e->kind == SLUICE_ENTRY_UNIX ? "unix" : "proxy";
-}
-
 static void ports_str(const struct sluice_entry *e, char *buf, size_t len)
 {
 	size_t o = 0;
@@ -100,6 +94,22 @@ static void methods_str(const struct sluice_entry *e, char *buf, size_t len)
 			strncat(buf, ",", len - strlen(buf) - 1);
 		strncat(buf, e->methods[i], len - strlen(buf) - 1);
 	}
+}
+
+/* How the entry's traffic leaves: "direct" (cidr, the kernel alone),
+ * "unix" (a unix socket, the kernel alone), "inspect" (TLS terminated,
+ * each request decided and logged: https:// url entries and `inspect:
+ * true` host entries) or "proxy". */
+static const char *via_str(const struct sluice_entry *e)
+{
+	if (e->kind == SLUICE_ENTRY_CIDR)
+		return "direct";
+	if (e->kind == SLUICE_ENTRY_UNIX)
+		return "unix";
+	if ((e->kind == SLUICE_ENTRY_HOST && e->inspect) ||
+	    (e->kind == SLUICE_ENTRY_URL && strcmp(e->url_scheme, "https") == 0))
+		return "inspect";
+	return "proxy";
 }
 
 /* What the entry allows, without the "allow[N] kind:" prefix. */
@@ -176,6 +186,7 @@ static json_object *entry_json(const struct sluice_entry *e)
 		json_object_object_add(o, "protocol", jstr(proto_str(e)));
 	}
 	json_object_object_add(o, "via", jstr(via_str(e)));
+	json_object_object_add(o, "inspect", json_object_new_boolean(strcmp(via_str(e), "inspect") == 0));
 	json_object_object_add(o, "why", jstr(e->why));
 	return o;
 }
@@ -645,6 +656,15 @@ static int diff(bool json, const char *oldf, const char *newf)
 		if (strcmp(o->why, e->why) != 0) {
 			snprintf(text, sizeof(text), "why of %s: \"%.300s\" -> \"%.300s\"", key, o->why, e->why);
 			other_change(&d, "why", o->why, e->why, text);
+		}
+		if (e->kind == SLUICE_ENTRY_HOST && o->inspect != e->inspect) {
+			/* neither opens nor closes a destination: what the proxy
+			 * sees of it (and whether the sandbox CA covers it) */
+			snprintf(text, sizeof(text), "inspect of %s: %s -> %s (%s)", key,
+				 o->inspect ? "true" : "false", e->inspect ? "true" : "false",
+				 e->inspect ? "TLS is now terminated and each request logged" :
+					      "TLS now passes through undecrypted");
+			other_change(&d, "inspect", o->inspect ? "true" : "false", e->inspect ? "true" : "false", text);
 		}
 		if (o->index != e->index) {
 			snprintf(text, sizeof(text), "%s is now %s (rule names in logs change)", o->name, e->name);

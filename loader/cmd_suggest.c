@@ -822,17 +822,20 @@ static void read_kernel(struct line_ctx *l, const char *action)
 	s->c.used++;
 }
 
-/* url.full "http://host[:port]/path?q" -> port and normalised path. */
-static int parse_url_full(const char *url, uint16_t *port, char *path, size_t len, const char **why)
+/* url.full "http://host[:port]/path?q" (or "https://", a request inside
+ * inspected TLS: *https set) -> port and normalised path. */
+static int parse_url_full(const char *url, uint16_t *port, char *path, size_t len, bool *https,
+			  const char **why)
 {
 	const char *a, *p, *host_end, *colon;
 	char *end;
 	unsigned long v;
 
-	*why = "url.full is not an http:// URL";
-	if (strncmp(url, "http://", 7) != 0)
+	*why = "url.full is not an http:// or https:// URL";
+	*https = strncmp(url, "https://", 8) == 0;
+	if (!*https && strncmp(url, "http://", 7) != 0)
 		return -1;
-	a = url + 7;
+	a = url + (*https ? 8 : 7);
 	p = a + strcspn(a, "/?#");
 	if (*a == '[') {
 		host_end = memchr(a, ']', (size_t)(p - a));
@@ -842,7 +845,7 @@ static int parse_url_full(const char *url, uint16_t *port, char *path, size_t le
 	} else {
 		colon = memchr(a, ':', (size_t)(p - a));
 	}
-	*port = 80;
+	*port = *https ? 443 : 80;
 	if (colon) {
 		errno = 0;
 		v = strtoul(colon + 1, &end, 10);
@@ -912,6 +915,7 @@ static void read_proxy(struct line_ctx *l, const char *action)
 	}
 	if (strcmp(action, "proxy-http") == 0) {
 		const char *url = jstr(l->o, "url.full");
+		bool https = false;
 
 		via = VIA_HTTP;
 		method = jstr(l->o, "http.request.method");
@@ -919,7 +923,7 @@ static void read_proxy(struct line_ctx *l, const char *action)
 			problem(s, l->file, l->lineno, "proxy-http line without url.full or http.request.method");
 			return;
 		}
-		if (parse_url_full(url, &port, path, sizeof(path), &why) < 0) {
+		if (parse_url_full(url, &port, path, sizeof(path), &https, &why) < 0) {
 			problem(s, l->file, l->lineno, "proxy-http line: %s", why);
 			return;
 		}
@@ -928,6 +932,13 @@ static void read_proxy(struct line_ctx *l, const char *action)
 				problem(s, l->file, l->lineno, "proxy-http line with a bad http.request.method");
 				return;
 			}
+		if (https) {
+			/* a request inside inspected TLS: suggested as TLS to the
+			 * name and port (a host entry), not as an https:// url
+			 * entry (suggest does not write those yet) */
+			via = VIA_TLS;
+			method = NULL;
+		}
 	} else if (strcmp(action, "proxy-tls") == 0) {
 		via = VIA_TLS;
 		if (jint(l->o, "sluice.orig_dst.port", &dport) && dport > 0 && dport <= 65535)

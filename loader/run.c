@@ -40,6 +40,7 @@
 #include "run_limits.h"
 #include "run_limits_v1.h"
 #include "seccomp_baseline.h"
+#include "run_trust.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
@@ -82,6 +83,8 @@ static void usage_run(FILE *f)
 		"  --upstream-dns ADDR  resolver's upstream (default: /etc/resolv.conf)\n"
 		"  --no-proxy           do not start the proxy (proxied ports fail closed)\n"
 		"  --no-resolver        do not start the resolver (DNS fails closed)\n"
+		"  --upstream-ca FILE   also trust the CA certificates (PEM) in FILE for the origins of\n"
+		"                       inspected names (internal registries); see docs/proxy.md\n"
 		"  --proxy-arg ARG      pass ARG to sluice-proxy (repeatable)\n"
 		"  --resolver-arg ARG   pass ARG to sluice-resolver (repeatable)\n"
 		"  --proxy-env          also set http_proxy/https_proxy (and upper case) to the proxy;\n"
@@ -332,10 +335,12 @@ struct run_state {
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */
+	struct sluice_trust trust;  /* the sandbox CA bundle (run_trust.h) */
 };
 
 static void run_cleanup(struct run_state *st)
 {
+	sluice_trust_free(&st->trust);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -548,6 +553,7 @@ int cmd_run(int argc, char **argv)
 		{ "no-proxy", no_argument, NULL, 'P' },
 		{ "no-resolver", no_argument, NULL, 'R' },
 		{ "proxy-arg", required_argument, NULL, 'x' },
+		{ "upstream-ca", required_argument, NULL, 'A' },
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "keep-caps", no_argument, NULL, 'k' },
 		{ "require-lsm", no_argument, NULL, 'L' },
@@ -606,6 +612,7 @@ int cmd_run(int argc, char **argv)
 		case 'P': no_proxy = 1; break;
 		case 'R': no_resolver = 1; break;
 		case 'x': if (n_px < 30) proxy_extra[n_px++] = optarg; break;
+		case 'A': if (n_px < 29) { proxy_extra[n_px++] = "--upstream-ca"; proxy_extra[n_px++] = optarg; } break;
 		case 'y': if (n_rx < 30) resolver_extra[n_rx++] = optarg; break;
 		case 'k': keep_caps = 1; break;
 		case 'L': require_lsm = 1; break;
@@ -825,8 +832,23 @@ int cmd_run(int argc, char **argv)
 		st.resolver_co = co;
 		st.resolver_co.extra = resolver_extra;
 		if (cfg.have_proxy) {
+			char *ca_pem = NULL;
+			int trc;
+
+			/* only the first start reports the CA; a restarted proxy
+			 * makes a new one the sandbox does not trust (inspected
+			 * names then fail closed: docs/proxy.md) */
+			st.proxy_co.ca_pem = &ca_pem;
 			st.proxy_pid = sluice_child_start(st.proxy_bin, &st.listeners, &st.proxy_co, 10000, msg, sizeof(msg));
+			st.proxy_co.ca_pem = NULL;
 			if (st.proxy_pid < 0) {
+				log_warnx("run: %s", msg);
+				goto out;
+			}
+			/* TLS inspection: the CA bundle CMD will trust (run_trust.h) */
+			trc = sluice_trust_prepare(&st.trust, ca_pem, msg, sizeof(msg));
+			free(ca_pem);
+			if (trc < 0) {
 				log_warnx("run: %s", msg);
 				goto out;
 			}
@@ -934,6 +956,8 @@ int cmd_run(int argc, char **argv)
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			child_fail(errpipe[1], 2, "cannot make a private mount namespace: %s", strerror(errno));
 		umount2(SLUICE_BPFFS, MNT_DETACH);
+		if (sluice_trust_enter(&st.trust, msg, sizeof(msg)) < 0)
+			child_fail(errpipe[1], 2, "%s", msg);
 		/* and without the host's view of the cgroup2 hierarchy: without
 		 * nsdelegate, root could write its pid into any cgroup.procs it
 		 * can see.  A fresh cgroup2 mount here shows only the sandbox's

@@ -157,6 +157,33 @@ static void test_relay(void **state)
 	expect(HEAD "  - host: \"*.cdn.relay-example.net\"\n    ports: [443]\n    why: x\n", SLUICE_LINT_RELAY, 1, 0, 4, 5, "*.cdn.relay-example.net");
 }
 
+/* https:// url entries are inspected: a narrow one does not warn; one for
+ * the whole name does, and so does `inspect: true` on a host entry */
+static void test_relay_https(void **state)
+{
+	(void)state;
+	expect(HEAD "  - url: https://raw.githubusercontent.com/org/repo/\n    why: x\n",
+	       SLUICE_LINT_RELAY, 0, 0, 0, 0, "");
+	expect(HEAD "  - url: https://raw.githubusercontent.com/\n    why: x\n",
+	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "raw.githubusercontent.com, a relay-capable service");
+	expect(HEAD "  - url: https://discord.com/api/webhooks/1/\n    methods: [POST]\n    why: x\n",
+	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "discord.com/api/webhooks");
+	expect(HEAD "  - host: raw.githubusercontent.com\n    ports: [443]\n    inspect: true\n    why: x\n",
+	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "inspect: true logs every request inside TLS but lets any path and method through");
+	expect(HEAD "  - host: raw.githubusercontent.com\n    ports: [443]\n    why: x\n",
+	       SLUICE_LINT_RELAY, 1, 0, 4, 5, "a host entry is a passthrough");
+	/* a host entry for the same name and port makes the url entry moot */
+	expect(HEAD "  - url: https://api.example.com/v1/\n    why: x\n"
+		    "  - host: api.example.com\n    ports: [443]\n    why: x\n",
+	       SLUICE_LINT_URL_SHADOWED, 1, 0, 4, 5, "allow[1] host:api.example.com also allows api.example.com on port 443");
+	expect(HEAD "  - url: https://api.example.com/v1/\n    why: x\n"
+		    "  - host: api.example.com\n    ports: [8443]\n    why: x\n",
+	       SLUICE_LINT_URL_SHADOWED, 0, 0, 0, 0, "");
+	/* https bodies are encrypted: no plain-http-body finding */
+	expect(HEAD "  - url: https://api.example.com/v1/\n    methods: [POST]\n    why: x\n",
+	       SLUICE_LINT_PLAIN_HTTP_BODY, 0, 0, 0, 0, "");
+}
+
 static void test_wildcard(void **state)
 {
 	(void)state;
@@ -361,6 +388,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_relay),
+		cmocka_unit_test(test_relay_https),
 		cmocka_unit_test(test_wildcard),
 		cmocka_unit_test(test_wide_cidr),
 		cmocka_unit_test(test_special_ranges),

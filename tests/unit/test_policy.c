@@ -494,8 +494,11 @@ static void test_err_bad_host_bytes(void **state)
 static void test_err_url(void **state)
 {
 	(void)state;
-	bad(HEAD "allow:\n  - url: https://api.example.com/v1/\n    why: x\n", 4, 10,
-	    "https url entries need TLS termination");
+	bad(HEAD "allow:\n  - url: https://user@api.example.com/v1/\n    why: x\n", 4, 10, "userinfo");
+	bad(HEAD "allow:\n  - url: https://*.example.com/v1/\n    why: x\n", 4, 10, "wildcards are not allowed");
+	bad(HEAD "allow:\n  - url: https://192.0.2.1/v1/\n    why: x\n", 4, 10, "IP literal");
+	bad(HEAD "allow:\n  - url: https://a.example:0/\n    why: x\n", 4, 10, "port out of range");
+	bad(HEAD "allow:\n  - url: https://a.example/v1/?x\n    why: x\n", 4, 10, "query or fragment");
 	bad(HEAD "allow:\n  - url: ftp://a.example/\n    why: x\n", 4, 10, "must start with http://");
 	bad(HEAD "allow:\n  - url: a.example/x\n    why: x\n", 4, 10, "must start with http://");
 	bad(HEAD "allow:\n  - url: http://a.example/x?y=1\n    why: x\n", 4, 10, "query or fragment");
@@ -503,6 +506,119 @@ static void test_err_url(void **state)
 	bad(HEAD "allow:\n  - url: http:///x\n    why: x\n", 4, 10, "has no host");
 	bad(HEAD "allow:\n  - url: http://a.example/a%2Fb\n    why: x\n", 4, 10, "encoded slash %2F");
 	bad(HEAD "allow:\n  - url: \"http://a.example/a\\\\b\"\n    why: x\n", 4, 10, "backslash");
+}
+
+/* --- https url entries and inspect ------------------------------------------ */
+
+static void test_https_url(void **state)
+{
+	struct sluice_policy *p;
+	const struct sluice_entry *e;
+
+	(void)state;
+	p = load(HEAD "allow:\n"
+		 "  - url: HTTPS://API.Example.COM./v1/./models/../\n"
+		 "    why: model API\n"
+		 "  - url: https://files.example.com:8443/pub\n"
+		 "    methods: [get, post]\n"
+		 "    why: uploads\n"
+		 "  - url: http://api.example.com/v1/\n"
+		 "    why: the same path over plain http is another entry\n");
+	assert_int_equal(p->n_entries, 3);
+	e = &p->entries[0];
+	assert_int_equal(e->kind, SLUICE_ENTRY_URL);
+	assert_string_equal(e->url_scheme, "https");
+	assert_string_equal(e->url_host, "api.example.com");
+	assert_int_equal(e->url_port, 443);
+	assert_string_equal(e->url_path, "/v1/");
+	assert_int_equal(e->n_methods, 2);
+	assert_string_equal(e->methods[0], "GET");
+	assert_string_equal(e->methods[1], "HEAD");
+	assert_int_equal(e->n_ports, 1);
+	assert_int_equal(e->ports[0].lo, 443);
+	assert_string_equal(e->name, "allow[0] url:https://api.example.com/v1/");
+	assert_string_equal(p->entries[1].name, "allow[1] url:https://files.example.com:8443/pub");
+	assert_string_equal(p->entries[2].name, "allow[2] url:http://api.example.com/v1/");
+
+	/* matching: scheme, port, method, segment-bounded prefix */
+	assert_ptr_equal(sluice_policy_match_url(p, "https", "api.example.com", 443, "GET", "/v1/models"), e);
+	assert_null(sluice_policy_match_url(p, "https", "api.example.com", 443, "POST", "/v1/models"));
+	assert_null(sluice_policy_match_url(p, "https", "api.example.com", 443, "GET", "/v1"));
+	assert_null(sluice_policy_match_url(p, "https", "api.example.com", 8443, "GET", "/v1/x"));
+	assert_ptr_equal(sluice_policy_match_url(p, "http", "api.example.com", 80, "GET", "/v1/x"), &p->entries[2]);
+	assert_null(sluice_policy_match_url(p, "http", "api.example.com", 443, "GET", "/v1/x"));
+	assert_ptr_equal(sluice_policy_match_url(p, "https", "files.example.com", 8443, "POST", "/pub/a"),
+			 &p->entries[1]);
+	assert_null(sluice_policy_match_url(p, "https", "files.example.com", 8443, "GET", "/pubx"));
+
+	/* which names are inspected: https url hosts on their port only */
+	assert_true(sluice_policy_has_inspection(p));
+	assert_true(sluice_policy_inspects(p, "api.example.com", 443));
+	assert_false(sluice_policy_inspects(p, "api.example.com", 80));
+	assert_false(sluice_policy_inspects(p, "api.example.com", 8443));
+	assert_true(sluice_policy_inspects(p, "files.example.com", 8443));
+	assert_false(sluice_policy_inspects(p, "x.api.example.com", 443));
+	/* the kernel sends the port to the proxy; the resolver answers the name */
+	assert_true(sluice_policy_proxies_port(p, 443));
+	assert_true(sluice_policy_proxies_port(p, 8443));
+	assert_true(sluice_policy_allows_name(p, "files.example.com"));
+	/* a url entry is not a host entry: CONNECT/SNI passthrough is not allowed by it */
+	assert_null(sluice_policy_match_host(p, "api.example.com", 443));
+	sluice_policy_free(p);
+
+	/* duplicates are by scheme, host, port and path */
+	bad(HEAD "allow:\n  - url: https://a.example/x/\n    why: x\n"
+		 "  - url: https://A.example:443/x/\n    why: y\n", 6, 5, "duplicate entry: url https://a.example/x/");
+}
+
+static void test_inspect(void **state)
+{
+	struct sluice_policy *p, *q, *r;
+
+	(void)state;
+	p = load(HEAD "allow:\n"
+		 "  - host: api.example.com\n    ports: [443, 8443]\n    inspect: true\n    why: logged\n"
+		 "  - host: \"*.pkg.example.org\"\n    ports: [443]\n    inspect: yes\n    why: mirrors\n"
+		 "  - host: pass.example.com\n    ports: [443]\n    inspect: false\n    why: passthrough\n");
+	assert_true(p->entries[0].inspect);
+	assert_true(p->entries[1].inspect);
+	assert_false(p->entries[2].inspect);
+	assert_true(sluice_policy_inspects(p, "api.example.com", 8443));
+	assert_false(sluice_policy_inspects(p, "api.example.com", 80));
+	assert_true(sluice_policy_inspects(p, "a.pkg.example.org", 443));
+	assert_false(sluice_policy_inspects(p, "pkg.example.org", 443));
+	assert_false(sluice_policy_inspects(p, "pass.example.com", 443));
+	assert_true(sluice_policy_has_inspection(p));
+
+	/* `inspect: false` is the default: same digest as no key; true differs */
+	q = load(HEAD "allow:\n  - host: pass.example.com\n    ports: [443]\n    why: passthrough\n");
+	r = load(HEAD "allow:\n  - host: pass.example.com\n    ports: [443]\n    inspect: false\n    why: passthrough\n");
+	assert_string_equal(q->digest, r->digest);
+	assert_false(sluice_policy_has_inspection(q));
+	sluice_policy_free(r);
+	r = load(HEAD "allow:\n  - host: pass.example.com\n    ports: [443]\n    inspect: true\n    why: passthrough\n");
+	assert_string_not_equal(q->digest, r->digest);
+	{
+		char *c = sluice_policy_canonical(r, NULL);
+
+		assert_non_null(strstr(c, "{\"host\":\"pass.example.com\",\"inspect\":true,\"ports\":[[443,443]],"));
+		free(c);
+		c = sluice_policy_canonical(q, NULL);
+		assert_null(strstr(c, "inspect"));
+		free(c);
+	}
+	sluice_policy_free(p);
+	sluice_policy_free(q);
+	sluice_policy_free(r);
+
+	bad(HEAD "allow:\n  - host: a.example\n    ports: [443]\n    inspect: 1\n    why: x\n", 6, 14,
+	    "'inspect' must be true or false, not an integer");
+	bad(HEAD "allow:\n  - host: a.example\n    ports: [443]\n    inspect: \"true\"\n    why: x\n", 6, 14,
+	    "'inspect' must be true or false, not a string");
+	bad(HEAD "allow:\n  - url: https://a.example/\n    inspect: true\n    why: x\n", 5, 5,
+	    "'inspect' is not allowed in a url entry (https:// url entries are always inspected)");
+	bad(HEAD "allow:\n  - cidr: 198.51.100.0/24\n    ports: [443]\n    inspect: true\n    why: x\n", 6, 5,
+	    "'inspect' is not allowed in a cidr entry");
 }
 
 /* --- default policy ---------------------------------------------------------------- */
@@ -797,6 +913,8 @@ int main(void)
 		cmocka_unit_test(test_err_bad_wildcards),
 		cmocka_unit_test(test_err_bad_host_bytes),
 		cmocka_unit_test(test_err_url),
+		cmocka_unit_test(test_https_url),
+		cmocka_unit_test(test_inspect),
 		cmocka_unit_test(test_default),
 		cmocka_unit_test(test_digest_canonical_form),
 		cmocka_unit_test(test_digest_stable),

@@ -30,7 +30,7 @@ def show(title, r):
 # the fields worth a glance in each kind of line; the full lines are in --events
 BRIEF = ["sluice.component", "event.action", "event.outcome", "event.reason", "dns.question.name",
          "dns.response_code", "url.full", "tls.client.server_name", "http.request.method",
-         "http.response.status_code", "destination.ip", "destination.port", "rule.name"]
+         "http.response.status_code", "sluice.inspected", "destination.ip", "destination.port", "rule.name"]
 
 
 def brief(e):
@@ -68,7 +68,7 @@ def proxy_demo(w):
     os.chmod(pub, 0o755)
     cert, key = os.path.join(pub, "cert.pem"), os.path.join(w.tmp, "key.pem")
     W.sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
-         "-subj", "/CN=api.example.com", "-addext", "subjectAltName=DNS:api.example.com")
+         "-subj", "/CN=api.example.com", "-addext", "subjectAltName=DNS:api.example.com,DNS:files.example.com")
     w.start_server([os.path.join(here, "origin_server.py"), "--http", "8081", "--https", "8443", "--cert", cert,
                     "--key", key, "--log", os.path.join(w.tmp, "origin.jsonl")], name="origin")
     w.start_server([os.path.join(here, "dns_server.py"), "--listen", "192.0.2.53:53",
@@ -77,7 +77,9 @@ def proxy_demo(w):
     # The world lives on documentation addresses, which the proxy and the
     # resolver refuse by default (reserved, never public): the demo opens
     # them with their test-only flags.
-    extra = ["--upstream-dns", "192.0.2.53", "--ro", pub]
+    # --upstream-ca: the proxy trusts the origin's self-signed certificate
+    # for inspected names (the sandbox itself trusts only its own CA there)
+    extra = ["--upstream-dns", "192.0.2.53", "--ro", pub, "--upstream-ca", cert]
     for c in ("192.0.2.0/24", "198.51.100.0/24"):
         extra += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
                   "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
@@ -96,6 +98,12 @@ def proxy_demo(w):
         ("the same host through the explicit proxy: 403 from sluice", c + "-x $SLUICE_PROXY -i http://denied.example.org:8081/"),
         ("an allowed host, a path outside the prefix", c + "-i http://files.example.com:8081/private/key"),
         ("an allowed URL, a method the policy does not allow", c + "-i -X POST -d x http://files.example.com:8081/pub/upload"),
+        ("an https:// URL rule: TLS inspected, the request decided inside (no --cacert: the sandbox trusts its CA)",
+         "curl -sS --max-time 10 https://files.example.com:8443/pub/x"),
+        ("the same name over HTTPS, a path outside the prefix: 403 inside TLS",
+         "curl -sS --max-time 10 -i https://files.example.com:8443/private"),
+        ("the same name over HTTPS, a POST on a GET-only entry: 403 inside TLS",
+         "curl -sS --max-time 10 -i -X POST -d x https://files.example.com:8443/pub/upload"),
     ]
     for title, shell in steps:
         curl_step(w, title, shell, POLICY, extra)

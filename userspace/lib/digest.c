@@ -112,11 +112,13 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 
 		sb_str(&b, i ? ",{" : "{");
 		switch (e->kind) {
-		case SLUICE_ENTRY_HOST:   /* host, ports, why */
+		case SLUICE_ENTRY_HOST:   /* host, [inspect,] ports, why */
 			snprintf(t, sizeof(t), "%s%s", e->wildcard ? "*." : "", e->host);
 			sb_str(&b, "\"host\":");
 			sb_json(&b, t);
-			sb_str(&b, ",");
+			/* written only when true, so that policies from before
+			 * `inspect` existed keep their digest */
+			sb_str(&b, e->inspect ? ",\"inspect\":true," : ",");
 			sb_ports(&b, e);
 			break;
 		case SLUICE_ENTRY_URL:    /* methods, url, why */

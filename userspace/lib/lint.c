@@ -49,6 +49,7 @@ static void add(struct lints *l, enum sluice_lint_code code, const struct sluice
 		[SLUICE_LINT_DNS_PORT] = "dns-port",
 		[SLUICE_LINT_PLAIN_HTTP_BODY] = "plain-http-body",
 		[SLUICE_LINT_UNIX_DAEMON] = "unix-daemon",
+		[SLUICE_LINT_URL_SHADOWED] = "url-shadowed",
 	};
 	struct sluice_lint *x;
 	va_list ap;
@@ -237,10 +238,23 @@ static void lint_relays(struct lints *l, const struct sluice_entry *e,
 
 		if (!names_overlap(h, w, r[i].host, r[i].wildcard))
 			continue;
+		const char *how;
+
 		if (e->kind == SLUICE_ENTRY_URL && r[i].path[0] && !paths_overlap(e->url_path, r[i].path))
 			continue;
-		add(l, SLUICE_LINT_RELAY, e, "%s: reaches %s%s%s, a relay-capable service (%s): it can carry arbitrary data in or out",
-		    e->name, r[i].wildcard ? "*." : "", r[i].host, r[i].path, r[i].category);
+		/* An https:// url entry is inspected: each request inside TLS
+		 * must match its path prefix and methods.  Narrower than the
+		 * whole name, it is not the open channel a host entry is. */
+		if (e->kind == SLUICE_ENTRY_URL && strcmp(e->url_scheme, "https") == 0 && !r[i].path[0] &&
+		    strcmp(e->url_path, "/") != 0)
+			continue;
+		if (e->kind == SLUICE_ENTRY_HOST)
+			how = e->inspect ? " (inspect: true logs every request inside TLS but lets any path and method through; narrow it with https:// url entries)"
+					 : " (a host entry is a passthrough: nothing inside TLS is checked; narrow it with https:// url entries, which are inspected)";
+		else
+			how = "";
+		add(l, SLUICE_LINT_RELAY, e, "%s: reaches %s%s%s, a relay-capable service (%s): it can carry arbitrary data in or out%s",
+		    e->name, r[i].wildcard ? "*." : "", r[i].host, r[i].path, r[i].category, how);
 		return;   /* one relay finding per entry is enough */
 	}
 }
@@ -401,6 +415,17 @@ int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 
 			lint_relays(&l, e, relays, n_relays);
 			lint_host_names(&l, e);
+			if (strcmp(e->url_scheme, "https") == 0) {
+				/* inside inspected TLS a host entry for the name and
+				 * port lets every request through: the url entry's
+				 * path and methods no longer narrow anything */
+				const struct sluice_entry *h = sluice_policy_match_host(p, e->url_host, e->url_port);
+
+				if (h)
+					add(&l, SLUICE_LINT_URL_SHADOWED, e, "%s: %s also allows %s on port %u, with any path and method: this url entry narrows nothing",
+					    e->name, h->name, e->url_host, e->url_port);
+				break;
+			}
 			if (strcmp(e->url_scheme, "http") != 0)
 				break;
 			for (size_t j = 0; j < e->n_methods; j++) {

@@ -609,19 +609,23 @@ static int parse_url(struct ctx *c, const struct ynode *v, struct sluice_entry *
 	char hostbuf[SLUICE_HOST_MAX + 3];
 	char path[SLUICE_PATH_MAX + 1];
 	const char *s = v->value, *hp, *he, *why;
+	const char *scheme = "http";
 	struct ynode tmp;
 	bool wild;
 	unsigned port = 80;
 
 	if (memchr(v->value, '\0', v->len))
 		return fail(c, v, "invalid url: NUL byte");
-	if (strncasecmp(s, "https://", 8) == 0)
-		return fail(c, v, "https url entries need TLS termination, which sluice does not do: use a host entry (TLS SNI) for '%s'",
+	if (strncasecmp(s, "https://", 8) == 0) {
+		scheme = "https";
+		port = 443;
+		hp = s + 8;
+	} else if (strncasecmp(s, "http://", 7) == 0) {
+		hp = s + 7;
+	} else {
+		return fail(c, v, "url '%s' must start with http:// or https://",
 			    shown(v, b, sizeof(b)));
-	if (strncasecmp(s, "http://", 7) != 0)
-		return fail(c, v, "url '%s' must start with http:// (the only scheme with url rules)",
-			    shown(v, b, sizeof(b)));
-	hp = s + 7;
+	}
 	he = hp + strcspn(hp, "/?#");
 	if (memchr(hp, '@', (size_t)(he - hp)))
 		return fail(c, v, "url '%s' must not contain userinfo ('@')", shown(v, b, sizeof(b)));
@@ -659,7 +663,7 @@ static int parse_url(struct ctx *c, const struct ynode *v, struct sluice_entry *
 	s = hp + strcspn(hp, "/");
 	if (sluice_url_path_normalise(*s ? s : "/", path, sizeof(path), &why) < 0)
 		return fail(c, v, "bad path in url '%s': %s", shown(v, b, sizeof(b)), why);
-	e->url_scheme = strdup("http");
+	e->url_scheme = strdup(scheme);
 	e->url_path = strdup(path);
 	e->url_port = (uint16_t)port;
 	e->ports = calloc(1, sizeof(*e->ports));
@@ -831,7 +835,7 @@ static int set_entry_name(struct sluice_entry *e)
 		snprintf(t, sizeof(t), "%s%s", e->wildcard ? "*." : "", e->host);
 		break;
 	case SLUICE_ENTRY_URL:
-		if (e->url_port == 80)
+		if (e->url_port == (strcmp(e->url_scheme, "https") == 0 ? 443 : 80))
 			snprintf(t, sizeof(t), "%s://%s%s", e->url_scheme, e->url_host, e->url_path);
 		else
 			snprintf(t, sizeof(t), "%s://%s:%u%s", e->url_scheme, e->url_host, e->url_port,
@@ -945,12 +949,12 @@ static long first_duplicate(const struct sluice_policy *p, size_t *twin)
 
 static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
 {
-	static const char *const host_keys[] = { "host", "ports", "why", NULL };
+	static const char *const host_keys[] = { "host", "ports", "inspect", "why", NULL };
 	static const char *const url_keys[] = { "url", "methods", "why", NULL };
 	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "why", NULL };
 	static const char *const unix_keys[] = { "unix", "why", NULL };
 	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
-						  "protocol", "why", NULL };
+						  "protocol", "inspect", "why", NULL };
 	const struct ynode *kn = NULL, *v, *kind_key = NULL, *kind_val = NULL;
 	const char *kinds[] = { "host", "url", "cidr", "unix" };
 	char b[64];
@@ -985,7 +989,7 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 			const char *k = m->kids[i]->value;
 
 			if (strcmp(k, "ports") && strcmp(k, "why") && strcmp(k, "methods") &&
-			    strcmp(k, "protocol"))
+			    strcmp(k, "protocol") && strcmp(k, "inspect"))
 				return fail(c, m->kids[i], "unknown key '%s' in allow entry",
 					    shown(m->kids[i], b, sizeof(b)));
 		}
@@ -1011,6 +1015,11 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 				return fail(c, k, "'ports' is not allowed in a url entry (the port is part of the url)");
 			if (e->kind == SLUICE_ENTRY_UNIX && strcmp(k->value, "ports") == 0)
 				return fail(c, k, "'ports' is not allowed in a unix entry");
+			if (e->kind == SLUICE_ENTRY_URL && strcmp(k->value, "inspect") == 0)
+				return fail(c, k, "'inspect' is not allowed in a url entry (https:// url entries are always inspected)");
+			if (strcmp(k->value, "inspect") == 0)
+				return fail(c, k, "'inspect' is not allowed in a %s entry (its traffic never passes the proxy)",
+					    sluice_entry_kind_name(e->kind));
 			if (strcmp(k->value, "methods") == 0 || strcmp(k->value, "protocol") == 0)
 				return fail(c, k, "'%s' is not allowed in a %s entry", k->value,
 					    sluice_entry_kind_name(e->kind));
@@ -1036,6 +1045,15 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 		if (parse_unix(c, kind_val, e) < 0)
 			return -1;
 		break;
+	}
+	if (e->kind == SLUICE_ENTRY_HOST) {
+		v = map_get(m, "inspect", &kn);
+		if (v) {
+			if (!is_plain_bool(v))
+				return fail(c, v, "'inspect' must be true or false, not %s", node_kind(v));
+			e->inspect = strcasecmp(v->value, "true") == 0 || strcasecmp(v->value, "yes") == 0 ||
+				     strcasecmp(v->value, "on") == 0;
+		}
 	}
 	if (e->kind == SLUICE_ENTRY_UNIX) {
 		/* no ports, no methods */
@@ -1511,6 +1529,35 @@ const struct sluice_entry *sluice_policy_match_url(const struct sluice_policy *p
 			return e;
 	}
 	return NULL;
+}
+
+bool sluice_policy_inspects(const struct sluice_policy *p, const char *host, uint16_t port)
+{
+	if (!p || !host)
+		return false;
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+
+		if (e->kind == SLUICE_ENTRY_URL && e->url_port == port &&
+		    strcmp(e->url_scheme, "https") == 0 && sluice_host_match(e, host))
+			return true;
+		if (e->kind == SLUICE_ENTRY_HOST && e->inspect && sluice_entry_has_port(e, port) &&
+		    sluice_host_match(e, host))
+			return true;
+	}
+	return false;
+}
+
+bool sluice_policy_has_inspection(const struct sluice_policy *p)
+{
+	for (size_t i = 0; p && i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+
+		if ((e->kind == SLUICE_ENTRY_URL && strcmp(e->url_scheme, "https") == 0) ||
+		    (e->kind == SLUICE_ENTRY_HOST && e->inspect))
+			return true;
+	}
+	return false;
 }
 
 bool sluice_policy_proxies_port(const struct sluice_policy *p, uint16_t port)

@@ -19,7 +19,7 @@
 
 enum sluice_entry_kind {
 	SLUICE_ENTRY_HOST = 1,  /* proxied TCP, host level (HTTP Host / TLS SNI / CONNECT) */
-	SLUICE_ENTRY_URL  = 2,  /* proxied TCP, full-URL rules (plain HTTP only for now) */
+	SLUICE_ENTRY_URL  = 2,  /* proxied TCP, full-URL rules (http://, and https:// with TLS inspection) */
 	SLUICE_ENTRY_CIDR = 3,  /* direct, enforced in the kernel */
 	SLUICE_ENTRY_UNIX = 4,  /* a unix socket outside the sandbox it may connect or send to (kernel) */
 };
@@ -56,6 +56,10 @@ struct sluice_entry {
 	 * the apex itself. */
 	char *host;
 	bool wildcard;
+	/* `inspect: true`: TLS to this name is terminated by the proxy (with
+	 * the sandbox's CA) and every request inside is logged; any path and
+	 * method pass.  false: a passthrough (SNI-checked, not decrypted). */
+	bool inspect;
 
 	/* SLUICE_ENTRY_URL: scheme ("http" or "https"), normalised host,
 	 * port (explicit or the scheme's default), path prefix (normalised,
@@ -183,6 +187,19 @@ const struct sluice_entry *sluice_policy_match_url(const struct sluice_policy *p
  */
 int sluice_url_path_normalise(const char *in, char *out, size_t len, const char **why);
 
+/*
+ * Is TLS to the normalised name `host` on TCP `port` inspected (terminated
+ * by the proxy)?  True when a URL entry with scheme "https" names exactly
+ * that host and port, or a HOST entry with `inspect: true` allows it on
+ * that port.  Such a name's requests are decided one by one with
+ * sluice_policy_match_url(p, "https", ...), then host entries.
+ */
+bool sluice_policy_inspects(const struct sluice_policy *p, const char *host, uint16_t port);
+
+/* Does the policy inspect any name at all (some https url entry or some
+ * `inspect: true` host entry)?  Without one, no sandbox CA is needed. */
+bool sluice_policy_has_inspection(const struct sluice_policy *p);
+
 /* Is there any HOST or URL entry naming TCP `port`?  (kernel proxy ports) */
 bool sluice_policy_proxies_port(const struct sluice_policy *p, uint16_t port);
 
@@ -203,6 +220,7 @@ enum sluice_lint_code {
 	SLUICE_LINT_DNS_PORT,         /* port 53 or 853 in a cidr entry */
 	SLUICE_LINT_PLAIN_HTTP_BODY,  /* url on http:// with methods that carry bodies */
 	SLUICE_LINT_UNIX_DAEMON,      /* unix socket of a daemon that acts for its clients (docker, dbus, ...) */
+	SLUICE_LINT_URL_SHADOWED,     /* an https:// url entry whose name a host entry allows whole */
 };
 
 struct sluice_lint {
@@ -210,7 +228,7 @@ struct sluice_lint {
 	const char *code_name;    /* stable: "relay", "wildcard", ... */
 	unsigned entry;           /* index into entries */
 	unsigned line, column;
-	char message[256];
+	char message[512];
 };
 
 /*

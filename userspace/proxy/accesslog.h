@@ -32,6 +32,9 @@ struct proxy_log_rec {
 	const char *sni;              /* tls.client.server_name */
 	const char *method;
 	int status;                   /* http.response.status_code, 0 = none */
+	bool inspected;               /* sluice.inspected: a request inside TLS the proxy terminated */
+	const char *tls_version;      /* tls.version (of the client's session, e.g. "TLSv1.3") */
+	const char *tls_cipher;       /* tls.cipher */
 	bool tunnel;                  /* bytes as source.bytes/destination.bytes, not http.* */
 	int64_t req_bytes;            /* client -> upstream (or request) bytes, -1 = none */
 	int64_t resp_bytes;           /* upstream -> client bytes, -1 = none */

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "relay.h"
 #include "sni.h"
+#include "tls_pump.h"
 #include "upool.h"
 
 #define READ_INITIAL 1024        /* first allocation, made when the first byte arrives */
@@ -41,6 +42,7 @@ static void start_dial(struct conn *c);
 static void start_tunnel(struct conn *c);
 static void on_upstream_first(evutil_socket_t fd, short what, void *arg);
 static void process_http(struct conn *c);
+static void connect_established(struct conn *c);
 
 /* Every write is a whole head or message, or as much as there is: send it
  * now (a response must not wait for the ACK of the previous one). */
@@ -139,6 +141,9 @@ static void conn_log(struct conn *c)
 	r.domain = c->host && c->host[0] ? c->host : NULL;
 	r.sni = c->sni;
 	r.method = c->method;
+	r.inspected = c->inspected;
+	r.tls_version = c->tls_version;
+	r.tls_cipher = c->tls_cipher;
 	r.status = c->status;
 	r.tunnel = c->kind == K_TLS || (c->kind == K_CONNECT && c->status == 200);
 	r.req_bytes = c->req_bytes;
@@ -168,6 +173,7 @@ void conn_finish(struct conn *c)
 	proxy_lookup_cancel(c->lookup);
 	http_free(c);
 	relay_free(c->relay);
+	tls_pump_free(c->pump);
 	if (c->rev)
 		event_free(c->rev);
 	if (c->uev)
@@ -183,6 +189,7 @@ void conn_finish(struct conn *c)
 	free(c->url_full);
 	free(c->host);
 	free(c->sni);
+	free(c->tls_host);
 	req_release(c);
 	free(c->cands);
 	for (size_t i = 0; i < c->n_dropped; i++)
@@ -207,6 +214,9 @@ void conn_linger(struct conn *c)
 	http_free(c);
 	relay_free(c->relay);
 	c->relay = NULL;
+	/* an upstream TLS handshake still running is not wanted any more */
+	tls_pump_free(c->pump);
+	c->pump = NULL;
 	if (c->uev) {
 		event_free(c->uev);
 		c->uev = NULL;
@@ -300,6 +310,8 @@ static void request_reset(struct conn *c)
 	proxy_lookup_cancel(c->lookup);
 	c->lookup = NULL;
 	http_free(c);
+	tls_pump_free(c->pump);   /* (an upstream handshake the request's answer cut short) */
+	c->pump = NULL;
 	if (c->uev) {
 		event_free(c->uev);
 		c->uev = NULL;
@@ -315,7 +327,7 @@ static void request_reset(struct conn *c)
 	free(c->host);
 	c->host = NULL;
 	free(c->sni);
-	c->sni = NULL;
+	c->sni = c->inspected && c->tls_host ? strdup(c->tls_host) : NULL;
 	req_release(c);
 	free(c->cands);
 	c->cands = NULL;
@@ -470,6 +482,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	case PH_HELLO:
 		conn_close(c, "header_timeout");
 		return;
+	case PH_TLS_ACCEPT:
+		conn_close(c, "tls_handshake_timeout");
+		return;
 	case PH_RESOLVE:
 	case PH_CONNECT:
 		conn_fail(c, 504, "connect_timeout");
@@ -593,11 +608,14 @@ static void on_http_head(struct conn *c)
 	c->method = c->req->method;
 	if (c->req->method_id == HTTP_CONNECT)
 		c->kind = K_CONNECT;
-	if (proxy_request_target(c->req, c->form, c->orig.dport, c->target, &err) < 0) {
+	/* inside terminated TLS requests are origin-form, for the TLS port */
+	if (proxy_request_target(c->req, c->inspected ? PROXY_FORM_TRANSPARENT : c->form,
+				 c->inspected ? c->tls_port : c->orig.dport, c->target, &err) < 0) {
 		set_printable(&c->host, c->target->host);
 		conn_reply(c, err.status, err.reason);
 		return;
 	}
+	c->target->tls = c->inspected;
 	c->port = c->target->port;
 	if (c->over_cap) {
 		set_printable(&c->host, c->target->host);
@@ -605,16 +623,30 @@ static void on_http_head(struct conn *c)
 		return;
 	}
 	if (c->kind == K_CONNECT)
-		proxy_decide_host(px->policy, c->target->host, c->target->port, &d);
+		proxy_decide_tls(px->policy, c->target->host, c->target->port, &d);
 	else
-		proxy_decide_http(px->policy, c->target->host, c->target->port, c->req->method,
-				  c->target->path, &d);
+		proxy_decide_url(px->policy, c->inspected ? "https" : "http", c->target->host,
+				 c->target->port, c->req->method, c->target->path, &d);
 	if (c->kind == K_HTTP) {
 		proxy_target_url(c->target, d.host, url, sizeof(url));
 		c->url_full = strdup(url);
 	}
+	if (c->inspected && !d.ip_literal && c->tls_host && strcmp(d.host, c->tls_host) != 0 &&
+	    d.reason && strcmp(d.reason, "bad_host") != 0) {
+		/* the leaf was for the SNI: a request for another name on
+		 * this connection is misdirected (RFC 9110 15.5.20) */
+		set_str(&c->host, d.host);
+		conn_reply(c, 421, "host_sni_mismatch");
+		return;
+	}
 	if (!apply_decision(c, &d))
 		return;
+	if (c->kind == K_CONNECT && d.allow && d.inspect && px->ca) {
+		/* terminated here: no upstream until a request inside is decided */
+		c->inspect = true;
+		connect_established(c);
+		return;
+	}
 	start_dial(c);
 }
 
@@ -645,9 +677,14 @@ static void on_tls_hello(struct conn *c, const struct sni_result *h)
 		}
 	}
 	set_str(&c->sni, sni_norm);
-	proxy_decide_host(px->policy, sni_norm, c->orig.dport, &d);
+	proxy_decide_tls(px->policy, sni_norm, c->orig.dport, &d);
 	if (!apply_decision(c, &d))
 		return;
+	if (d.allow && d.inspect && px->ca && !c->deny_reason) {
+		c->inspect = true;
+		inspect_start(c);
+		return;
+	}
 	start_dial(c);
 }
 
@@ -777,6 +814,41 @@ static void note_dropped(struct conn *c, const struct proxy_addr *a, const char 
 
 static void dial_next(struct conn *c);
 
+/* CONNECT decided (and, unless inspected, c->ufd connected): "200", then
+ * read the ClientHello (PH_HELLO). */
+static void connect_established(struct conn *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	ssize_t w = send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
+
+	c->status = 200;
+	if (w != (ssize_t)(sizeof(ok) - 1)) {
+		c->phase = PH_HELLO;
+		conn_close(c, "client_error");
+		return;
+	}
+	/* bytes after the CONNECT head are the tunnel's first bytes */
+	memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
+	c->len -= c->head_len;
+	c->head_len = 0;
+	req_release(c);
+	c->phase = PH_HELLO;
+	if (c->ufd >= 0) {
+		/* watch the upstream too: a server-first protocol sends no ClientHello */
+		c->uev = event_new(c->px->base, c->ufd, EV_READ, on_upstream_first, c);
+		if (!c->uev) {
+			conn_close(c, "out_of_memory");
+			return;
+		}
+		event_add(c->uev, NULL);
+	}
+	conn_client_reading(c, true);
+	event_del(c->timer);
+	event_add(c->timer, &c->px->tv_header);
+	if (c->len)
+		on_hello_read(c->cfd, 0, c);
+}
+
 /* c->ufd is connected to the vetted c->dst: go on with the request. */
 static void upstream_ready(struct conn *c)
 {
@@ -790,41 +862,19 @@ static void upstream_ready(struct conn *c)
 
 	switch (c->kind) {
 	case K_HTTP:
+		if (c->inspected) {
+			inspect_upstream(c);
+			return;
+		}
 		c->phase = PH_HTTP;
 		http_start(c);
 		return;
 	case K_TLS:
 		start_tunnel(c);
 		return;
-	case K_CONNECT: {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		ssize_t w = send(c->cfd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
-
-		c->status = 200;
-		if (w != (ssize_t)(sizeof(ok) - 1)) {
-			c->phase = PH_HELLO;
-			conn_close(c, "client_error");
-			return;
-		}
-		/* bytes after the CONNECT head are the tunnel's first bytes */
-		memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
-		c->len -= c->head_len;
-		c->head_len = 0;
-		req_release(c);
-		c->phase = PH_HELLO;
-		/* watch the upstream too: a server-first protocol sends no ClientHello */
-		c->uev = event_new(c->px->base, c->ufd, EV_READ, on_upstream_first, c);
-		if (!c->uev) {
-			conn_close(c, "out_of_memory");
-			return;
-		}
-		event_add(c->uev, NULL);
-		conn_client_reading(c, true);
-		event_add(c->timer, &c->px->tv_header);
-		if (c->len)
-			on_hello_read(c->cfd, 0, c);
+	case K_CONNECT:
+		connect_established(c);
 		return;
-	}
 	default:
 		conn_close(c, "internal_error");
 		return;
@@ -874,7 +924,8 @@ static bool take_pooled(struct conn *c)
 	 * one turns out closed needs no check before (saves a syscall) */
 	bool replayable;
 
-	if (!c->px->upool || c->kind != K_HTTP || !c->host || !c->req)
+	/* (not under terminated TLS: its upstream connections are TLS too) */
+	if (!c->px->upool || c->kind != K_HTTP || !c->host || !c->req || c->inspected)
 		return false;
 	replayable = http_replayable(c);
 	for (size_t i = 0; i < c->cands->n; i++) {
@@ -1142,6 +1193,12 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 		}
 	}
 	if ((unsigned char)c->buf[0] != TLS_CONTENT_HANDSHAKE) {
+		if (c->inspect) {
+			/* an inspected name is only ever spoken to in TLS */
+			c->verdict = "deny";
+			conn_close(c, "not_tls");
+			return;
+		}
 		start_tunnel(c);   /* not TLS: the CONNECT host was the decision */
 		return;
 	}
@@ -1162,7 +1219,8 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 	if (proxy_check_hello(&h, c->host, sni_norm, &d) < 0) {
 		if (sni_norm[0])
 			set_str(&c->sni, sni_norm);
-		if (px->mode == SLUICE_MODE_AUDIT) {
+		/* (an inspected CONNECT has no upstream to let it through to) */
+		if (px->mode == SLUICE_MODE_AUDIT && !c->inspect) {
 			c->verdict = "would_deny";
 			if (!c->deny_reason)
 				c->deny_reason = d.reason;
@@ -1173,6 +1231,11 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 		}
 	} else {
 		set_str(&c->sni, sni_norm);
+	}
+	if (c->inspect) {
+		conn_client_reading(c, false);
+		inspect_start(c);
+		return;
 	}
 	start_tunnel(c);
 }
@@ -1232,6 +1295,46 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 	event_add(c->timer, &px->tv_header);
 }
 
+struct conn *conn_new_inspected(struct proxy *px, int fd, const struct conn *outer)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		close(fd);
+		return NULL;
+	}
+	px->n_conns++;
+	c->px = px;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->verdict = "deny";
+	c->orig_dst_mismatch = -1;
+	c->req_bytes = c->resp_bytes = -1;
+	start_request_clock(c);
+	/* who the client is and where it was going: the outer connection's
+	 * record from the kernel, nothing the TLS session says */
+	c->peer = outer->peer;
+	c->orig = outer->orig;
+	c->have_orig = outer->have_orig;
+	c->form = outer->form;
+	c->over_cap = outer->over_cap;
+	c->kind = K_HTTP;
+	c->inspected = true;
+	c->tls_port = outer->port;
+	c->tls_host = strdup(outer->sni);
+	c->sni = strdup(outer->sni);
+	c->rev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_client_io, c);
+	c->timer = evtimer_new(px->base, on_timer, c);
+	if (!c->rev || !c->timer || !c->tls_host || !c->sni) {
+		c->logged = true;
+		conn_finish(c);
+		return NULL;
+	}
+	conn_client_reading(c, true);
+	event_add(c->timer, &px->tv_header);
+	return c;
+}
+
 void proxy_config_defaults(struct proxy_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -1249,5 +1352,6 @@ void proxy_config_defaults(struct proxy_config *cfg)
 	cfg->upstream_pool_total = 256;
 	cfg->dns_cache_entries = 1024;
 	cfg->dns_max_ttl = 60;
+	cfg->ca_cert_fd = -1;
 	cfg->limits = proxy_default_limits;
 }

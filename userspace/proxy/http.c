@@ -604,7 +604,8 @@ void http_start(struct conn *c)
 		}
 	}
 	h->head_request = c->req->method_id == HTTP_HEAD;
-	h->up_keep = px->upool != NULL;
+	/* under terminated TLS each request has its own upstream TLS session */
+	h->up_keep = px->upool != NULL && !c->inspected;
 	if (proxy_build_request_head(c->req, c->target, c->host, h->up_keep, h->up_out) < 0) {
 		http_abort(c, 503, "out_of_memory");
 		return;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -51,6 +52,10 @@ static void usage(FILE *f)
 		"  --upstream-dns ADDR[:PORT] resolve allowed names here (default: /etc/resolv.conf)\n"
 		"  --ready-fd N               write \"ready\\n\" to fd N once serving, then close it\n"
 		"  --mode audit|enforce       override the policy's mode\n"
+		"  --upstream-ca FILE         also trust the CA certificates (PEM) in FILE for origins\n"
+		"                             of inspected names (besides the host's trust store)\n"
+		"  --ca-cert-fd N             write the sandbox CA's certificate (PEM; nothing when the\n"
+		"                             policy inspects no name) to fd N at start, then close it\n"
 		"  --allow-private-upstream CIDR\n"
 		"                             TEST ONLY: also dial resolved addresses in CIDR although\n"
 		"                             they are special-purpose (repeatable)\n"
@@ -245,6 +250,8 @@ int main(int argc, char **argv)
 		{ "upstream-idle-timeout", required_argument, NULL, 'U' },
 		{ "dns-cache", required_argument, NULL, 'D' },
 		{ "dns-max-ttl", required_argument, NULL, 'X' },
+		{ "upstream-ca", required_argument, NULL, 'a' },
+		{ "ca-cert-fd", required_argument, NULL, 'Z' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -303,6 +310,8 @@ int main(int argc, char **argv)
 		case 'U': cfg->upstream_idle_ms = 1000 * parse_uint("--upstream-idle-timeout", optarg, 1, 3600); break;
 		case 'D': cfg->dns_cache_entries = parse_uint("--dns-cache", optarg, 0, 1000000); break;
 		case 'X': cfg->dns_max_ttl = parse_uint("--dns-max-ttl", optarg, 0, 86400); break;
+		case 'a': cfg->upstream_ca = optarg; break;
+		case 'Z': cfg->ca_cert_fd = (int)parse_uint("--ca-cert-fd", optarg, 0, INT_MAX); break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': sluice_version_print(stdout, "sluice-proxy"); return 0;
@@ -371,6 +380,18 @@ int main(int argc, char **argv)
 			snprintf(dest, sizeof(dest), px.log_fd == STDOUT_FILENO ? "stdout" :
 				 px.log_fd == STDERR_FILENO ? "stderr" : "fd %d", px.log_fd);
 		sluice_evlog_init(&px.log, px.log_fd, cfg->log_path ? cfg->log_path : dest, "sluice-proxy", &env);
+	}
+
+	/* the sandbox CA: its key lives in this process's memory only, so
+	 * nothing may read that memory (no core dumps, no ptrace by
+	 * non-root, no /proc/PID/mem) */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		fatal("prctl(PR_SET_DUMPABLE)");
+	{
+		const char *why = NULL;
+
+		if (proxy_tls_init(&px, &why) < 0)
+			fatalx("TLS inspection: %s", why);
 	}
 
 	px.flow_fd = proxy_flow_open(cfg->flow_map);
@@ -460,6 +481,7 @@ int main(int argc, char **argv)
 
 		log_warnx("%s", sluice_evlog_loss_summary(&px.log, summary, sizeof(summary)));
 	}
+	proxy_tls_free(&px);
 	sluice_policy_free(px.policy);
 	close(px.flow_fd);
 	return 0;

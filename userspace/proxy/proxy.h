@@ -46,6 +46,9 @@ struct proxy_relay;
 struct proxy_dnscache;
 struct proxy_lookup;
 struct proxy_upool;
+struct proxy_ca;
+struct tls_pump;
+struct ssl_ctx_st;
 
 #define PROXY_MAX_LISTEN 16
 #define PROXY_MAX_ALLOW  32
@@ -78,6 +81,9 @@ struct proxy_config {
 	unsigned upstream_pool_total;   /* idle upstream connections in all */
 	unsigned dns_cache_entries;     /* names kept; 0: no cache */
 	unsigned dns_max_ttl;           /* seconds an answer is kept at most; 0: no cache */
+	const char *upstream_ca;        /* a PEM file of CAs trusted for origins besides the host's */
+	int ca_cert_fd;                 /* -1: none; else the sandbox CA's certificate (PEM) is
+					 * written there at start, then the fd is closed */
 	struct proxy_limits limits;
 	int verbose;
 };
@@ -97,6 +103,9 @@ struct proxy {
 	unsigned n_conns;               /* open client connections */
 	struct proxy_dnscache *dnscache;
 	struct proxy_upool *upool;      /* NULL: upstream connections are not reused */
+	struct proxy_ca *ca;            /* the sandbox CA; NULL when the policy inspects nothing */
+	struct ssl_ctx_st *tls_server;  /* towards the sandbox (leaf per SNI), with ca */
+	struct ssl_ctx_st *tls_client;  /* towards origins: verifies chain and name */
 	/* timeouts; the first five are libevent "common timeouts" (main.c), not
 	 * plain timevals: pass them to event_add() only */
 	struct timeval tv_header, tv_idle, tv_connect, tv_linger, tv_keepalive;
@@ -110,6 +119,7 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 
 enum conn_phase {
 	PH_READ = 0, PH_RESOLVE, PH_CONNECT, PH_HELLO, PH_HTTP, PH_TUNNEL, PH_LINGER,
+	PH_TLS_ACCEPT,                  /* terminating the client's TLS (inspection) */
 };
 
 enum conn_kind {
@@ -151,6 +161,13 @@ struct conn {
 	bool retried;                   /* ... went stale and the request was sent again on a new one */
 	bool answer_cached;             /* the name's answer came from the DNS cache */
 	bool req_ok;                    /* c->req parsed and valid (the framing is known) */
+	bool inspect;                   /* decided: TLS to terminate (proxy_decide_tls) */
+	bool inspected;                 /* the requests come from inside terminated TLS */
+	uint16_t tls_port;              /* inspected: the port the TLS connection was for */
+	char *tls_host;                 /* inspected: the normalised SNI; malloc'd */
+	const char *tls_version;        /* inspected: of the client's session (static text) */
+	const char *tls_cipher;
+	struct tls_pump *pump;          /* a handshake in progress (client or upstream side) */
 	unsigned nreq;                  /* requests finished on this client connection */
 	struct timespec t_real;         /* when the request (or connection) started */
 	struct timespec t_mono;
@@ -225,6 +242,29 @@ void conn_keepalive(struct conn *c);
  * dial the same vetted address again (a new connection) and start over
  * with http_start().  Only for requests without a body. */
 void conn_redial(struct conn *c);
+
+/* An inspected client connection: `fd` carries the plaintext of the
+ * client's TLS session that `outer` terminated; its requests are read,
+ * decided and logged like plain HTTP.  Returns NULL (fd closed) on
+ * allocation failure. */
+struct conn *conn_new_inspected(struct proxy *px, int fd, const struct conn *outer);
+
+/* tls_inspect.c: set up the sandbox CA (when the policy inspects any name)
+ * and the two SSL_CTXs; write the CA certificate to cfg.ca_cert_fd.
+ * Returns 0, or -1 with a reason in *err. */
+int proxy_tls_init(struct proxy *px, const char **err);
+void proxy_tls_free(struct proxy *px);
+
+/* tls_inspect.c: c (transparent TLS, or CONNECT after its 200) holds the
+ * ClientHello of a name the policy inspects in c->buf: answer it with a
+ * leaf for c->sni, then hand the plaintext to a new inspected connection.
+ * Ends c (one log line only if the handshake fails). */
+void inspect_start(struct conn *c);
+
+/* tls_inspect.c: c->ufd of an inspected request is connected: run TLS
+ * with the origin over it (verified), then http_start(); 502
+ * upstream_cert_invalid when the origin's certificate does not verify. */
+void inspect_upstream(struct conn *c);
 
 /* http.c: forward the parsed, allowed request (c->req, c->target, c->host)
  * over the connected upstream socket c->ufd; ends in conn_done,

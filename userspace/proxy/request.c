@@ -639,6 +639,7 @@ int proxy_request_target(const struct proxy_request *req, enum proxy_form form, 
 	/* not a full memset: the two path buffers are large */
 	memset(t->host, 0, sizeof(t->host));
 	t->is_connect = false;
+	t->tls = false;
 	t->port = 0;
 	t->path[0] = '\0';
 	t->query[0] = '\0';
@@ -692,9 +693,9 @@ const char *proxy_target_url(const struct proxy_target *t, const char *host_norm
 	char port[8] = "";
 	bool v6 = strchr(host_norm, ':') != NULL;
 
-	if (t->port != 80)
+	if (t->port != (t->tls ? 443 : 80))
 		snprintf(port, sizeof(port), ":%u", t->port);
-	snprintf(buf, len, "http://%s%s%s%s%s%s%s", v6 ? "[" : "", host_norm, v6 ? "]" : "",
+	snprintf(buf, len, "%s://%s%s%s%s%s%s%s", t->tls ? "https" : "http", v6 ? "[" : "", host_norm, v6 ? "]" : "",
 		 port, t->path, t->has_query ? "?" : "", t->query);
 	return buf;
 }
@@ -789,15 +790,46 @@ void proxy_decide_host(const struct sluice_policy *p, const char *host_raw, uint
 		deny(d, 403, "host_not_allowed", true);
 }
 
-void proxy_decide_http(const struct sluice_policy *p, const char *host_raw, uint16_t port,
-		       const char *method, const char *path, struct proxy_decision *d)
+void proxy_decide_tls(const struct sluice_policy *p, const char *host_raw, uint16_t port,
+		      struct proxy_decision *d)
+{
+	const struct sluice_entry *e;
+
+	if (host_prelude(host_raw, d))
+		return;
+	if (sluice_policy_inspects(p, d->host, port)) {
+		/* the tunnel is allowed so that its requests can be decided:
+		 * name the first entry that makes the name inspected */
+		e = NULL;
+		for (size_t i = 0; i < p->n_entries && !e; i++) {
+			const struct sluice_entry *u = &p->entries[i];
+
+			if ((u->kind == SLUICE_ENTRY_URL && u->url_port == port &&
+			     strcmp(u->url_scheme, "https") == 0 && sluice_host_match(u, d->host)) ||
+			    (u->kind == SLUICE_ENTRY_HOST && u->inspect && sluice_entry_has_port(u, port) &&
+			     sluice_host_match(u, d->host)))
+				e = u;
+		}
+		allow(d, e);
+		d->inspect = true;
+		return;
+	}
+	e = sluice_policy_match_host(p, d->host, port);
+	if (e)
+		allow(d, e);
+	else
+		deny(d, 403, "host_not_allowed", true);
+}
+
+void proxy_decide_url(const struct sluice_policy *p, const char *scheme, const char *host_raw,
+		      uint16_t port, const char *method, const char *path, struct proxy_decision *d)
 {
 	const struct sluice_entry *e;
 	bool host_has_url = false, other_method = false;
 
 	if (host_prelude(host_raw, d))
 		return;
-	e = sluice_policy_match_url(p, "http", d->host, port, method, path);
+	e = sluice_policy_match_url(p, scheme, d->host, port, method, path);
 	if (!e)
 		e = sluice_policy_match_host(p, d->host, port);
 	if (e) {
@@ -808,12 +840,12 @@ void proxy_decide_http(const struct sluice_policy *p, const char *host_raw, uint
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *u = &p->entries[i];
 
-		if (u->kind != SLUICE_ENTRY_URL || !u->url_scheme || strcmp(u->url_scheme, "http") != 0 ||
+		if (u->kind != SLUICE_ENTRY_URL || !u->url_scheme || strcmp(u->url_scheme, scheme) != 0 ||
 		    u->url_port != port || !sluice_host_match(u, d->host))
 			continue;
 		host_has_url = true;
 		for (size_t m = 0; m < u->n_methods && !other_method; m++)
-			if (sluice_policy_match_url(p, "http", d->host, port, u->methods[m], path))
+			if (sluice_policy_match_url(p, scheme, d->host, port, u->methods[m], path))
 				other_method = true;
 	}
 	if (other_method)
@@ -822,6 +854,12 @@ void proxy_decide_http(const struct sluice_policy *p, const char *host_raw, uint
 		deny(d, 403, "path_not_allowed", true);
 	else
 		deny(d, 403, "host_not_allowed", true);
+}
+
+void proxy_decide_http(const struct sluice_policy *p, const char *host_raw, uint16_t port,
+		       const char *method, const char *path, struct proxy_decision *d)
+{
+	proxy_decide_url(p, "http", host_raw, port, method, path, d);
 }
 
 int proxy_check_hello(const struct sni_result *h, const char *connect_host,
@@ -962,7 +1000,7 @@ int proxy_build_request_head(const struct proxy_request *req, const struct proxy
 	hb_str(&b, host_norm);
 	if (v6)
 		HB_LIT(&b, "]");
-	if (t->port != 80) {
+	if (t->port != (t->tls ? 443 : 80)) {
 		HB_LIT(&b, ":");
 		hb_u64(&b, t->port);
 	}
@@ -1133,6 +1171,7 @@ const char *proxy_status_text(int status)
 	case 404: return "Not Found";
 	case 408: return "Request Timeout";
 	case 414: return "URI Too Long";
+	case 421: return "Misdirected Request";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 502: return "Bad Gateway";

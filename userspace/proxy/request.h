@@ -162,6 +162,8 @@ struct proxy_target {
 	char path[PROXY_TARGET_MAX];      /* normalised path (sluice_url_path_normalise) */
 	char query[PROXY_TARGET_MAX];     /* query without '?', or "" */
 	bool has_query;
+	bool tls;                         /* inside inspected TLS: scheme https, default port 443
+					   * (set by the caller after proxy_request_target) */
 };
 
 /*
@@ -194,6 +196,8 @@ struct proxy_decision {
 	const char *reason;            /* stable reason; "allowed" when allowed */
 	const struct sluice_entry *entry;  /* the matching entry when allowed */
 	char host[SLUICE_HOST_MAX + 1];    /* normalised host name, or the IP literal */
+	bool inspect;                  /* TLS to it is terminated and each request decided
+					* (proxy_decide_tls) */
 	bool ip_literal;               /* host is an IP literal (canonical) */
 	int ip_family;                 /* AF_INET/AF_INET6 when ip_literal */
 	uint8_t ip[16];
@@ -221,6 +225,25 @@ void proxy_decide_http(const struct sluice_policy *p, const char *host_raw, uint
 		       const char *method, const char *path, struct proxy_decision *d);
 
 /*
+ * Decide TLS to `host_raw` on `port` (a CONNECT target or a transparent
+ * connection's SNI).  A name the policy inspects (sluice_policy_inspects:
+ * an https:// url entry or an `inspect: true` host entry) is allowed with
+ * d->inspect set and d->entry the first entry that makes it inspected:
+ * the tunnel is terminated and each request inside decided with
+ * proxy_decide_url(p, "https", ...).  Otherwise as proxy_decide_host().
+ */
+void proxy_decide_tls(const struct sluice_policy *p, const char *host_raw, uint16_t port,
+		      struct proxy_decision *d);
+
+/*
+ * proxy_decide_http() for either scheme: "http" for plain HTTP, "https"
+ * for a request inside inspected TLS (url entries of that scheme, then
+ * host entries of the name and port, which allow any path and method).
+ */
+void proxy_decide_url(const struct sluice_policy *p, const char *scheme, const char *host_raw,
+		      uint16_t port, const char *method, const char *path, struct proxy_decision *d);
+
+/*
  * Check a ClientHello against a host-level decision: ECH present (403
  * "ech"), no SNI ("no_sni"), an SNI that does not normalise ("bad_sni"),
  * and for CONNECT (`connect_host` normalised, non-NULL) an SNI that differs
@@ -244,7 +267,8 @@ int proxy_build_request_head(const struct proxy_request *req, const struct proxy
 			     const char *host_norm, bool keep_alive, struct evbuffer *out);
 
 /* "http://host[:port]/path[?query]" of a target into buf (truncated to
- * len).  The port is shown when it is not 80. */
+ * len); "https://" when t->tls.  The port is shown when it is not the
+ * scheme's default (80, 443). */
 const char *proxy_target_url(const struct proxy_target *t, const char *host_norm,
 			     char *buf, size_t len);
 

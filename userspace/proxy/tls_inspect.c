@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tls_inspect.c - TLS inspection for the names the policy inspects
+ * (proxy.h, docs/proxy.md "TLS inspection"): the OpenSSL contexts, the
+ * client-side termination with a leaf of the sandbox CA (tls_ca.h), and
+ * the verified TLS to the origin under each inspected request.
+ *
+ *   client --TLS--> [pump] --plaintext socketpair--> inspected conn
+ *        (conn.c/http.c: parse, decide against https:// url entries, log)
+ *   inspected conn --plaintext socketpair--> [pump] --TLS, verified--> origin
+ *
+ * Never a fallback: a client that refuses the leaf, or an origin whose
+ * certificate does not verify, ends that connection or request (logged
+ * with the reason); nothing is ever relayed undecrypted instead.
+ */
+#include "proxy.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "log.h"
+#include "tls_ca.h"
+#include "tls_pump.h"
+
+static const unsigned char alpn_http11[] = "\x08http/1.1";
+
+/* ALPN towards the sandbox: http/1.1 when offered (HTTP/2 is not spoken
+ * inside inspected TLS yet), else no ALPN at all (the client then speaks
+ * HTTP/1.1 or gives up). */
+static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+		       const unsigned char *in, unsigned int inlen, void *arg)
+{
+	unsigned char *sel = NULL;
+
+	if (SSL_select_next_proto(&sel, outlen, alpn_http11, sizeof(alpn_http11) - 1, in, inlen) ==
+	    OPENSSL_NPN_NEGOTIATED) {
+		*out = sel;
+		return SSL_TLSEXT_ERR_OK;
+	}
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
+static SSL_CTX *server_ctx(void)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	if (!ctx)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* no resumption: every connection gets the leaf of its own SNI, and
+	 * the session keys of one sandbox never outlive a connection */
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(ctx, 0);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_IGNORE_UNEXPECTED_EOF |
+				 SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_alpn_select_cb(ctx, select_alpn, NULL);
+	return ctx;
+}
+
+static SSL_CTX *client_ctx(const char *upstream_ca, const char **err)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	if (!ctx) {
+		*err = "cannot make the upstream TLS context";
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	/* the host's trust store (the proxy runs in the host's mount
+	 * namespace), and a private CA for internal origins */
+	if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		*err = "cannot load the host's trust store";
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	if (upstream_ca && SSL_CTX_load_verify_file(ctx, upstream_ca) != 1) {
+		*err = "--upstream-ca: cannot read the CA certificates (PEM) in the file";
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (SSL_CTX_set_alpn_protos(ctx, alpn_http11, sizeof(alpn_http11) - 1) != 0) {
+		*err = "cannot set ALPN";
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int proxy_tls_init(struct proxy *px, const char **err)
+{
+	const char *why = "";
+
+	px->ca = proxy_ca_new(px->policy, px->cfg.sandbox, &why);
+	if (!px->ca && why[0]) {
+		*err = why;
+		return -1;
+	}
+	if (px->ca) {
+		px->tls_server = server_ctx();
+		if (!px->tls_server) {
+			*err = "cannot make the TLS context towards the sandbox";
+			return -1;
+		}
+	}
+	/* also without inspection: --upstream-ca is checked at start */
+	px->tls_client = client_ctx(px->cfg.upstream_ca, err);
+	if (!px->tls_client)
+		return -1;
+	if (px->cfg.ca_cert_fd >= 0) {
+		size_t n = 0;
+		const char *pem = proxy_ca_pem(px->ca, &n);
+
+		/* the public certificate only; nothing (an empty stream) when
+		 * the policy inspects no name */
+		if (pem && write_all(px->cfg.ca_cert_fd, pem, n) < 0) {
+			*err = "--ca-cert-fd: cannot write the CA certificate";
+			return -1;
+		}
+		close(px->cfg.ca_cert_fd);
+		px->cfg.ca_cert_fd = -1;
+	}
+	return 0;
+}
+
+void proxy_tls_free(struct proxy *px)
+{
+	SSL_CTX_free(px->tls_server);
+	SSL_CTX_free(px->tls_client);
+	proxy_ca_free(px->ca);
+	px->tls_server = px->tls_client = NULL;
+	px->ca = NULL;
+}
+
+/* --- the client's side ----------------------------------------------------- */
+
+static void on_client_handshake(void *arg, const char *err, const char *detail)
+{
+	struct conn *c = arg;
+	struct tls_pump *p = c->pump;
+	struct conn *in;
+	int sv[2];
+
+	if (err) {
+		if (detail)
+			log_debug("inspected TLS from the sandbox for %s: %s (%s)", c->sni ? c->sni : "?", err, detail);
+		c->failed = true;
+		c->reason = err;
+		conn_finish(c);   /* frees the pump */
+		return;
+	}
+	c->pump = NULL;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+		log_warn("socketpair");
+		tls_pump_free(p);
+		c->failed = true;
+		c->reason = "out_of_memory";
+		conn_finish(c);
+		return;
+	}
+	in = conn_new_inspected(c->px, sv[1], c);
+	if (!in) {
+		close(sv[0]);
+		tls_pump_free(p);
+		c->failed = true;
+		c->reason = "out_of_memory";
+		conn_finish(c);
+		return;
+	}
+	in->tls_version = SSL_get_version(tls_pump_ssl(p));
+	in->tls_cipher = SSL_CIPHER_get_name(SSL_get_current_cipher(tls_pump_ssl(p)));
+	tls_pump_relay(p, sv[0]);
+	/* the requests inside log themselves; the terminated connection
+	 * leaves no line of its own */
+	c->logged = true;
+	conn_finish(c);
+}
+
+void inspect_start(struct conn *c)
+{
+	struct proxy *px = c->px;
+	SSL *ssl;
+	X509 *leaf;
+
+	if (!px->ca || !px->tls_server || !c->sni) {
+		c->failed = true;
+		c->reason = "internal_error";
+		conn_finish(c);
+		return;
+	}
+	/* the name was decided (proxy_decide_tls) before any certificate
+	 * exists for it: a denied SNI never gets one */
+	leaf = proxy_ca_leaf(px->ca, c->sni);
+	ssl = leaf ? SSL_new(px->tls_server) : NULL;
+	if (!ssl || SSL_use_certificate(ssl, leaf) != 1 ||
+	    SSL_use_PrivateKey(ssl, proxy_ca_leaf_key(px->ca)) != 1) {
+		SSL_free(ssl);
+		ERR_clear_error();
+		c->failed = true;
+		c->reason = "certificate_error";
+		conn_finish(c);
+		return;
+	}
+	SSL_set_accept_state(ssl);
+	/* the client socket belongs to the pump from here on */
+	if (c->rev) {
+		event_free(c->rev);
+		c->rev = NULL;
+		c->rev_on = false;
+	}
+	if (c->uev) {
+		event_free(c->uev);
+		c->uev = NULL;
+	}
+	if (c->ufd >= 0) {
+		close(c->ufd);
+		c->ufd = -1;
+	}
+	c->pump = tls_pump_new(px->base, ssl, c->cfd, c->buf, c->len, on_client_handshake, c);
+	if (!c->pump) {
+		SSL_free(ssl);
+		c->failed = true;
+		c->reason = "out_of_memory";
+		conn_finish(c);
+		return;
+	}
+	c->cfd = -1;
+	free(c->buf);
+	c->buf = NULL;
+	c->len = c->cap = 0;
+	c->phase = PH_TLS_ACCEPT;
+	/* the handshake must end within --header-timeout */
+	event_del(c->timer);
+	event_add(c->timer, &px->tv_header);
+}
+
+/* --- the origin's side ------------------------------------------------------- */
+
+static void on_upstream_handshake(void *arg, const char *err, const char *detail)
+{
+	struct conn *c = arg;
+	struct tls_pump *p = c->pump;
+	int sv[2];
+
+	c->pump = NULL;
+	if (err) {
+		/* never relayed undecrypted instead: 502, one line */
+		if (strcmp(err, "upstream_cert_invalid") == 0)
+			log_warnx("%s: the origin's certificate does not verify: %s", c->host ? c->host : "?",
+				  detail ? detail : "?");
+		else
+			log_debug("TLS to %s: %s (%s)", c->host ? c->host : "?", err, detail ? detail : "-");
+		tls_pump_free(p);
+		conn_fail(c, 502, strcmp(err, "upstream_cert_invalid") == 0 ? err : "upstream_tls_failed");
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+		tls_pump_free(p);
+		conn_fail(c, 503, "out_of_memory");
+		return;
+	}
+	tls_pump_relay(p, sv[0]);
+	c->ufd = sv[1];
+	event_del(c->timer);
+	c->phase = PH_HTTP;
+	http_start(c);
+}
+
+void inspect_upstream(struct conn *c)
+{
+	struct proxy *px = c->px;
+	SSL *ssl = SSL_new(px->tls_client);
+
+	/* SNI and the name to verify: the decided (normalised) host */
+	if (!ssl || SSL_set_tlsext_host_name(ssl, c->host) != 1 || SSL_set1_host(ssl, c->host) != 1) {
+		SSL_free(ssl);
+		ERR_clear_error();
+		conn_fail(c, 503, "out_of_memory");
+		return;
+	}
+	X509_VERIFY_PARAM_set_hostflags(SSL_get0_param(ssl), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	SSL_set_connect_state(ssl);
+	c->pump = tls_pump_new(px->base, ssl, c->ufd, NULL, 0, on_upstream_handshake, c);
+	if (!c->pump) {
+		SSL_free(ssl);
+		conn_fail(c, 503, "out_of_memory");
+		return;
+	}
+	c->ufd = -1;
+	c->phase = PH_CONNECT;
+	event_del(c->timer);
+	event_add(c->timer, &px->tv_connect);
+}

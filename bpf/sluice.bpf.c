@@ -123,6 +123,17 @@ struct {
 	__type(value, __u32);
 } sluice_unix_allow SEC(".maps");
 
+/* Unix names refused without an event (glibc's NSS asks nscd on every
+ * lookup; the sandbox's names go to its resolver): exact keys with
+ * generation 0, set once by the loader (loader/sandbox.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 8);
+	__type(key, struct sluice_unix_key);
+	__type(value, __u32);
+} sluice_unix_quiet SEC(".maps");
+
 /* Redirected TCP flows, looked up (and deleted) by the proxy. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -1158,6 +1169,15 @@ static __always_inline int judge_unix_addr(struct bpf_sock_addr *ctx, __u16 hook
 		stat_inc(SLUICE_STAT_ALLOWED);
 		return SYS_PROCEED;
 	}
+	key.gen = 0;
+	if (bpf_map_lookup_elem(&sluice_unix_quiet, &key)) {
+		/* refused, counted, no event (not a denial line: lines + losses = denials holds) */
+		stat_inc(SLUICE_STAT_UNIX_QUIET);
+		if (sluice_cfg.have_set_retval)
+			bpf_set_retval(-EPERM);
+		return SYS_REJECT;
+	}
+	key.gen = gen;
 refuse:
 	v.family = AF_UNIX_;
 	v.sock_type = ctx->type;

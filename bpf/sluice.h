@@ -134,6 +134,7 @@ enum sluice_stat {
 	SLUICE_STAT_WOULD_DENY  = 3,
 	SLUICE_STAT_EVENTS_LOST = 4, /* ring-buffer reservation failures */
 	SLUICE_STAT_BACKSTOP    = 5, /* packets dropped by the egress backstop */
+	SLUICE_STAT_UNIX_QUIET  = 6, /* unix connects refused without an event (map sluice_unix_quiet) */
 	SLUICE_STAT__MAX,
 };
 

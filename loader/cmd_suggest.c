@@ -738,7 +738,8 @@ static void add_pobs(struct line_ctx *l, enum via via, const char *host, uint16_
 static void read_kernel(struct line_ctx *l, const char *action)
 {
 	static const char *const never[] = { "raw_socket", "icmp_socket", "socket_protocol",
-					     "protocol_not_allowed", NULL };
+					     "protocol_not_allowed", "redirect_target_not_ours", "foreign_socket",
+					     "socket_family", NULL };
 	struct suggest *s = l->s;
 	const char *verdict = jstr(l->o, "sluice.verdict"), *reason = jstr(l->o, "event.reason");
 	const char *transport = jstr(l->o, "network.transport"), *ipstr = jstr(l->o, "destination.ip");
@@ -769,6 +770,17 @@ static void read_kernel(struct line_ctx *l, const char *action)
 	if (strcmp(reason, "no_proxy") == 0 || strcmp(reason, "dns_no_resolver") == 0) {
 		note(s, l->file, l->lineno, "kernel %s: the sandbox ran without its %s (--no-%s); nothing to add to a policy",
 		     r, reason[0] == 'n' ? "proxy" : "resolver", reason[0] == 'n' ? "proxy" : "resolver");
+		return;
+	}
+	if (strcmp(reason, "unix_not_allowed") == 0 || strcmp(reason, "unix_outside_sandbox") == 0) {
+		/* a unix socket reaches a daemon outside: suggest never adds one
+		 * (glibc's nscd lookups are the usual ones, and harmless to refuse) */
+		const char *where = jstr(l->o, "destination.address");
+		char p[128];
+
+		printable(p, sizeof(p), where ? where : "?");
+		note(s, l->file, l->lineno, "kernel %s: unix socket %s; not suggested: add a unix: entry by hand if the sandbox needs that daemon",
+		     r, p);
 		return;
 	}
 	if (strcmp(reason, "egress_backstop") == 0) {

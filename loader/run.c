@@ -473,6 +473,7 @@ static void run_stop_line(struct run_state *st, const struct sluice_event_meta *
 	SL_U64(l, "sluice.events_lost_total", ring_lost);
 	SL_U64(l, "sluice.kernel_lines_lost", st->consumer.write_lost);
 	SL_U64(l, "sluice.event_lines_lost", lines_lost);
+	SL_U64(l, "sluice.unix_quiet", sandbox_stat(&st->sb, SLUICE_STAT_UNIX_QUIET));
 	confine_fields(l, meta);
 	sluice_evlog_commit(&st->log);
 

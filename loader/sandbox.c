@@ -369,6 +369,29 @@ static void delete_gen(struct sluice_sandbox *sb, uint32_t gen)
 	delete_gen_map(sb->map_fd[SLUICE_MAP_UNIX], sizeof(struct sluice_unix_key), gen);
 }
 
+/*
+ * Unix names refused without an event: glibc's NSS connects to nscd's
+ * socket on every name lookup (and falls back to its own resolver, so to
+ * sluice's); refusing it is right (nscd would resolve anything), logging
+ * each one is noise.  Counted (SLUICE_STAT_UNIX_QUIET, the stop line).
+ */
+static const char *const unix_quiet[] = { "/var/run/nscd/socket", "/run/nscd/socket" };
+
+static int write_unix_quiet(struct sluice_sandbox *sb)
+{
+	int fd = bpf_map__fd(sb->skel->maps.sluice_unix_quiet);
+	uint32_t one = 1;
+
+	for (size_t i = 0; i < sizeof(unix_quiet) / sizeof(unix_quiet[0]); i++) {
+		struct sluice_unix_key k;
+
+		sluice_unix_key_of_addr((const unsigned char *)unix_quiet[i], strlen(unix_quiet[i]), 0, &k);
+		if (bpf_map_update_elem(fd, &k, &one, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *policy, char *msg,
 			 size_t msglen)
 {
@@ -379,6 +402,12 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 
 	if (sluice_plan_build(policy, next, &plan, msg, msglen) < 0)
 		return -1;
+	/* once, at the first load (an adopted sandbox has them already) */
+	if (sb->skel && !sb->gen && (err = write_unix_quiet(sb)) != 0) {
+		snprintf(msg, msglen, "cannot write the quiet unix names: %s", strerror(-err));
+		sluice_plan_free(&plan);
+		return -1;
+	}
 	err = write_plan(sb, &plan);
 	sluice_plan_free(&plan);
 	if (err) {

@@ -801,21 +801,23 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 					t->proxy_pid = 0;
 				else
 					t->resolver_pid = 0;
-				if (!sluice_restart_allowed(r, sluice_monotonic_ms())) {
+				emit(t, proxy ? "proxy-exited" : "resolver-exited",
+				     "sandbox %s: %s exited; restarting it on the same listening sockets", t->name, what);
+				/* one that dies again before it is ready uses up the budget too */
+				bool up = false;
+
+				msg[0] = 0;
+				while (!up && sluice_restart_allowed(r, sluice_monotonic_ms()))
+					up = start_children(t, proxy ? CHILD_PROXY : CHILD_RESOLVER, msg, sizeof(msg)) == 0;
+				if (!up) {
 					/* give up: close its sockets; whatever binds the
 					 * ports later lacks sluice's mark and is refused */
 					sluice_listeners_close_role(&t->l, proxy);
 					emit(t, proxy ? "proxy-gave-up" : "resolver-gave-up",
-					     "sandbox %s: %s exited %u times within %u s; not restarted: %s now fail (fail closed)",
-					     t->name, what, SLUICE_RESTART_MAX + 1, SLUICE_RESTART_WINDOW_MS / 1000,
-					     proxy ? "proxied connections" : "DNS queries");
-					continue;
+					     "sandbox %s: %s not restarted (%u restarts within %u s%s%s): %s now fail (fail closed)",
+					     t->name, what, SLUICE_RESTART_MAX, SLUICE_RESTART_WINDOW_MS / 1000,
+					     msg[0] ? "; the last: " : "", msg, proxy ? "proxied connections" : "DNS queries");
 				}
-				emit(t, proxy ? "proxy-exited" : "resolver-exited",
-				     "sandbox %s: %s exited; restarting it on the same listening sockets (restart %u)", t->name,
-				     what, r->total);
-				if (start_children(t, proxy ? CHILD_PROXY : CHILD_RESOLVER, msg, sizeof(msg)) < 0)
-					emit(t, "sandbox-error", "sandbox %s: restart failed: %s (fail closed)", t->name, msg);
 			}
 		}
 	}

@@ -502,7 +502,8 @@ static void restart_child(struct run_state *st, bool proxy)
 	char m[768], msg[512] = "";
 
 	*pid = 0;
-	if (sluice_restart_allowed(r, sluice_monotonic_ms())) {
+	/* one that dies again before it is ready uses up the budget too */
+	while (sluice_restart_allowed(r, sluice_monotonic_ms())) {
 		pid_t p = sluice_child_start(proxy ? st->proxy_bin : st->resolver_bin, &st->listeners,
 					     proxy ? &st->proxy_co : &st->resolver_co, 10000, msg, sizeof(msg));
 
@@ -513,9 +514,10 @@ static void restart_child(struct run_state *st, bool proxy)
 			sluice_lifecycle_write(&st->log, proxy ? "proxy-restarted" : "resolver-restarted", m);
 			return;
 		}
-	} else {
-		snprintf(msg, sizeof(msg), "%u restarts within %u s", SLUICE_RESTART_MAX, SLUICE_RESTART_WINDOW_MS / 1000);
 	}
+	snprintf(m, sizeof(m), "%u restarts within %u s%s%s", SLUICE_RESTART_MAX, SLUICE_RESTART_WINDOW_MS / 1000,
+		 msg[0] ? "; the last: " : "", msg);
+	snprintf(msg, sizeof(msg), "%s", m);
 	sluice_listeners_close_role(&st->listeners, proxy);
 	snprintf(m, sizeof(m), "%s exited and is not restarted (%s): %s now fail (fail closed)", what, msg,
 		 proxy ? "proxied connections" : "DNS queries");

@@ -566,7 +566,7 @@ def test_squatting_a_proxy_that_gave_up_is_refused_by_the_kernel(w):
     go, out = os.path.join(w.tmp, name + ".go"), os.path.join(w.tmp, name + ".out")
     events = os.path.join(w.tmp, name + ".jsonl")
     script = "while [ ! -e %s ]; do sleep 0.05; done; %s tcp 192.0.2.10 8081 > %s; sleep 1" % (go, W.PROBE, out)
-    p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--netns", w.sbx_path, "--policy", w.write(name + ".yaml", POLICY),
+    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path, "--policy", w.write(name + ".yaml", POLICY),
                           "--events", events, "--", "sh", "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     squatter = None
     try:
@@ -580,11 +580,17 @@ def test_squatting_a_proxy_that_gave_up_is_refused_by_the_kernel(w):
             os.kill(pid, signal.SIGKILL)
             if i == 5:
                 break
+            # back on the same port, and ready (its proxy-restarted line is written then)
             deadline, new = time.time() + 15, None
-            while new is None and time.time() < deadline:
+            while time.time() < deadline:
                 p2, new = W.proxy_listener(w, owner_pid=pid)
+                ready = [e for e in W.read_events(events) if e.get("event.action") == "proxy-restarted"]
+                if new and len(ready) == i + 1:
+                    break
                 time.sleep(0.05)
-            assert new and p2 == port, "restart %d: the proxy did not come back on port %d" % (i + 1, port)
+            assert new and p2 == port and len(ready) == i + 1, \
+                "restart %d: the proxy did not come back on port %d: %s" % (
+                    i + 1, port, [(e.get("event.action"), e.get("message")) for e in W.read_events(events)][-4:])
             pid = new
         squatter, slog = W.squat(w, port, name)
         open(go, "w").close()
@@ -597,6 +603,8 @@ def test_squatting_a_proxy_that_gave_up_is_refused_by_the_kernel(w):
         if p.poll() is None:
             p.kill()
             p.wait()
+            import run as R
+            R.cleanup_leftovers([l for l in W.leftovers() if name in l])
     assert got["result"] == "EPERM", got
     assert not os.path.exists(slog), "the squatter received the sandbox's connection: %s" % open(slog).read()
     lines = read_strict(events)
@@ -615,7 +623,7 @@ def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
     name = "atksqk%d" % (os.getpid() % 100000)
     go, out = os.path.join(w.tmp, name + ".go"), os.path.join(w.tmp, name + ".out")
     script = "while [ ! -e %s ]; do sleep 0.05; done; %s tcp 192.0.2.10 8081 > %s" % (go, W.PROBE, out)
-    p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--netns", w.sbx_path, "--policy", w.write(name + ".yaml", POLICY),
+    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path, "--policy", w.write(name + ".yaml", POLICY),
                           "--events", os.path.join(w.tmp, name + ".jsonl"), "--", "sh", "-c", script],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     squatter = None
@@ -626,11 +634,22 @@ def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
             port, _ = W.proxy_listener(w)
             time.sleep(0.05)
         assert port, "no proxy listener"
+        # CMD runs once the sandbox-start line is written (the proxy is up before CMD)
+        deadline = time.time() + 15
+        while not [e for e in W.read_events(os.path.join(w.tmp, name + ".jsonl"))
+                   if e.get("event.action") == "sandbox-start"] and time.time() < deadline:
+            time.sleep(0.05)
         p.send_signal(signal.SIGKILL)
         p.wait()
         squatter, slog = W.squat(w, port, name)
         open(go, "w").close()
-        got = _wait_probe(out)[0]
+        try:
+            got = _wait_probe(out)[0]
+        except AssertionError:
+            procs = [l for l in W.leftovers() if name in l and "cgroup" in l]
+            raise AssertionError("no probe result; the sandbox's processes: %s" % [
+                open("/proc/%s/cmdline" % x.strip()).read() for c in procs
+                for x in open(os.path.join(c, "cgroup.procs")) if x.strip()])
     finally:
         if squatter:
             squatter.kill()

@@ -841,8 +841,11 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(D.base);
 }
 
-/* SIGHUP (systemctl reload, logrotate): reopen the events file and have the
- * proxies and resolvers reopen theirs; every sandbox keeps running. */
+/* SIGHUP (systemctl reload, logrotate): reopen the events file, then start
+ * each sandbox's proxy and resolver again on their listening sockets (they
+ * write to the inherited events fd: the new ones get the reopened file; the
+ * old ones are retired once the new ones are ready); every sandbox keeps
+ * running. */
 static void on_hup(evutil_socket_t sig, short what, void *arg)
 {
 	int err;
@@ -854,10 +857,11 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 		log_warnx("daemon: SIGHUP: cannot reopen %s: %s (still writing to the old file)", D.events_path,
 			  strerror(-err));
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
-		if (s->proxy_pid > 0)
-			kill(s->proxy_pid, SIGHUP);
-		if (s->resolver_pid > 0)
-			kill(s->resolver_pid, SIGHUP);
+		char msg[512];
+
+		if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
+			emit(s, "sandbox-error", "sandbox %s: SIGHUP: proxy/resolver restart failed: %s (fail closed)",
+			     s->name, msg);
 		n++;
 	}
 	emit(NULL, "daemon-reopen", "sluice daemon reopened %s on SIGHUP (%d sandboxes)", D.events_path, n);

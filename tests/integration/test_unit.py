@@ -99,16 +99,23 @@ def test_notify_ready_and_sighup_reopens_the_logs(w):
         _wait_for(sock, "READY=1")
         # it did not die, and reopened: a new file with the reopen line
         assert d.proc.poll() is None
+        # the proxy and resolver were started again on their sockets: the new
+        # ones write to the reopened file, the old ones are gone
         deadline = time.time() + 10
-        while not all(d.events in _fd_targets(p) and rotated not in _fd_targets(p) for p in helpers):
-            assert time.time() < deadline, [(p, _fd_targets(p)) for p in helpers]
+        while True:
+            s2 = d.status()[name]
+            now = [int(s2["proxy_pid"]), int(s2["resolver_pid"])]
+            if all(p > 0 and p not in helpers for p in now) and \
+                    all(d.events in _fd_targets(p) and rotated not in _fd_targets(p) for p in now):
+                break
+            assert time.time() < deadline, [(p, _fd_targets(p)) for p in now]
             time.sleep(0.05)
+        assert not [p for p in helpers if os.path.exists("/proc/%d" % p)], helpers
         assert rotated not in _fd_targets(d.proc.pid) and d.events in _fd_targets(d.proc.pid)
         actions = [e.get("event.action") for e in W.read_events(d.events)]
         assert "daemon-reopen" in actions, actions
         assert "daemon-reopen" not in [e.get("event.action") for e in W.read_events(rotated)]
         # the sandbox still works, and still filters
-        assert d.status()[name]["proxy_pid"] == s["proxy_pid"]
         assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"
         assert d.ctl("detach", name).returncode == 0
     finally:

@@ -279,7 +279,9 @@ static char *canonical(const char *what, const char *arg, bool writable, bool fo
 	return real;
 }
 
-/* Add `dir` to the homes to cover if it is an existing directory other than /. */
+/* Add `dir` to the homes to cover if it is an existing directory other than
+ * / and not a system directory (a service account's home may be /usr/...
+ * or /bin: covering it would hide the system, not a home). */
 static void add_home(struct sluice_confine *c, const char *dir)
 {
 	char real[PATH_MAX];
@@ -288,6 +290,9 @@ static void add_home(struct sluice_confine *c, const char *dir)
 	if (!dir || dir[0] != '/' || !realpath(dir, real) || strcmp(real, "/") == 0 || stat(real, &sb) < 0 ||
 	    !S_ISDIR(sb.st_mode))
 		return;
+	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
+		if (under(real, system_dirs[i]))
+			return;
 	for (size_t i = 0; i < c->n_hide_home; i++)
 		if (strcmp(c->hide_home[i], real) == 0)
 			return;

@@ -249,15 +249,18 @@ def _all_sandbox_state():
     for base in ("/sys/fs/bpf/sluice",):
         if os.path.isdir(base):
             found += [os.path.join(base, d) for d in os.listdir(base)]
+    v2_done = False
     with open("/proc/mounts") as f:
         for line in f:
             parts = line.split()
-            if parts[2] == "cgroup2":
+            # the v2 hierarchy, and the v1 ones of a hybrid layout (sluice run's
+            # limits live there: run_limits_v1.c)
+            if (parts[2] == "cgroup2" and not v2_done) or (parts[2] == "cgroup" and parts[1].startswith("/sys/")):
+                v2_done = v2_done or parts[2] == "cgroup2"
                 d = os.path.join(parts[1], "sluice")
                 if os.path.isdir(d):
                     found += [os.path.join(d, x) for x in os.listdir(d)
                               if os.path.isdir(os.path.join(d, x))]
-                break
     return found
 
 

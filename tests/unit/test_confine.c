@@ -73,6 +73,20 @@ static void test_default_user_is_nobody(void **state)
 	assert_string_equal(c.user_source, "default");
 	assert_string_equal(c.workdir, tmpdir);
 	sluice_confine_free(&c);
+	/* a $HOME in a system directory is not covered (it would hide the system) */
+	setenv("HOME", "/usr/share", 1);
+	assert_int_equal(prep(&c, err, sizeof(err), 1, SLUICE_OPT_WORKDIR, tmpdir), 0);
+	for (size_t i = 0; i < c.n_hide_home; i++)
+		assert_string_not_equal(c.hide_home[i], "/usr/share");
+	sluice_confine_free(&c);
+	/* an ordinary one is, and becomes the command's $HOME if the user has none */
+	setenv("HOME", tmpdir, 1);
+	assert_int_equal(prep(&c, err, sizeof(err), 1, SLUICE_OPT_WORKDIR, "/"), -1); /* and / as workdir is refused */
+	sluice_confine_free(&c);
+	assert_int_equal(prep(&c, err, sizeof(err), 1, SLUICE_OPT_WORKDIR, tmpdir), 0);
+	if (access("/nonexistent", F_OK) != 0)
+		assert_string_equal(c.home, tmpdir);
+	sluice_confine_free(&c);
 }
 
 static void test_sudo_user_is_the_default(void **state)

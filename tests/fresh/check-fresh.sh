@@ -84,6 +84,9 @@ quiet() { "$@" > "$log" 2>&1 || { tail -n 30 "$log"; return 1; }; }
 step "debootstrap bookworm (minbase)" quiet debootstrap --variant=minbase bookworm "$root" "$mirror"
 mkdir -p "$root/src"
 git archive HEAD | tar -x -C "$root/src"
+# the root a mount point of its own: `ip netns exec` makes / a slave mount
+# (mount --make-rslave /), which fails on a plain directory
+mount --bind "$root" "$root" && mounted+=("$root")
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mount -t proc proc "$root/proc" && mounted+=("$root/proc")
 bind /sys

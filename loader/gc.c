@@ -302,15 +302,15 @@ static int add_name(char ***names, size_t *n, size_t *cap, const char *name)
 /* Every sandbox name: pin directories and cgroups under <cgroup2>/sluice. */
 static int list_names(const char *cg2, char ***names, size_t *n)
 {
-	const char *dirs[2] = { SLUICE_PIN_ROOT, NULL };
+	const char *dirs[3] = { SLUICE_PIN_ROOT, SLUICE_OWNER_DIR, NULL };
 	char cgdir[PATH_MAX];
 	size_t cap = 0;
 
 	if (cg2[0]) {
 		snprintf(cgdir, sizeof(cgdir), "%s/sluice", cg2);
-		dirs[1] = cgdir;
+		dirs[2] = cgdir;
 	}
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		DIR *d = dirs[i] ? opendir(dirs[i]) : NULL;
 		struct dirent *de;
 
@@ -319,7 +319,8 @@ static int list_names(const char *cg2, char ***names, size_t *n)
 		while ((de = readdir(d))) {
 			char msg[128];
 
-			if (de->d_type != DT_DIR || de->d_name[0] == '.' || sluice_name_check(de->d_name, msg, sizeof(msg)) < 0)
+			if (de->d_type != (i == 1 ? DT_REG : DT_DIR) || de->d_name[0] == '.' ||
+			    sluice_name_check(de->d_name, msg, sizeof(msg)) < 0)
 				continue;
 			if (add_name(names, n, &cap, de->d_name) < 0) {
 				closedir(d);
@@ -409,8 +410,16 @@ int cmd_gc(int argc, char **argv)
 
 		gc_look(names[i], cg2, &v);
 		if (!v.pins && !v.cgroup[0]) {
-			if (optind < argc)
+			/* an owner record that outlived its sandbox (pins removed by hand) */
+			if (v.owner_err == 0 && !v.owner_alive) {
+				if (!dry_run)
+					sluice_owner_remove(names[i]);
+				printf("%s %s: a stale owner record (sluice %s pid %d is gone, no pins, no cgroup)\n",
+				       dry_run ? "would remove" : "removed", names[i], v.owner.kind, (int)v.owner.pid);
+				found++;
+			} else if (optind < argc) {
 				printf("kept %s: no such sandbox\n", names[i]);
+			}
 			continue;
 		}
 		found++;

@@ -9,7 +9,8 @@
 #     make test
 # (after `apt-get install make`, which the README asks for first)
 # and remove everything it made (mounts, processes, the root), also on
-# failure.  Prints how long each step took.  Needs root and the network to
+# failure.  It runs in a private mount namespace: its mounts never show on
+# the host.  Prints how long each step took.  Needs root and the network to
 # the mirror.  `make test` in the root takes the host's suite lock
 # ($SLUICE_SUITE_LOCK, default /tmp/sluice-suite.lock): do not run
 # check-fresh itself under that lock.
@@ -19,6 +20,12 @@ cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "check-fresh: needs root (debootstrap, chroot, mounts)" >&2; exit 2; }
 command -v debootstrap >/dev/null || { echo "check-fresh: debootstrap missing (apt-get install debootstrap)" >&2; exit 2; }
 git rev-parse --verify -q HEAD >/dev/null || { echo "check-fresh: not a git checkout with a HEAD" >&2; exit 2; }
+# every mount of the fresh root in a mount namespace of our own: the host's
+# /proc/mounts never shows a second cgroup2 or bpffs mount (which other runs'
+# tests would find), and whatever is left is gone with the namespace
+if [ -z "${SLUICE_FRESH_NS:-}" ]; then
+	SLUICE_FRESH_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+fi
 
 mirror=${SLUICE_MIRROR:-}
 if [ -z "$mirror" ]; then
@@ -84,6 +91,9 @@ quiet() { "$@" > "$log" 2>&1 || { tail -n 30 "$log"; return 1; }; }
 step "debootstrap bookworm (minbase)" quiet debootstrap --variant=minbase bookworm "$root" "$mirror"
 mkdir -p "$root/src"
 git archive HEAD | tar -x -C "$root/src"
+# the root a mount point of its own: `ip netns exec` makes / a slave mount
+# (mount --make-rslave /), which fails on a plain directory
+mount --bind "$root" "$root" && mounted+=("$root")
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mount -t proc proc "$root/proc" && mounted+=("$root/proc")
 bind /sys

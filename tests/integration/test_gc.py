@@ -171,3 +171,28 @@ def test_gc_usage_errors(w):
     assert r.returncode == 2 and "at most 60" in r.stderr, r
     r = _gc("--dry-run", "nosuch%d" % os.getpid())
     assert r.returncode == 0 and "no such sandbox" in r.stdout, r
+
+
+def test_gc_removes_a_stale_owner_record(w):
+    name = "gc%de" % os.getpid()
+    os.makedirs(OWNERS, exist_ok=True)
+    # a record whose sandbox was removed by hand, its owner long gone
+    with open(os.path.join(OWNERS, name), "w") as f:
+        f.write("run 999999999 12345\n")
+    try:
+        r = _gc("--dry-run", name)
+        assert "would remove %s: a stale owner record" % name in r.stdout, r.stdout
+        assert os.path.exists(os.path.join(OWNERS, name))
+        r = _gc(name)
+        assert "removed %s: a stale owner record" % name in r.stdout, r.stdout
+        assert not os.path.exists(os.path.join(OWNERS, name))
+        # a live owner's record is kept even without pins (it may be starting)
+        with open(os.path.join(OWNERS, name), "w") as f:
+            f.write("run %d %s\n" % (os.getpid(), open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]))
+        r = _gc(name)
+        assert os.path.exists(os.path.join(OWNERS, name)), r.stdout
+    finally:
+        try:
+            os.unlink(os.path.join(OWNERS, name))
+        except FileNotFoundError:
+            pass

@@ -131,9 +131,10 @@ static void print_sandbox(json_object *s)
 	if (json_object_object_get_ex(s, "hooks", &hooks))
 		for (size_t i = 0; i < json_object_array_length(hooks); i++)
 			printf(" %s", json_object_get_string(json_object_array_get_idx(hooks, i)));
-	printf("\n  counters    allowed %s, redirected %s, denied %s, would-deny %s, events lost %s\n",
+	printf("\n  counters    allowed %s, redirected %s, denied %s, would-deny %s, events lost %s, "
+	       "event lines lost %s\n",
 	       get_str(s, "allowed"), get_str(s, "redirected"), get_str(s, "denied"), get_str(s, "would_deny"),
-	       get_str(s, "events_lost"));
+	       get_str(s, "events_lost"), get_str(s, "event_lines_lost"));
 	printf("  proxy pid   %s, resolver pid %s\n", get_str(s, "proxy_pid"), get_str(s, "resolver_pid"));
 }
 

@@ -9,6 +9,7 @@
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
  *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode)
  *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy)
+ *   /run/sluice/sandboxes/NAME.ca.pem   the sandbox CA certificate (TLS inspection; public)
  *   /run/sluice/netns/NAME              bind mount of the sandbox's netns
  *   /sys/fs/bpf/sluice/NAME/            pinned links and maps
  * Fail closed: links are pinned, so the daemon dying leaves every sandbox

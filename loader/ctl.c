@@ -136,6 +136,12 @@ static void print_sandbox(json_object *s)
 	       get_str(s, "allowed"), get_str(s, "redirected"), get_str(s, "denied"), get_str(s, "would_deny"),
 	       get_str(s, "events_lost"), get_str(s, "event_lines_lost"));
 	printf("  proxy pid   %s, resolver pid %s\n", get_str(s, "proxy_pid"), get_str(s, "resolver_pid"));
+	{
+		const char *ca = get_str(s, "ca_cert");   /* null when nothing is inspected */
+
+		if (ca && ca[0])
+			printf("  ca cert     %s (TLS inspection: the workload must trust it, docs/daemon.md)\n", ca);
+	}
 }
 
 static void human_attach(json_object *resp)

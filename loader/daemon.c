@@ -9,6 +9,7 @@
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
  *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode)
  *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy)
+ *   /run/sluice/sandboxes/NAME.ca.pem   the sandbox CA certificate (TLS inspection; public)
  *   /run/sluice/netns/NAME              bind mount of the sandbox's netns
  *   /sys/fs/bpf/sluice/NAME/            pinned links and maps
  * Fail closed: links are pinned, so the daemon dying leaves every sandbox
@@ -65,6 +66,7 @@ struct dsandbox {
 	struct sluice_listeners l;  /* kept: children are restarted on reload */
 	pid_t proxy_pid, resolver_pid;
 	struct sluice_restarts proxy_restarts, resolver_restarts;
+	char ca_path[PATH_MAX];     /* the sandbox CA's certificate (TLS inspection); "" none */
 	struct sluice_event_meta meta;
 	struct sluice_evlog log;    /* this sandbox's lines (its envelope, its loss counts) */
 	bool log_ready;
@@ -116,6 +118,38 @@ static void state_path(char *buf, size_t len, const char *name, const char *ext)
 	snprintf(buf, len, "%s/sandboxes/%s.%s", D.state_dir, name, ext);
 }
 
+/*
+ * The CA certificate of s's proxy (public part, PEM; NULL: the policy
+ * inspects nothing) goes to <state>/sandboxes/NAME.ca.pem, written
+ * atomically, for the runtime to hand to the workload (docs/daemon.md).
+ */
+static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msglen)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	FILE *f;
+
+	state_path(path, sizeof(path), s->name, "ca.pem");
+	if (!pem) {
+		unlink(path);
+		s->ca_path[0] = '\0';
+		return 0;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (f && (fputs(pem, f) < 0 || fchmod(fileno(f), 0644) < 0)) {
+		fclose(f);
+		f = NULL;
+	}
+	if (!f || fclose(f) != 0 || rename(tmp, path) < 0) {
+		snprintf(msg, msglen, "cannot write the sandbox CA certificate to %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	snprintf(s->ca_path, sizeof(s->ca_path), "%s", path);
+	return 0;
+}
+
+
 /* Which children start_children() starts. */
 #define CHILD_PROXY    1u
 #define CHILD_RESOLVER 2u
@@ -125,20 +159,28 @@ static void state_path(char *buf, size_t len, const char *name, const char *ext)
 static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 {
 	char flow_map[PATH_MAX];
+	char *ca_pem = NULL;
 	struct sluice_child_opts co = {
 		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
-		.mode = s->mode, .extra = D.proxy_extra,
+		.mode = s->mode, .extra = D.proxy_extra, .ca_pem = &ca_pem,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
 	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
 	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
 		pid_t p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
+		int rc;
 
 		if (p < 0)
 			return -1;
 		s->proxy_pid = p;
+		/* a new proxy, a new CA: the workload must trust this one */
+		rc = publish_ca(s, ca_pem, msg, msglen);
+		free(ca_pem);
+		co.ca_pem = NULL;
+		if (rc < 0)
+			return -1;
 	}
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
@@ -248,6 +290,8 @@ static void teardown(struct dsandbox *s, bool keep_state)
 		state_path(path, sizeof(path), s->name, "json");
 		unlink(path);
 		state_path(path, sizeof(path), s->name, "yaml");
+		unlink(path);
+		state_path(path, sizeof(path), s->name, "ca.pem");
 		unlink(path);
 		if (s->netns[0]) {
 			umount2(s->netns, MNT_DETACH);
@@ -470,6 +514,7 @@ static json_object *sandbox_json(struct dsandbox *s)
 	if (s->sb.cfg.have_dns)
 		json_object_object_add(o, "resolver_port", json_object_new_int(s->sb.cfg.dns4_port));
 	json_object_object_add(o, "netns", json_object_new_string(s->netns));
+	json_object_object_add(o, "ca_cert", s->ca_path[0] ? json_object_new_string(s->ca_path) : NULL);
 	json_object_object_add(o, "proxy_pid", json_object_new_int(s->proxy_pid));
 	json_object_object_add(o, "resolver_pid", json_object_new_int(s->resolver_pid));
 	json_object_object_add(o, "allowed", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_ALLOWED)));

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import world as W
 import test_proxy as TP
@@ -407,3 +408,49 @@ def test_origin_that_does_not_speak_tls(w):
     assert [(l["event.reason"], l["sluice.request_seq"]) for l in lines] == [
         ("upstream_tls_failed", 1), ("upstream_tls_failed", 2)], lines
     assert all(l["destination.port"] == 9000 for l in lines), lines
+
+
+def test_daemon_publishes_the_ca_for_attached_workloads(w):
+    """sluice attach: the sandbox's proxy makes its own CA; the daemon writes
+    its certificate to a path (status --json: ca_cert) that a runtime hands
+    to the workload; requests inside TLS are then decided as under run."""
+    import test_daemon as TD
+    e = env(w)
+    d = TD.Daemon.__new__(TD.Daemon)
+    d.w = w
+    d.state = os.path.join(w.tmp, "tls-state-%d" % os.getpid())
+    d.env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(d.state, "control.sock"))
+    d.events = os.path.join(d.state, "events.jsonl")
+    d.proc = subprocess.Popen([W.SLUICE, "daemon", "--state-dir", d.state, "--upstream-dns", "192.0.2.53",
+                               "--proxy-arg", "--upstream-ca", "--proxy-arg", e.cert]
+                              + sum((["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c]
+                                     for c in TP.HATCH), []),
+                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(w.tmp, "daemon-tls.err"), "a"))
+    name = "tls-%d" % os.getpid()
+    a = None
+    try:
+        for _ in range(200):
+            if d.ctl("status").returncode == 0:
+                break
+            time.sleep(0.05)
+        a = TD.Workload(w, "tls")
+        r = d.ctl("attach", "--policy", w.tls_policy, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0 and "ca cert" in r.stdout, r
+        ca_path = d.status()[name]["ca_cert"]
+        assert ca_path and os.path.exists(ca_path), d.status()
+        ca = open(ca_path).read()
+        assert "PRIVATE" not in ca and ca.count("BEGIN CERTIFICATE") == 1, ca
+        text = subprocess.run(["openssl", "x509", "-noout", "-text"], input=ca, capture_output=True, text=True).stdout
+        assert "X509v3 Name Constraints: critical" in text and "DNS:api.example.com" in text, text
+        m = e.mark()
+        base = "https://api.example.com:%d" % TLS
+        out = a.run("sh", "-c", "curl -sS --max-time 10 --cacert %s %s -o /dev/null -o /dev/null -w 'CODE %%{http_code}\\n' "
+                    "%s/pub/attached %s/private" % (ca_path, resolve("api.example.com"), base, base))
+        assert out.split() == ["CODE", "200", "CODE", "403"], out
+        assert [g["path"] for g in e.arrived(m)] == ["/pub/attached"]
+        assert d.ctl("detach", name).returncode == 0
+        assert not os.path.exists(ca_path)
+    finally:
+        if a:
+            a.close()
+        d.close()

@@ -555,6 +555,31 @@ def _wait_probe(path, n=1, timeout=15):
     raise AssertionError("the sandbox's probe wrote nothing to %s" % path)
 
 
+def _squat_target(w, name, tail=""):
+    """`sluice run` (egress-only) of a command that waits for NAME.go, then
+    connects to a proxied port of the world (probe tcp 192.0.2.10:8081,
+    result in NAME.out).  Returns (process, go, out, events, proxy port,
+    proxy pid) once the proxy listens."""
+    go, out = os.path.join(w.tmp, name + ".go"), os.path.join(w.tmp, name + ".out")
+    events = os.path.join(w.tmp, name + ".jsonl")
+    script = "while [ ! -e %s ]; do sleep 0.05; done; %s tcp 192.0.2.10 8081 > %s%s" % (go, W.PROBE, out, tail)
+    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path,
+                          "--policy", w.write(name + ".yaml", POLICY), "--events", events, "--", "sh", "-c", script],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port, pid = None, None
+    deadline = time.time() + 15
+    while port is None and time.time() < deadline:
+        port, pid = W.proxy_listener(w)
+        time.sleep(0.05)
+    if not port:
+        import run as R
+        p.kill()
+        p.wait()
+        R.cleanup_leftovers([l for l in W.leftovers() if name in l])
+        raise AssertionError("no proxy listener")
+    return p, go, out, events, port, pid
+
+
 def test_squatting_a_proxy_that_gave_up_is_refused_by_the_kernel(w):
     """The proxy of a `sluice run` sandbox dies again and again: sluice run
     restarts it on the same socket (SLUICE_RESTART_MAX times), then gives up
@@ -563,19 +588,9 @@ def test_squatting_a_proxy_that_gave_up_is_refused_by_the_kernel(w):
     (the socket there lacks sluice's listener mark), logged as
     redirect_target_not_ours, and the squatter receives nothing."""
     name = "atksq%d" % (os.getpid() % 100000)
-    go, out = os.path.join(w.tmp, name + ".go"), os.path.join(w.tmp, name + ".out")
-    events = os.path.join(w.tmp, name + ".jsonl")
-    script = "while [ ! -e %s ]; do sleep 0.05; done; %s tcp 192.0.2.10 8081 > %s; sleep 1" % (go, W.PROBE, out)
-    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path, "--policy", w.write(name + ".yaml", POLICY),
-                          "--events", events, "--", "sh", "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p, go, out, events, port, pid = _squat_target(w, name, tail="; sleep 1")
     squatter = None
     try:
-        port, pid = None, None
-        deadline = time.time() + 15
-        while port is None and time.time() < deadline:
-            port, pid = W.proxy_listener(w)
-            time.sleep(0.05)
-        assert port, "no proxy listener"
         for i in range(6):   # SLUICE_RESTART_MAX restarts, then the 6th death is final
             os.kill(pid, signal.SIGKILL)
             if i == 5:
@@ -621,22 +636,12 @@ def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
     than handed to it."""
     import run as R
     name = "atksqk%d" % (os.getpid() % 100000)
-    go, out = os.path.join(w.tmp, name + ".go"), os.path.join(w.tmp, name + ".out")
-    script = "while [ ! -e %s ]; do sleep 0.05; done; %s tcp 192.0.2.10 8081 > %s" % (go, W.PROBE, out)
-    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path, "--policy", w.write(name + ".yaml", POLICY),
-                          "--events", os.path.join(w.tmp, name + ".jsonl"), "--", "sh", "-c", script],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p, go, out, events, port, _ = _squat_target(w, name)
     squatter = None
     try:
-        port = None
-        deadline = time.time() + 15
-        while port is None and time.time() < deadline:
-            port, _ = W.proxy_listener(w)
-            time.sleep(0.05)
-        assert port, "no proxy listener"
         # CMD runs once the sandbox-start line is written (the proxy is up before CMD)
         deadline = time.time() + 15
-        while not [e for e in W.read_events(os.path.join(w.tmp, name + ".jsonl"))
+        while not [e for e in W.read_events(events)
                    if e.get("event.action") == "sandbox-start"] and time.time() < deadline:
             time.sleep(0.05)
         p.send_signal(signal.SIGKILL)

@@ -1,2 +1,0 @@
-build-ci/loader/cgroup.o: loader/cgroup.c loader/cgroup.h
-loader/cgroup.h:

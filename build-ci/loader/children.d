@@ -1,4 +1,0 @@
-build-ci/loader/children.o: loader/children.c loader/children.h \
- bpf/sluice.h
-loader/children.h:
-bpf/sluice.h:

@@ -1,2 +1,0 @@
-build-ci/loader/inspect.o: loader/inspect.c loader/inspect.h
-loader/inspect.h:

@@ -332,10 +332,6 @@ static void test_log_fields(void **state)
 	r.status = 200;
 	r.req_bytes = r.resp_bytes = -1;
 	r.orig_dst_mismatch = -1;
-	r.sandbox = "s";
-	r.policy_digest = "d";
-	r.policy_name = "n";
-	r.mode = "enforce";
 	r.inspected = true;
 	r.tls_version = "TLSv1.3";
 	r.tls_cipher = "TLS_AES_128_GCM_SHA256";

@@ -329,7 +329,10 @@ DEB_DIR := $(OUTPUT)/deb
 deb:
 	@command -v dpkg-buildpackage >/dev/null || { echo "make deb: dpkg-buildpackage missing (apt-get install dpkg-dev debhelper)" >&2; exit 2; }
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
-	git ls-files -z | tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/src
+	@# the tracked files of a checkout; from a tarball (git archive), all but build output
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then git ls-files -z | tar --null -T - -cf -; \
+	else tar --exclude='./build*' --exclude='./debian/sluice' --exclude='./debian/.debhelper' -cf - .; fi | \
+		tar -xf - -C $(DEB_DIR)/src
 	@# the package's own make must not inherit this one's variables (OUTPUT=...: its clean would remove us)
 	cd $(DEB_DIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u OUTPUT -u PREFIX -u DESTDIR \
 		dpkg-buildpackage -b -us -uc > $(abspath $(DEB_DIR))/build.log 2>&1 || \

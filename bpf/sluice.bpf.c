@@ -1014,7 +1014,7 @@ static __always_inline void lsm_peer(struct verdict_ctx *v, struct sock *sk, str
 static __always_inline int judge_inet_use(struct socket *sock, struct sockaddr *sa, __u16 hook)
 {
 	struct verdict_ctx v = {};
-	struct sock *sk = BPF_CORE_READ(sock, sk);
+	struct sock *sk = sock->sk;   /* a BTF pointer: what sk_storage_get takes */
 	__u16 fam;
 
 	if (!sk || !in_sandbox())
@@ -1040,7 +1040,7 @@ int BPF_PROG(sluice_lsm_post_create, struct socket *sock, int family, int type, 
 
 	if (ret || kern || !in_sandbox())
 		return ret;
-	sk = BPF_CORE_READ(sock, sk);
+	sk = sock->sk;
 	if (!sk)
 		return 0;
 	o = bpf_sk_storage_get(&sluice_sk_owner, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -1136,7 +1136,7 @@ int BPF_PROG(sluice_lsm_unix_send, struct socket *sock, struct socket *other, in
 {
 	if (ret)
 		return ret;
-	return judge_unix(BPF_CORE_READ(other, sk));
+	return judge_unix(other->sk);
 }
 
 /*

@@ -559,7 +559,7 @@ def _squat_target(w, name, tail=""):
     """`sluice run` (egress-only) of a command that waits for NAME.go, then
     connects to a proxied port of the world (probe tcp 192.0.2.10:8081,
     result in NAME.out).  Returns (process, go, out, events, proxy port,
-    proxy pid) once the proxy listens."""
+    proxy pid) once the proxy listens and CMD runs."""
     go, out = os.path.join(w.tmp, name + ".go"), os.path.join(w.tmp, name + ".out")
     events = os.path.join(w.tmp, name + ".jsonl")
     script = "while [ ! -e %s ]; do sleep 0.05; done; %s tcp 192.0.2.10 8081 > %s%s" % (go, W.PROBE, out, tail)
@@ -567,9 +567,13 @@ def _squat_target(w, name, tail=""):
                           "--policy", w.write(name + ".yaml", POLICY), "--events", events, "--", "sh", "-c", script],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     port, pid = None, None
-    deadline = time.time() + 15
-    while port is None and time.time() < deadline:
+    deadline = time.time() + 30
+    # the proxy listens before CMD starts: wait for both (the sandbox-start
+    # line), so that the loader is in its main loop, where it notices a death
+    while time.time() < deadline:
         port, pid = W.proxy_listener(w)
+        if port and [e for e in W.read_events(events) if e.get("event.action") == "sandbox-start"]:
+            break
         time.sleep(0.05)
     if not port:
         import run as R
@@ -639,11 +643,6 @@ def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
     p, go, out, events, port, _ = _squat_target(w, name)
     squatter = None
     try:
-        # CMD runs once the sandbox-start line is written (the proxy is up before CMD)
-        deadline = time.time() + 15
-        while not [e for e in W.read_events(events)
-                   if e.get("event.action") == "sandbox-start"] and time.time() < deadline:
-            time.sleep(0.05)
         p.send_signal(signal.SIGKILL)
         p.wait()
         squatter, slog = W.squat(w, port, name)

@@ -90,6 +90,11 @@ def cleanup_leftovers(paths):
     for p in paths:
         if p.startswith("/sys/fs/bpf"):
             subprocess.run(["rm", "-rf", p])
+            # and the owner record sluice run wrote beside the pins (loader/owner.h)
+            try:
+                os.unlink(os.path.join("/run/sluice/owners", os.path.basename(p)))
+            except OSError:
+                pass
         else:
             try:
                 with open(os.path.join(p, "cgroup.kill"), "w") as f:

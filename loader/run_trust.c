@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "run_trust.h"
+#include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,21 +24,6 @@ static const char *const env_names[] = {
 	"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
 	"GIT_SSL_CAINFO", "PIP_CERT",
 };
-
-static int write_all(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, s, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* Read the file at `path` whole.  Returns 0 with *out (malloc'd) or -1 (errno). */
 static int read_file(const char *path, char **out, size_t *len)
@@ -151,7 +137,7 @@ int sluice_trust_enter(const struct sluice_trust *t, char *msg, size_t msglen)
 	}
 	snprintf(src, sizeof(src), "%s/ca-certificates.crt", dir);
 	fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-	if (fd < 0 || write_all(fd, t->bundle, t->len) < 0) {
+	if (fd < 0 || sluice_write_all(fd, t->bundle, t->len) < 0) {
 		snprintf(msg, msglen, "cannot write the sandbox CA bundle: %s", strerror(errno));
 		goto out;
 	}

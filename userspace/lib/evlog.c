@@ -133,8 +133,7 @@ void sluice_line_key(struct sluice_line *l, const char *key, size_t klen)
 	sluice_line_raw(l, "\":", 2);
 }
 
-/* Decimal digits of v into out (at least 20 bytes); returns their count. */
-static size_t u64_dec(char *out, uint64_t v)
+size_t sluice_u64_dec(char *out, uint64_t v)
 {
 	char tmp[20];
 	size_t n = 0;
@@ -183,7 +182,7 @@ void sluice_line_put_str(struct sluice_line *l, const char *key, size_t klen, co
 void sluice_line_put_u64(struct sluice_line *l, const char *key, size_t klen, uint64_t v)
 {
 	char num[24];
-	size_t n = u64_dec(num, v), m = field_begin(l, key, klen);
+	size_t n = sluice_u64_dec(num, v), m = field_begin(l, key, klen);
 
 	sluice_line_raw(l, num, n);
 	field_end(l, m);
@@ -196,9 +195,9 @@ void sluice_line_put_i64(struct sluice_line *l, const char *key, size_t klen, in
 
 	if (v < 0) {
 		num[n++] = '-';
-		n += u64_dec(num + 1, (uint64_t)0 - (uint64_t)v);
+		n += sluice_u64_dec(num + 1, (uint64_t)0 - (uint64_t)v);
 	} else {
-		n = u64_dec(num, (uint64_t)v);
+		n = sluice_u64_dec(num, (uint64_t)v);
 	}
 	m = field_begin(l, key, klen);
 	sluice_line_raw(l, num, n);
@@ -411,7 +410,7 @@ static void start_line(struct sluice_evlog *w, struct sluice_line *l, char *buf,
 	n = strlen(w->id_prefix);
 	memcpy(id, w->id_prefix, n);
 	id[n++] = '-';
-	n += u64_dec(id + n, w->next_id++);
+	n += sluice_u64_dec(id + n, w->next_id++);
 	id[n] = '\0';
 	SL_STR(l, "event.id", id);
 	if (ds != SLUICE_DS_LIFECYCLE)

@@ -95,6 +95,10 @@ size_t sluice_line_end(struct sluice_line *l);
  * to the seconds is cached per process: call from one thread. */
 void sluice_format_time(int64_t real_ns, char *buf, size_t len);
 
+/* Decimal digits of v into out (room for at least 20 bytes, no NUL);
+ * returns their count.  No printf: the hot path's numbers. */
+size_t sluice_u64_dec(char *out, uint64_t v);
+
 /* CLOCK_REALTIME now, in ns. */
 int64_t sluice_now_ns(void);
 

@@ -122,3 +122,18 @@ void fatalx(const char *fmt, ...)
 	va_end(ap);
 	exit(2);
 }
+
+int sluice_write_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}

@@ -9,6 +9,7 @@
 #define SLUICE_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* Set the program name used as prefix ("sluice", "sluice-proxy", ...) and
  * the verbosity (0 = warnings and info, 1 = + debug).  When stderr is the
@@ -29,5 +30,9 @@ void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
  * `mode`), for SIGHUP after a rotation: fd keeps its number, so every holder
  * of it writes to the new file.  Returns 0, or -errno (fd unchanged). */
 int log_reopen_fd(int fd, const char *path, unsigned mode);
+
+/* Write all n bytes of s to fd, retrying EINTR and short writes.  Returns 0,
+ * or -1 with errno set (a write that wrote nothing counts as an error). */
+int sluice_write_all(int fd, const char *s, size_t n);
 
 #endif

@@ -17,21 +17,6 @@
 /* The line is built straight into the writer's bounded buffer
  * (userspace/lib/evlog.h): no allocation, no printf per request. */
 
-/* Decimal digits of v into out (at least 20 bytes); returns their count. */
-static size_t u64_dec(char *out, uint64_t v)
-{
-	char tmp[20];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	return n;
-}
-
 /* An address as text (v4-mapped IPv6 as IPv4), IPv4 without printf. */
 static void ip_text(int family, const uint8_t *a, char *out, size_t len)
 {
@@ -42,7 +27,7 @@ static void ip_text(int family, const uint8_t *a, char *out, size_t len)
 		for (int i = 0; i < 4; i++) {
 			if (i)
 				out[n++] = '.';
-			n += u64_dec(out + n, a[i]);
+			n += sluice_u64_dec(out + n, a[i]);
 		}
 		out[n] = '\0';
 		return;
@@ -141,7 +126,7 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 			comm[sizeof(r->orig->comm)] = '\0';
 			if (comm[0])
 				SL_STR(b, "process.name", comm);
-			n = u64_dec(uid, r->orig->uid);
+			n = sluice_u64_dec(uid, r->orig->uid);
 			uid[n] = '\0';
 			SL_STR(b, "user.id", uid);
 		}

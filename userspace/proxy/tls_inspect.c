@@ -97,21 +97,6 @@ static SSL_CTX *client_ctx(const char *upstream_ca, const char **err)
 	return ctx;
 }
 
-static int write_all(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, s, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int proxy_tls_init(struct proxy *px, const char **err)
 {
 	const char *why = "";
@@ -138,7 +123,7 @@ int proxy_tls_init(struct proxy *px, const char **err)
 
 		/* the public certificate only; nothing (an empty stream) when
 		 * the policy inspects no name */
-		if (pem && write_all(px->cfg.ca_cert_fd, pem, n) < 0) {
+		if (pem && sluice_write_all(px->cfg.ca_cert_fd, pem, n) < 0) {
 			*err = "--ca-cert-fd: cannot write the CA certificate";
 			return -1;
 		}

@@ -584,6 +584,24 @@ def _squat_target(w, name, tail=""):
     return p, go, out, events, port, pid
 
 
+def _squat_cleanup(squatter, p, name):
+    """Stop the squatter and the run (if still there), and remove what a
+    killed run left (its cgroup, pins and owner record)."""
+    import run as R
+    if squatter:
+        squatter.kill()
+        squatter.wait()
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+    R.cleanup_leftovers([l for l in W.leftovers() if name in l])
+
+
+def _assert_refused_not_squatted(got, slog):
+    assert got["result"] == "EPERM", got
+    assert not os.path.exists(slog), "the squatter received the sandbox's connection: %s" % open(slog).read()
+
+
 def test_squatting_a_proxy_that_gave_up_is_refused_by_the_kernel(w):
     """The proxy of a `sluice run` sandbox dies again and again: sluice run
     restarts it on the same socket (SLUICE_RESTART_MAX times), then gives up
@@ -616,16 +634,8 @@ def test_squatting_a_proxy_that_gave_up_is_refused_by_the_kernel(w):
         got = _wait_probe(out)[0]
         assert p.wait(timeout=30) == 0
     finally:
-        if squatter:
-            squatter.kill()
-            squatter.wait()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-            import run as R
-            R.cleanup_leftovers([l for l in W.leftovers() if name in l])
-    assert got["result"] == "EPERM", got
-    assert not os.path.exists(slog), "the squatter received the sandbox's connection: %s" % open(slog).read()
+        _squat_cleanup(squatter, p, name)
+    _assert_refused_not_squatted(got, slog)
     lines = read_strict(events)
     acts = [e.get("event.action") for e in lines]
     assert acts.count("proxy-restarted") == 5 and acts.count("proxy-gave-up") == 1, acts
@@ -638,7 +648,6 @@ def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
     and the filter stays (pinned links).  Another process binds the freed
     proxy port: the sandbox, still running, is refused by the kernel rather
     than handed to it."""
-    import run as R
     name = "atksqk%d" % (os.getpid() % 100000)
     p, go, out, events, port, _ = _squat_target(w, name)
     squatter = None
@@ -655,15 +664,8 @@ def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
                 open("/proc/%s/cmdline" % x.strip()).read() for c in procs
                 for x in open(os.path.join(c, "cgroup.procs")) if x.strip()])
     finally:
-        if squatter:
-            squatter.kill()
-            squatter.wait()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        R.cleanup_leftovers([l for l in W.leftovers() if name in l])
-    assert got["result"] == "EPERM", got
-    assert not os.path.exists(slog), "the squatter received the sandbox's connection: %s" % open(slog).read()
+        _squat_cleanup(squatter, p, name)
+    _assert_refused_not_squatted(got, slog)
 
 
 # --- what sluice does not stop (docs/threat-model.md, "Limits") ---------------------------------

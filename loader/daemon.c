@@ -50,6 +50,7 @@
 #include "owner.h"
 #include "inspect.h"
 #include "log.h"
+#include "metrics.h"
 #include "policy.h"
 #include "run_limits.h"
 #include "sandbox.h"
@@ -72,6 +73,7 @@ struct dsandbox {
 	bool log_ready;
 	struct sluice_consumer consumer;
 	bool consumer_ok;
+	uint64_t reloads_ok, reloads_refused; /* since the daemon started (metrics) */
 	struct dsandbox *next;
 };
 
@@ -88,6 +90,8 @@ static struct {
 	char **proxy_extra, **resolver_extra;
 	bool use_lsm;               /* load the BPF LSM programs where the kernel has the BPF LSM */
 	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
+	const char *metrics_addr;   /* --metrics IP:PORT, or NULL */
+	struct sluice_metrics *metrics;
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -711,11 +715,19 @@ static json_object *do_reload(json_object *req)
 	if (!policy)
 		return reply_error("reload needs a policy");
 	if (sluice_policy_load_file(policy, &np, &perr) < 0)
-		return reply_error("%s (nothing changed)", sluice_policy_error_str(&perr, msg, sizeof(msg)));
-	if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
+		sluice_policy_error_str(&perr, msg, sizeof(msg));
+	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0)
 		sluice_policy_free(np);
+	else
+		msg[0] = 0;
+	if (msg[0]) {
+		/* the sandbox keeps its policy; the refusal is in its stream too */
+		s->reloads_refused++;
+		emit(s, "sandbox-reload-refused", "sandbox %s: reload refused, policy %.12s stays: %s", s->name,
+		     s->policy->digest, msg);
 		return reply_error("%s (nothing changed)", msg);
 	}
+	s->reloads_ok++;
 	if (copy_file(policy, s->policy_path) < 0)
 		log_warn("cannot keep a copy of %s", policy);
 	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
@@ -1017,6 +1029,92 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return level == LIBBPF_WARN && getenv("SLUICE_LIBBPF_VERBOSE") ? vfprintf(stderr, fmt, ap) : 0;
 }
 
+/* One scrape of `--metrics` (docs/daemon.md, "Metrics"): the kernel's
+ * counters of every sandbox (kept in its pinned maps, so they survive a
+ * daemon restart), and the daemon's own since it started. */
+static void metrics_fill(struct evbuffer *out, void *arg)
+{
+	static const struct { int stat; const char *verdict; } verdicts[] = {
+		{ SLUICE_STAT_ALLOWED, "allowed" }, { SLUICE_STAT_REDIRECTED, "redirected" },
+		{ SLUICE_STAT_DENIED, "denied" }, { SLUICE_STAT_WOULD_DENY, "would_deny" },
+	};
+	static const struct { int stat; const char *name, *help; } counters[] = {
+		{ SLUICE_STAT_EVENTS_LOST, "sluice_kernel_events_lost_total",
+		  "Denial events the kernel could not queue (ring buffer full); counted, never silent." },
+		{ SLUICE_STAT_BACKSTOP, "sluice_backstop_drops_total", "Packets dropped by the cgroup egress backstop." },
+		{ SLUICE_STAT_UNIX_QUIET, "sluice_unix_quiet_denials_total",
+		  "Unix connects refused without an event (glibc asking nscd)." },
+	};
+	int n = 0;
+
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		n++;
+	sluice_prom_family(out, "sluice_build_info", "gauge", "The running sluice daemon's version.");
+	sluice_prom_sample(out, "sluice_build_info", (const char *const[]){ "version", SLUICE_VERSION, NULL }, 1);
+	sluice_prom_family(out, "sluice_sandboxes", "gauge", "Sandboxes the daemon holds.");
+	sluice_prom_sample(out, "sluice_sandboxes", NULL, (uint64_t)n);
+	sluice_prom_family(out, "sluice_sandbox_info", "gauge", "A sandbox and the policy in force (always 1).");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		sluice_prom_sample(out, "sluice_sandbox_info",
+				   (const char *const[]){ "sandbox", s->name, "policy_name", s->policy->name ? s->policy->name : "",
+							  "policy_sha256", s->policy->digest, "mode", s->mode, NULL }, 1);
+	sluice_prom_family(out, "sluice_kernel_verdicts_total", "counter",
+			   "Connection attempts the kernel judged, by verdict, since the sandbox was attached.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		for (size_t i = 0; i < sizeof(verdicts) / sizeof(verdicts[0]); i++)
+			sluice_prom_sample(out, "sluice_kernel_verdicts_total",
+					   (const char *const[]){ "sandbox", s->name, "verdict", verdicts[i].verdict, NULL },
+					   sandbox_stat(&s->sb, verdicts[i].stat));
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		sluice_prom_family(out, counters[i].name, "counter", counters[i].help);
+		for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+			sluice_prom_sample(out, counters[i].name, (const char *const[]){ "sandbox", s->name, NULL },
+					   sandbox_stat(&s->sb, counters[i].stat));
+	}
+	sluice_prom_family(out, "sluice_denial_events_total", "counter",
+			   "Denial events the daemon consumed, by reason and verdict (the start-up canary's left out), "
+			   "since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		for (unsigned r = 0; s->consumer_ok && r <= SLUICE_REASON__MAX; r++)
+			for (int w = 0; w < 2; w++)
+				if (s->consumer.by_reason[r][w])
+					sluice_prom_sample(out, "sluice_denial_events_total",
+							   (const char *const[]){ "sandbox", s->name, "reason", sluice_reason_name(r),
+										  "verdict", w ? "would_deny" : "deny", NULL },
+							   s->consumer.by_reason[r][w]);
+	sluice_prom_family(out, "sluice_event_lines_lost_total", "counter",
+			   "Lines the daemon could not write to the events file (ENOSPC, EIO, ...).");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		sluice_prom_sample(out, "sluice_event_lines_lost_total", (const char *const[]){ "sandbox", s->name, NULL },
+				   s->log_ready ? sluice_evlog_lost_total(&s->log) : 0);
+	sluice_prom_sample(out, "sluice_event_lines_lost_total", (const char *const[]){ "sandbox", "", NULL },
+			   sluice_evlog_lost_total(&D.log));
+	sluice_prom_family(out, "sluice_child_up", "gauge", "1 while the sandbox's proxy or resolver runs.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		if (s->sb.cfg.have_proxy)
+			sluice_prom_sample(out, "sluice_child_up", (const char *const[]){ "sandbox", s->name, "child", "proxy", NULL },
+					   s->proxy_pid > 0);
+		if (s->sb.cfg.have_dns)
+			sluice_prom_sample(out, "sluice_child_up",
+					   (const char *const[]){ "sandbox", s->name, "child", "resolver", NULL }, s->resolver_pid > 0);
+	}
+	sluice_prom_family(out, "sluice_child_restarts_total", "counter",
+			   "Restarts of a dead proxy or resolver since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		sluice_prom_sample(out, "sluice_child_restarts_total",
+				   (const char *const[]){ "sandbox", s->name, "child", "proxy", NULL }, s->proxy_restarts.total);
+		sluice_prom_sample(out, "sluice_child_restarts_total",
+				   (const char *const[]){ "sandbox", s->name, "child", "resolver", NULL }, s->resolver_restarts.total);
+	}
+	sluice_prom_family(out, "sluice_reloads_total", "counter", "Policy reloads, by result, since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		sluice_prom_sample(out, "sluice_reloads_total", (const char *const[]){ "sandbox", s->name, "result", "ok", NULL },
+				   s->reloads_ok);
+		sluice_prom_sample(out, "sluice_reloads_total",
+				   (const char *const[]){ "sandbox", s->name, "result", "refused", NULL }, s->reloads_refused);
+	}
+}
+
 int cmd_daemon(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1027,6 +1125,7 @@ int cmd_daemon(int argc, char **argv)
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
+		{ "metrics", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1049,13 +1148,16 @@ int cmd_daemon(int argc, char **argv)
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
+		case 'm': D.metrics_addr = optarg; break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
-			       "                     [--require-lsm | --no-lsm]\n\n"
+			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
-			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"
+			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
+			       "  --metrics IP:PORT  serve Prometheus metrics at http://IP:PORT/metrics\n"
+			       "                 (e.g. 127.0.0.1:9464; numeric addresses only)\n\n"
 			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
 			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
 			       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
@@ -1132,6 +1234,18 @@ int cmd_daemon(int argc, char **argv)
 		}
 		sluice_evlog_init(&D.log, D.events, D.events_path, "sluice", NULL);
 	}
+	/* the metrics address is taken before anything is adopted: one in use
+	 * (another daemon's?) refuses the start with nothing changed */
+	D.base = event_base_new();
+	if (D.metrics_addr) {
+		char err[256];
+
+		D.metrics = sluice_metrics_listen(D.base, D.metrics_addr, metrics_fill, NULL, err, sizeof(err));
+		if (!D.metrics) {
+			log_warnx("daemon: %s", err);
+			return 2;
+		}
+	}
 	if (adopt_all() > 0) {
 		log_warnx("daemon: refusing to start: some pinned sandboxes could not be re-adopted (see above); "
 			  "their filters stay in force; `sluice detach --force NAME` removes one without the daemon");
@@ -1149,7 +1263,6 @@ int cmd_daemon(int argc, char **argv)
 		}
 		umask(old);
 	}
-	D.base = event_base_new();
 	event_add(event_new(D.base, lfd, EV_READ | EV_PERSIST, on_accept, NULL), NULL);
 	tick = event_new(D.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &tv);
@@ -1159,7 +1272,8 @@ int cmd_daemon(int argc, char **argv)
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);
 	event_add(sigs[2], NULL);
-	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s", D.sock_path, D.events_path);
+	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s%s%s", D.sock_path, D.events_path,
+	     D.metrics ? ", metrics at http://" : "", D.metrics ? D.metrics_addr : "");
 	{
 		int n = 0;
 
@@ -1177,6 +1291,7 @@ int cmd_daemon(int argc, char **argv)
 			sluice_consumer_drain(&s->consumer);
 		stop_children(s);
 	}
+	sluice_metrics_free(D.metrics);
 	emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");
 	unlink(D.sock_path);
 	return 0;

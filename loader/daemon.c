@@ -53,6 +53,7 @@
 #include "metrics.h"
 #include "policy.h"
 #include "run_limits.h"
+#include "sandbox_ca.h"
 #include "sandbox.h"
 
 struct dsandbox {
@@ -68,6 +69,8 @@ struct dsandbox {
 	pid_t proxy_pid, resolver_pid;
 	struct sluice_restarts proxy_restarts, resolver_restarts;
 	char ca_path[PATH_MAX];     /* the sandbox CA's certificate (TLS inspection); "" none */
+	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h); NULL none */
+	char *ca_permitted;         /* the names it permits (sluice_ca_permitted) */
 	struct sluice_event_meta meta;
 	struct sluice_evlog log;    /* this sandbox's lines (its envelope, its loss counts) */
 	bool log_ready;
@@ -154,6 +157,57 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 }
 
 
+/*
+ * The CA s's proxies sign with (TLS inspection): made at the first start,
+ * the same for every restart and for reloads that inspect the same names; a
+ * reload that changes them re-issues the certificate for the same key
+ * (sandbox_ca.h), published again with a `ca-reissued` line.  Returns 0 or
+ * -1 with msg.
+ */
+static int sandbox_ca(struct dsandbox *s, char *msg, size_t msglen)
+{
+	char *want = sluice_ca_permitted(s->policy), *pem = NULL;
+	const char *why = "";
+	bool had = s->ca != NULL;
+	int rc;
+
+	if (!want) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	if (s->ca_permitted && strcmp(want, s->ca_permitted) == 0) {
+		free(want);
+		return 0;
+	}
+	rc = sluice_ca_make(s->policy, s->name, s->ca, &pem, &why);
+	if (rc < 0) {
+		snprintf(msg, msglen, "sandbox CA: %s", why);
+		free(want);
+		return -1;
+	}
+	if (rc > 0) {
+		/* nothing inspected now: no certificate to trust; the key (if
+		 * any) is kept for a reload back */
+		free(s->ca_permitted);
+		s->ca_permitted = want;
+		return publish_ca(s, NULL, msg, msglen);
+	}
+	if (publish_ca(s, sluice_ca_cert_part(pem), msg, msglen) < 0) {
+		sluice_ca_pem_free(pem);
+		free(want);
+		return -1;
+	}
+	sluice_ca_pem_free(s->ca);
+	s->ca = pem;
+	free(s->ca_permitted);
+	s->ca_permitted = want;
+	if (had)
+		emit(s, "ca-reissued", "sandbox %s: the inspected names changed; the CA certificate in %s was re-issued "
+		     "for the same key (names both permit keep validating; new ones once the workload trusts it)",
+		     s->name, s->ca_path);
+	return 0;
+}
+
 /* Which children start_children() starts. */
 #define CHILD_PROXY    1u
 #define CHILD_RESOLVER 2u
@@ -163,28 +217,24 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 {
 	char flow_map[PATH_MAX];
-	char *ca_pem = NULL;
 	struct sluice_child_opts co = {
 		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
-		.mode = s->mode, .extra = D.proxy_extra, .ca_pem = &ca_pem,
+		.mode = s->mode, .extra = D.proxy_extra,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
 	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
 	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
-		pid_t p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
-		int rc;
+		pid_t p;
 
+		if (sandbox_ca(s, msg, msglen) < 0)
+			return -1;
+		co.ca = s->ca_path[0] ? s->ca : NULL;
+		p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
 		if (p < 0)
 			return -1;
 		s->proxy_pid = p;
-		/* a new proxy, a new CA: the workload must trust this one */
-		rc = publish_ca(s, ca_pem, msg, msglen);
-		free(ca_pem);
-		co.ca_pem = NULL;
-		if (rc < 0)
-			return -1;
 	}
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
@@ -275,6 +325,8 @@ static void free_sandbox(struct dsandbox *s)
 	sluice_listeners_close(&s->l);
 	if (s->policy)
 		sluice_policy_free(s->policy);
+	sluice_ca_pem_free(s->ca);
+	free(s->ca_permitted);
 	free(s);
 }
 

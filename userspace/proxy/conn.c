@@ -1353,5 +1353,6 @@ void proxy_config_defaults(struct proxy_config *cfg)
 	cfg->dns_cache_entries = 1024;
 	cfg->dns_max_ttl = 60;
 	cfg->ca_cert_fd = -1;
+	cfg->ca_fd = -1;
 	cfg->limits = proxy_default_limits;
 }

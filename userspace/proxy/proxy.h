@@ -84,6 +84,9 @@ struct proxy_config {
 	const char *upstream_ca;        /* a PEM file of CAs trusted for origins besides the host's */
 	int ca_cert_fd;                 /* -1: none; else the sandbox CA's certificate (PEM) is
 					 * written there at start, then the fd is closed */
+	int ca_fd;                      /* -1: none (the proxy makes its own CA); else the
+					 * sandbox CA (key and certificate, PEM) is read from
+					 * it at start, then the fd is closed (sandbox_ca.h) */
 	struct proxy_limits limits;
 	int verbose;
 };

@@ -120,6 +120,11 @@ struct proxy {
 /* Handle one accepted client socket (non-blocking).  Takes ownership of fd. */
 void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen);
 
+/* A passthrough CONNECT is dialed once its ClientHello is checked; a client
+ * silent this long after the 200 speaks a server-first protocol (SSH,
+ * SMTP): dialed then, on the CONNECT host's decision. */
+#define PROXY_SERVER_FIRST_MS 250
+
 enum conn_phase {
 	PH_READ = 0, PH_RESOLVE, PH_CONNECT, PH_HELLO, PH_HTTP, PH_TUNNEL, PH_LINGER,
 	PH_TLS_ACCEPT,                  /* terminating the client's TLS (inspection) */

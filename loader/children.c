@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include "credentials.h"
 
 static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
 {
@@ -323,8 +324,8 @@ static int read_ca_pem(int fd, char **out)
 pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
 {
-	int ready[2], cap[2] = { -1, -1 };
-	char capbuf[16];
+	int ready[2], cap[2] = { -1, -1 }, secfd = -1;
+	char capbuf[16], secbuf[16];
 	pid_t pid;
 	char *argv[64];
 	char fdbuf[8][16], logfd[16];
@@ -399,6 +400,23 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--ca-cert-fd";
 		argv[argc++] = capbuf;
 	}
+	if (o->secrets && o->secrets->n) {
+		/* content, not paths: the proxy never opens a secret file */
+		secfd = sluice_secrets_to_memfd(o->secrets, is_proxy);
+		if (secfd < 0) {
+			snprintf(msg, msglen, "cannot hand the credentials over: %s", strerror(-secfd));
+			close(ready[0]);
+			close(ready[1]);
+			if (cap[0] >= 0) {
+				close(cap[0]);
+				close(cap[1]);
+			}
+			return secfd;
+		}
+		snprintf(secbuf, sizeof(secbuf), "%d", secfd);
+		argv[argc++] = "--secrets-fd";
+		argv[argc++] = secbuf;
+	}
 	snprintf(fdbuf[7], sizeof(fdbuf[7]), "%d", ready[1]);
 	argv[argc++] = "--ready-fd";
 	argv[argc++] = fdbuf[7];
@@ -417,6 +435,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			close(cap[0]);
 			close(cap[1]);
 		}
+		if (secfd >= 0)
+			close(secfd);
 		return -err;
 	}
 	if (pid == 0) {
@@ -429,6 +449,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			fcntl(o->log_fd, F_SETFD, 0);
 		if (cap[1] >= 0)
 			fcntl(cap[1], F_SETFD, 0);
+		if (secfd >= 0)
+			fcntl(secfd, F_SETFD, 0);
 		execv(binary, argv);
 		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
 		_exit(127);
@@ -436,6 +458,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 	close(ready[1]);
 	if (cap[1] >= 0)
 		close(cap[1]);
+	if (secfd >= 0)
+		close(secfd);
 
 	struct pollfd p = { .fd = ready[0], .events = POLLIN };
 	char buf[16] = "";

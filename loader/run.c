@@ -33,6 +33,7 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "credentials.h"
 #include "confine.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -336,11 +337,13 @@ struct run_state {
 	bool consumer_ok;
 	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */
 	struct sluice_trust trust;  /* the sandbox CA bundle (run_trust.h) */
+	struct sluice_secrets secrets; /* the credentials' secrets and placeholders (credentials.h) */
 };
 
 static void run_cleanup(struct run_state *st)
 {
 	sluice_trust_free(&st->trust);
+	sluice_secrets_clear(&st->secrets);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -566,6 +569,7 @@ int cmd_run(int argc, char **argv)
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "proxy-env", no_argument, NULL, 'E' },
+		{ "secret", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		SLUICE_CONFINE_LONGOPTS,
@@ -575,6 +579,8 @@ int cmd_run(int argc, char **argv)
 		   *upstream = NULL;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
+	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
+	size_t n_secret_src = 0;
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
 	char lsm_msg[256] = "not loaded (--no-lsm)";
@@ -634,6 +640,14 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case 'E': proxy_env = 1; break;
+		case 'S':
+			if (n_secret_src == SLUICE_SECRET_ARGS_MAX ||
+			    sluice_secret_source_parse(optarg, &secret_src[n_secret_src]) < 0) {
+				log_warnx("run: --secret wants NAME=/absolute/path (at most %d)", SLUICE_SECRET_ARGS_MAX);
+				return 2;
+			}
+			n_secret_src++;
+			break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: {
@@ -680,6 +694,15 @@ int cmd_run(int argc, char **argv)
 			log_warnx("run: cannot build the default policy");
 			return 2;
 		}
+	}
+	/* the credentials' secrets: read here (root), handed to the proxy as
+	 * content; a missing, empty or public one refuses the start */
+	if (sluice_secrets_load(st.policy, secret_src, n_secret_src, getenv("CREDENTIALS_DIRECTORY"), &st.secrets,
+				&perr) < 0 ||
+	    (perr.message[0] = 0, sluice_secrets_placeholders(&st.secrets, NULL) < 0)) {
+		log_warnx("%s", perr.message[0] ? sluice_policy_error_str(&perr, msg, sizeof(msg)) :
+			  "run: no random bytes for the credentials' placeholders");
+		goto out;
 	}
 	if (mode)
 		st.policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
@@ -826,6 +849,7 @@ int cmd_run(int argc, char **argv)
 		struct sluice_child_opts co = {
 			.policy_path = policy_path, .netns_path = netns_path, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
+			.secrets = &st.secrets,
 		};
 
 		snprintf(st.flow_map, sizeof(st.flow_map), "%s/sluice_flows", st.sb.pin_dir);
@@ -1012,6 +1036,14 @@ int cmd_run(int argc, char **argv)
 				unsetenv("no_proxy");
 				unsetenv("NO_PROXY");
 			}
+		}
+		/* the sandbox sees placeholders, never a secret */
+		for (size_t i = 0; i < st.policy->n_credentials; i++) {
+			const struct sluice_credential *cr = &st.policy->credentials[i];
+			const struct sluice_secret *sec = sluice_secrets_find(&st.secrets, cr->name);
+
+			if (cr->env && sec)
+				setenv(cr->env, sec->placeholder, 1);
 		}
 		execvp(argv[optind], &argv[optind]);
 		child_fail(errpipe[1], 127, "cannot execute %s: %s", argv[optind], strerror(errno));

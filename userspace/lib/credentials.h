@@ -16,6 +16,7 @@
 
 #define SLUICE_CRED_NAME_MAX   64
 #define SLUICE_SECRET_MAX      16384      /* bytes of one secret file */
+#define SLUICE_SECRET_ARGS_MAX 16         /* --secret options of one command */
 /* "sluice-placeholder-" and 32 lower-case hex digits (16 random bytes):
  * one DNS label (at most 63), any header value, any URL. */
 #define SLUICE_PLACEHOLDER_PREFIX "sluice-placeholder-"
@@ -60,6 +61,10 @@ struct sluice_secret_source {
 	const char *name;
 	const char *file;
 };
+
+/* Parse "NAME=FILE" (`--secret`) into *out (pointing into `arg`, which
+ * must stay; the '=' is overwritten).  0, or -1 when it is not NAME=/path. */
+int sluice_secret_source_parse(char *arg, struct sluice_secret_source *out);
 
 /*
  * Check secret bytes: not empty, at most SLUICE_SECRET_MAX, no CR, LF, NUL

@@ -23,6 +23,18 @@
 #define SECRETS_WIRE_MAX (1u << 20)
 #define SECRETS_MAGIC "sluice-secrets 1\n"
 
+int sluice_secret_source_parse(char *arg, struct sluice_secret_source *out)
+{
+	char *eq = strchr(arg, '=');
+
+	if (!eq || eq == arg || (size_t)(eq - arg) > SLUICE_CRED_NAME_MAX || eq[1] != '/')
+		return -1;
+	*eq = '\0';
+	out->name = arg;
+	out->file = eq + 1;
+	return 0;
+}
+
 int sluice_secret_check(const char *s, size_t len, const char **why)
 {
 	if (len == 0) {

@@ -606,7 +606,19 @@ void http_start(struct conn *c)
 	h->head_request = c->req->method_id == HTTP_HEAD;
 	/* under terminated TLS each request has its own upstream TLS session */
 	h->up_keep = px->upool != NULL && !c->inspected;
-	if (proxy_build_request_head(c->req, c->target, c->host, h->up_keep, h->up_out) < 0) {
+	if (c->cred) {
+		/* after the decision, for this request only: the credential's
+		 * header replaces whatever the sandbox sent under that name */
+		struct proxy_set_header set = {
+			c->cred->cr->header_name, strlen(c->cred->cr->header_name),
+			c->cred->value, c->cred->value_len,
+		};
+
+		if (proxy_build_request_head_set(c->req, c->target, c->host, h->up_keep, &set, h->up_out) < 0) {
+			http_abort(c, 503, "out_of_memory");
+			return;
+		}
+	} else if (proxy_build_request_head(c->req, c->target, c->host, h->up_keep, h->up_out) < 0) {
 		http_abort(c, 503, "out_of_memory");
 		return;
 	}

@@ -250,3 +250,71 @@ def test_secret_from_flag_and_credentials_directory(w):
     assert [g["headers"]["Authorization"] for g in got] == ["Bearer " + other, "Bearer " + SECRET], got
     no_secret(r)
     assert other not in r.stdout + r.stderr + json.dumps(r.events), r
+
+
+def test_daemon_reload_rotates_the_secret(w):
+    """attach --secret, requests, rotate the file and reload: before the
+    old secret, after the new, none fail; a reload with an empty secret
+    file is refused and the secret in force stays.  Its own daemon (state
+    dir and sandbox name of this test only)."""
+    import test_daemon as TD
+
+    e = env(w)
+
+    class Daemon(TD.Daemon):
+        def start(self):
+            self.proc = subprocess.Popen(
+                [W.SLUICE, "daemon", "--state-dir", self.state, "--upstream-dns", "192.0.2.53",
+                 "--proxy-arg", "--allow-private-upstream", "--proxy-arg", "192.0.2.0/24",
+                 "--proxy-arg", "--upstream-ca", "--proxy-arg", e.proxy.cert],
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.w.tmp, "daemon.err"), "a"))
+            deadline = time.time() + 10
+            while self.ctl("status").returncode != 0:
+                assert self.proc.poll() is None and time.time() < deadline, open(
+                    os.path.join(self.w.tmp, "daemon.err")).read()
+                time.sleep(0.05)
+
+    new = "sk-rotated-" + os.urandom(8).hex()
+    with open(e.tokens, "a") as f:
+        f.write(new + "\n")
+    path = e.secret_file(SECRET)
+    name = "cred%d" % os.getpid()
+    d = Daemon(w)
+    wl = None
+    try:
+        wl = TD.Workload(w, name)
+        r = d.ctl("attach", "--policy", e.policy, "--cgroup", wl.cg, "--name", name, "--netns", w.sbx_path,
+                  "--secret", "model-api=" + path)
+        assert r.returncode == 0, r
+
+        def get(tag):
+            ca = d.status()[name]["ca_cert"]
+            return wl.run("curl", "-sS", "--max-time", "10", "--cacert", ca, "-o", "/dev/null", "-w", "%{http_code}",
+                          "--resolve", "api.example.com:%d:192.0.2.10" % AUTH_PORT, API + "/v1/" + tag).strip()
+
+        m = len(e.arrived())
+        assert [get("before1"), get("before2")] == ["200", "200"]
+        with open(path, "w") as f:           # rotated in place
+            f.write(new + "\n")
+        r = d.ctl("reload", "--policy", e.policy, name)
+        assert r.returncode == 0, r
+        assert get("after") == "200"
+        with open(path, "w") as f:           # emptied: the reload is refused
+            pass
+        r = d.ctl("reload", "--policy", e.policy, name)
+        assert r.returncode != 0 and path in r.stdout + r.stderr and "nothing changed" in r.stdout + r.stderr, r
+        assert get("still") == "200"
+        got = [(g["path"], g["headers"].get("Authorization")) for g in e.arrived(m)]
+        assert got == [("/v1/before1", "Bearer " + SECRET), ("/v1/before2", "Bearer " + SECRET),
+                       ("/v1/after", "Bearer " + new), ("/v1/still", "Bearer " + new)], got
+        st = d.ctl("status", "--json")
+        assert st.returncode == 0 and SECRET not in st.stdout and new not in st.stdout, st
+        evs = W.read_events(d.events)
+        text = json.dumps(evs) + open(os.path.join(w.tmp, "daemon.err")).read()
+        assert SECRET not in text and new not in text
+        assert [x.get("sluice.credential") for x in evs if x.get("event.dataset") == "sluice.proxy"
+                and x.get("sluice.inspected")] == ["model-api"] * 4, evs
+    finally:
+        if wl:
+            wl.close()
+        d.close()

@@ -34,6 +34,7 @@
 #include "cgroup.h"
 #include "children.h"
 #include "credentials.h"
+#include "run_env.h"
 #include "confine.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -570,6 +571,8 @@ int cmd_run(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "proxy-env", no_argument, NULL, 'E' },
 		{ "secret", required_argument, NULL, 'S' },
+		{ "env", required_argument, NULL, SLUICE_OPT_ENV },
+		{ "inherit-env", no_argument, NULL, SLUICE_OPT_INHERIT_ENV },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		SLUICE_CONFINE_LONGOPTS,
@@ -580,6 +583,7 @@ int cmd_run(int argc, char **argv)
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
+	struct sluice_run_env renv = { .inherit = false };
 	size_t n_secret_src = 0;
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
@@ -640,6 +644,20 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case 'E': proxy_env = 1; break;
+		case SLUICE_OPT_INHERIT_ENV: renv.inherit = true; break;
+		case SLUICE_OPT_ENV: {
+			int r = sluice_run_env_add(&renv, optarg, msg, sizeof(msg));
+
+			if (r < 0) {
+				log_warnx("run: %s", msg);
+				return 2;
+			}
+			if (r > 0)
+				log_warnx("run: warning: --env %.*s looks like a secret: it will be readable by "
+					  "everything in the sandbox; a policy credential keeps it outside "
+					  "(credentials: in docs/policy.md)", (int)strcspn(optarg, "="), optarg);
+			break;
+		}
 		case 'S':
 			if (n_secret_src == SLUICE_SECRET_ARGS_MAX ||
 			    sluice_secret_source_parse(optarg, &secret_src[n_secret_src]) < 0) {
@@ -1042,8 +1060,36 @@ int cmd_run(int argc, char **argv)
 			const struct sluice_credential *cr = &st.policy->credentials[i];
 			const struct sluice_secret *sec = sluice_secrets_find(&st.secrets, cr->name);
 
-			if (cr->env && sec)
+			if (cr->env && sec) {
 				setenv(cr->env, sec->placeholder, 1);
+				sluice_run_env_keep(&renv, cr->env);
+			}
+		}
+		/* CMD's environment: the minimal one, what sluice set, --env */
+		{
+			char **envp;
+
+			if (cfg.have_proxy)
+				sluice_run_env_keep(&renv, "SLUICE_PROXY");
+			else
+				unsetenv("SLUICE_PROXY");
+			if (cfg.have_proxy && proxy_env) {
+				sluice_run_env_keep(&renv, "http_proxy");
+				sluice_run_env_keep(&renv, "https_proxy");
+				sluice_run_env_keep(&renv, "HTTP_PROXY");
+				sluice_run_env_keep(&renv, "HTTPS_PROXY");
+			}
+			if (st.trust.bundle) {
+				size_t n = 0;
+				const char *const *names = sluice_trust_env_names(&n);
+
+				for (size_t i = 0; i < n; i++)
+					sluice_run_env_keep(&renv, names[i]);
+			}
+			envp = sluice_run_env_build(&renv);
+			if (!envp)
+				child_fail(errpipe[1], 2, "out of memory");
+			environ = envp;
 		}
 		execvp(argv[optind], &argv[optind]);
 		child_fail(errpipe[1], 127, "cannot execute %s: %s", argv[optind], strerror(errno));
@@ -1117,7 +1163,21 @@ int cmd_run(int argc, char **argv)
 			 "not available (kernel before 6.7?): unix sockets are not judged by path",
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
 			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
-		lifecycle_line(&st.log, &meta, "sandbox-start", m);
+		{
+			/* which variables CMD got besides the minimal set: names
+			 * only, never values */
+			struct sluice_line *l = sluice_evlog_begin(&st.log, SLUICE_DS_LIFECYCLE, -1);
+			char names[SLUICE_RUN_ENV_MAX * 132 + 4];
+
+			SL_STR(l, "event.kind", "state");
+			SL_STR(l, "event.action", "sandbox-start");
+			SL_STR(l, "message", m);
+			confine_fields(l, &meta);
+			sluice_run_env_names_json(&renv, names, sizeof(names));
+			sluice_line_put_raw(l, "sluice.env_passed", sizeof("sluice.env_passed") - 1, names, strlen(names));
+			SL_BOOL(l, "sluice.inherit_env", renv.inherit);
+			sluice_evlog_commit(&st.log);
+		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

@@ -318,3 +318,35 @@ def test_daemon_reload_rotates_the_secret(w):
         if wl:
             wl.close()
         d.close()
+
+
+def test_clean_environment(w):
+    """CMD gets a minimal environment, plus --env; --inherit-env keeps all."""
+    host = dict(os.environ, HOST_SECRET_TOKEN="tok-" + os.urandom(6).hex(), PLAIN_VAR="plain", LC_TIME="C",
+                TZ="UTC", GITHUB_TOKEN="ghp-" + os.urandom(6).hex())
+    r = w.sluice_run(["sh", "-c", "env | sort"], env=host, profile=None, netns=True,
+                     extra=["--env", "PLAIN_VAR", "--env", "ADDED=1", "--env", "GITHUB_TOKEN"])
+    assert r.rc == 0, r
+    got = dict(l.split("=", 1) for l in r.stdout.splitlines() if "=" in l)
+    assert host["HOST_SECRET_TOKEN"] not in r.stdout and "HOST_SECRET_TOKEN" not in got, got
+    assert got["PLAIN_VAR"] == "plain" and got["ADDED"] == "1" and got["GITHUB_TOKEN"] == host["GITHUB_TOKEN"], got
+    assert got["LC_TIME"] == "C" and got["TZ"] == "UTC" and "PATH" in got and "HOME" in got, got
+    assert "SLUICE_PROXY" in got, got
+    # every name is one sluice allows or sets
+    allowed = {"PATH", "HOME", "USER", "LOGNAME", "PWD", "LANG", "TERM", "TZ", "SLUICE_PROXY", "PLAIN_VAR",
+               "ADDED", "GITHUB_TOKEN", "SHLVL", "_", "OLDPWD"}
+    assert all(k in allowed or k.startswith("LC_") for k in got), sorted(got)
+    # the warning names the mechanism; the start line lists names, never values
+    assert "--env GITHUB_TOKEN looks like a secret" in r.stderr and "credential" in r.stderr, r.stderr
+    assert "--env PLAIN_VAR" not in r.stderr, r.stderr
+    start = [x for x in r.events if x.get("event.action") == "sandbox-start"][0]
+    assert start["sluice.env_passed"] == ["PLAIN_VAR", "ADDED", "GITHUB_TOKEN"] and start["sluice.inherit_env"] is False
+    assert host["GITHUB_TOKEN"] not in json.dumps(r.events)
+    # --inherit-env: everything, and said so
+    r = w.sluice_run(["sh", "-c", "env"], env=host, profile=None, extra=["--inherit-env"])
+    assert r.rc == 0 and "HOST_SECRET_TOKEN=" + host["HOST_SECRET_TOKEN"] in r.stdout, r
+    start = [x for x in r.events if x.get("event.action") == "sandbox-start"][0]
+    assert start["sluice.inherit_env"] is True and start["sluice.env_passed"] == [], start
+    # a bad name is a usage error
+    r = w.sluice_run(["true"], profile=None, extra=["--env", "A-B=1"])
+    assert r.rc == 2 and "not a variable name" in r.stderr, r

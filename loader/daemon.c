@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/vfs.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -328,6 +329,12 @@ static int load_secrets(const struct dsandbox *s, const struct sluice_policy *p,
 	if (sluice_secrets_placeholders(out, &s->secrets) < 0) {
 		sluice_secrets_clear(out);
 		snprintf(msg, msglen, "no random bytes for the credentials' placeholders");
+		return -1;
+	}
+	/* the daemon holds secrets from now on: no core dump of it */
+	if (out->n && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		sluice_secrets_clear(out);
+		snprintf(msg, msglen, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 		return -1;
 	}
 	return 0;

@@ -722,6 +722,12 @@ int cmd_run(int argc, char **argv)
 			  "run: no random bytes for the credentials' placeholders");
 		goto out;
 	}
+	/* this process holds the secrets for the proxy's restarts: no core
+	 * dump of it (execve gives CMD its own dumpable flag back) */
+	if (st.secrets.n && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		log_warn("run: prctl(PR_SET_DUMPABLE)");
+		goto out;
+	}
 	if (mode)
 		st.policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	mode = st.policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";

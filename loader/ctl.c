@@ -214,6 +214,8 @@ static void sanitize_name(char *name)
 		name[SLUICE_NAME_MAX] = 0;
 }
 
+static int secret_arg(json_object **arr, const char *arg, const char *cmd);
+
 int cmd_attach(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -222,18 +224,23 @@ int cmd_attach(int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },   { "netns", required_argument, NULL, 'N' },
 		{ "mode", required_argument, NULL, 'm' },   { "json", no_argument, NULL, 'j' },
 		{ "kill-existing", no_argument, NULL, 'K' },
+		{ "secret", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },         { 0 },
 	};
 	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL, *rt = NULL;
 	char name[SLUICE_NAME_MAX + 1] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX], msg[256];
 	long pid = 0;
 	int json = 0, kill_existing = 0, c;
-	json_object *req;
+	json_object *req, *secrets = NULL;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'K': kill_existing = 1; break;
+		case 'S':
+			if (secret_arg(&secrets, optarg, "attach") < 0)
+				return 2;
+			break;
 		case 'p': policy = optarg; break;
 		case 'c': cgroup = optarg; break;
 		case 'P': pid = strtol(optarg, NULL, 10); break;
@@ -250,11 +257,14 @@ int cmd_attach(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'h':
 			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID)\n"
-			       "                     [--name NAME] [--netns PATH] [--mode audit|enforce] [--kill-existing] [--json]\n\n"
+			       "                     [--name NAME] [--netns PATH] [--mode audit|enforce] [--kill-existing]\n"
+			       "                     [--secret NAME=FILE]... [--json]\n\n"
 			       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
 			       "podman or docker for the container's init pid; --pid uses that process's\n"
 			       "cgroup and network namespace.  Lists connections that were open before;\n"
-			       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).\n\n"
+			       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).  --secret: where\n"
+			       "credential NAME's secret is (instead of its `file:`); the daemon reads it, and\n"
+			       "again at each reload.\n\n"
 			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n");
 			return 0;
 		default: return 2;
@@ -320,6 +330,8 @@ int cmd_attach(int argc, char **argv)
 	json_object_object_add(req, "name", json_object_new_string(name));
 	json_object_object_add(req, "cgroup", json_object_new_string(cgroup));
 	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
+	if (secrets)
+		json_object_object_add(req, "secrets", secrets);
 	if (netns)
 		json_object_object_add(req, "netns", json_object_new_string(netns));
 	if (mode)
@@ -444,25 +456,33 @@ int cmd_reload(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' }, { "name", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },         { "help", no_argument, NULL, 'h' },
+		{ "secret", required_argument, NULL, 'S' },
 		{ 0 },
 	};
 	const char *policy = NULL, *name = NULL;
 	char abspolicy[PATH_MAX], msg[256];
-	json_object *req;
+	json_object *req, *secrets = NULL;
 	int c, json = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'S':
+			if (secret_arg(&secrets, optarg, "reload") < 0)
+				return 2;
+			break;
 		case 'p': policy = optarg; break;
 		case 'n': name = optarg; break;
 		case 'j': json = 1; break;
 		case 'h':
-			printf("usage: sluice reload --policy FILE [--json] [--name] NAME\n\n"
+			printf("usage: sluice reload --policy FILE [--secret NAME=FILE]... [--json] [--name] NAME\n\n"
 			       "Atomically replace sandbox NAME's policy: every connection is judged wholly by\n"
 			       "the old or wholly by the new one.  An invalid policy changes nothing.  Says\n"
 			       "what it did: the old and new policy (name, sha256), the generation now in\n"
-			       "force, whether the proxy and resolver were restarted on the new policy.\n");
+			       "force, whether the proxy and resolver were restarted on the new policy.\n"
+			       "The credentials' secrets are read again (a rotated secret is used from now on);\n"
+			       "a missing one refuses the reload and the old stays.  --secret replaces the\n"
+			       "sources given at attach.\n");
 			return 0;
 		default: return 2;
 		}
@@ -485,7 +505,27 @@ int cmd_reload(int argc, char **argv)
 	json_object_object_add(req, "cmd", json_object_new_string("reload"));
 	json_object_object_add(req, "name", json_object_new_string(name));
 	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
+	if (secrets)
+		json_object_object_add(req, "secrets", secrets);
 	return finish(call(req), json, human_reload);
+}
+
+/* --secret NAME=FILE: appended to *arr as "NAME=/abs/FILE" (the daemon,
+ * root, reads the file; a path crosses the socket, never a secret). */
+static int secret_arg(json_object **arr, const char *arg, const char *cmd)
+{
+	const char *eq = strchr(arg, '=');
+	char abs[PATH_MAX], buf[PATH_MAX + 80];
+
+	if (!eq || eq == arg || (size_t)(eq - arg) > 64 || !realpath(eq + 1, abs)) {
+		log_warnx("%s: --secret wants NAME=FILE (an existing file), not '%s'", cmd, arg);
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%.*s=%s", (int)(eq - arg), arg, abs);
+	if (!*arr)
+		*arr = json_object_new_array();
+	json_object_array_add(*arr, json_object_new_string(buf));
+	return 0;
 }
 
 /* `sluice events [--follow] [--sandbox NAME]`: the daemon's JSON lines

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/vfs.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -44,6 +45,7 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "credentials.h"
 #include "destroy.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -77,6 +79,12 @@ struct dsandbox {
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 	uint64_t reloads_ok, reloads_refused; /* since the daemon started (metrics) */
+	/* credentials: `--secret NAME=FILE` sources (paths, kept: each reload
+	 * reads them again) and the secrets read from them (credentials.h) */
+	char *secret_arg[SLUICE_SECRET_ARGS_MAX];
+	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
+	size_t n_secret_src;
+	struct sluice_secrets secrets;
 	struct dsandbox *next;
 };
 
@@ -220,7 +228,7 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 	struct sluice_child_opts co = {
 		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
-		.mode = s->mode, .extra = D.proxy_extra,
+		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
@@ -280,6 +288,18 @@ static int write_state(struct dsandbox *s)
 	json_object_object_add(o, "name", json_object_new_string(s->name));
 	json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
 	json_object_object_add(o, "mode", json_object_new_string(s->mode));
+	if (s->n_secret_src) {
+		/* where the secrets are (paths, never their content) */
+		json_object *a = json_object_new_array();
+
+		for (size_t i = 0; i < s->n_secret_src; i++) {
+			char b[PATH_MAX + 80];
+
+			snprintf(b, sizeof(b), "%s=%s", s->secret_src[i].name, s->secret_src[i].file);
+			json_object_array_add(a, json_object_new_string(b));
+		}
+		json_object_object_add(o, "secret_sources", a);
+	}
 	state_path(path, sizeof(path), s->name, "json");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "we");
@@ -318,8 +338,66 @@ static int copy_file(const char *src, const char *dst)
 	return 0;
 }
 
+static void free_secret_args(struct dsandbox *s)
+{
+	for (size_t i = 0; i < s->n_secret_src; i++)
+		free(s->secret_arg[i]);
+	s->n_secret_src = 0;
+}
+
+/* s's --secret sources from a JSON array of "NAME=/path" (NULL: none).
+ * 0, or -1 with msg. */
+static int set_secret_args(struct dsandbox *s, json_object *arr, char *msg, size_t msglen)
+{
+	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+
+	free_secret_args(s);
+	if (n > SLUICE_SECRET_ARGS_MAX) {
+		snprintf(msg, msglen, "at most %d --secret", SLUICE_SECRET_ARGS_MAX);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *a = json_object_get_string(json_object_array_get_idx(arr, i));
+
+		s->secret_arg[i] = a ? strdup(a) : NULL;
+		s->n_secret_src = i + 1;
+		if (!s->secret_arg[i] || sluice_secret_source_parse(s->secret_arg[i], &s->secret_src[i]) < 0) {
+			snprintf(msg, msglen, "--secret wants NAME=/absolute/path");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Read the secrets of policy p from s's sources (placeholders kept from
+ * s's current ones).  0 with *out, or -1 with msg (file:line, the path). */
+static int load_secrets(const struct dsandbox *s, const struct sluice_policy *p, struct sluice_secrets *out,
+			char *msg, size_t msglen)
+{
+	struct sluice_policy_error perr;
+
+	if (sluice_secrets_load(p, s->secret_src, s->n_secret_src, getenv("CREDENTIALS_DIRECTORY"), out, &perr) < 0) {
+		sluice_policy_error_str(&perr, msg, msglen);
+		return -1;
+	}
+	if (sluice_secrets_placeholders(out, &s->secrets) < 0) {
+		sluice_secrets_clear(out);
+		snprintf(msg, msglen, "no random bytes for the credentials' placeholders");
+		return -1;
+	}
+	/* the daemon holds secrets from now on: no core dump of it */
+	if (out->n && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		sluice_secrets_clear(out);
+		snprintf(msg, msglen, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static void free_sandbox(struct dsandbox *s)
 {
+	sluice_secrets_clear(&s->secrets);
+	free_secret_args(s);
 	if (s->consumer_ok)
 		sluice_consumer_free(&s->consumer);
 	sluice_listeners_close(&s->l);
@@ -627,6 +705,11 @@ static json_object *do_attach(json_object *req)
 	if (mode)
 		s->policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	snprintf(s->mode, sizeof(s->mode), "%s", s->policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	if (set_secret_args(s, json_object_object_get(req, "secrets"), msg, sizeof(msg)) < 0 ||
+	    load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0) {
+		free_sandbox(s);
+		return reply_error("%s (nothing attached)", msg);
+	}
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
 		o = reply_error("cannot open cgroup %s: %s", cg, strerror(errno));
@@ -752,12 +835,44 @@ static json_object *do_status(json_object *req)
 /* Reload: validate first (an invalid policy changes nothing), then switch
  * the kernel generation atomically, then restart the children on the same
  * listening sockets with the new policy. */
+/*
+ * The secrets again for a reload of s to np, from the sources given now
+ * (req's "secrets") or at attach: a rotated secret is used from then on; a
+ * missing one refuses the reload and the old stays.  Returns 0 with *nsec,
+ * or -1 with msg (nothing of s changed).
+ */
+static int reload_secrets(struct dsandbox *s, json_object *req, const struct sluice_policy *np,
+			  struct sluice_secrets *nsec, char *msg, size_t msglen)
+{
+	struct dsandbox tmp = *s;
+	json_object *arr = json_object_object_get(req, "secrets");
+	int rc;
+
+	memset(tmp.secret_arg, 0, sizeof(tmp.secret_arg));
+	tmp.n_secret_src = 0;
+	rc = arr ? set_secret_args(&tmp, arr, msg, msglen) : 0;
+	if (rc == 0)
+		rc = load_secrets(arr ? &tmp : s, np, nsec, msg, msglen);
+	if (rc < 0) {
+		free_secret_args(&tmp);
+		return -1;
+	}
+	if (arr) {
+		free_secret_args(s);
+		memcpy(s->secret_arg, tmp.secret_arg, sizeof(s->secret_arg));
+		memcpy(s->secret_src, tmp.secret_src, sizeof(s->secret_src));
+		s->n_secret_src = tmp.n_secret_src;
+	}
+	return 0;
+}
+
 static json_object *do_reload(json_object *req)
 {
 	const char *name = jstr(req, "name"), *policy = jstr(req, "policy");
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
 	struct sluice_policy_error perr;
+	struct sluice_secrets nsec = { NULL, 0 };
 	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128];
 	const char *children = "restarted on the new policy";
 	json_object *o, *r;
@@ -768,10 +883,14 @@ static json_object *do_reload(json_object *req)
 		return reply_error("reload needs a policy");
 	if (sluice_policy_load_file(policy, &np, &perr) < 0)
 		sluice_policy_error_str(&perr, msg, sizeof(msg));
-	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0)
+	else if (reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0)
 		sluice_policy_free(np);
-	else
+	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
+		sluice_secrets_clear(&nsec);
+		sluice_policy_free(np);
+	} else {
 		msg[0] = 0;
+	}
 	if (msg[0]) {
 		/* the sandbox keeps its policy; the refusal is in its stream too */
 		s->reloads_refused++;
@@ -780,6 +899,9 @@ static json_object *do_reload(json_object *req)
 		return reply_error("%s (nothing changed)", msg);
 	}
 	s->reloads_ok++;
+	/* the old secrets are wiped; the children get the new ones */
+	sluice_secrets_clear(&s->secrets);
+	s->secrets = nsec;
 	if (copy_file(policy, s->policy_path) < 0)
 		log_warn("cannot keep a copy of %s", policy);
 	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
@@ -1014,6 +1136,8 @@ static int adopt_all(void)
 		snprintf(s->name, sizeof(s->name), "%s", name);
 		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && jstr(st, "cgroup") ? jstr(st, "cgroup") : "");
 		snprintf(s->mode, sizeof(s->mode), "%s", st && jstr(st, "mode") ? jstr(st, "mode") : "enforce");
+		if (st && set_secret_args(s, json_object_object_get(st, "secret_sources"), msg, sizeof(msg)) < 0)
+			log_warnx("sandbox %s: %s", name, msg);
 		if (st)
 			json_object_put(st);
 		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
@@ -1029,6 +1153,10 @@ static int adopt_all(void)
 			continue;
 		}
 		s->policy->mode = strcmp(s->mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
+		/* without its secrets the proxy refuses to start: the sandbox's
+		 * proxied traffic fails closed, said in the log */
+		if (load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0)
+			log_warnx("sandbox %s: %s (its proxy will not start: fail closed)", name, msg);
 		if (sandbox_links_pinned(&s->sb) != sluice_prog_count(&s->sb.cfg))
 			log_warnx("sandbox %s: only %d of %d hooks are pinned", name, sandbox_links_pinned(&s->sb),
 				  sluice_prog_count(&s->sb.cfg));

@@ -33,6 +33,8 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "credentials.h"
+#include "run_env.h"
 #include "confine.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -339,12 +341,14 @@ struct run_state {
 	struct sluice_trust trust;  /* the sandbox CA bundle (run_trust.h) */
 	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h): every
 				     * proxy started for this run signs with it */
+	struct sluice_secrets secrets; /* the credentials' secrets and placeholders (credentials.h) */
 };
 
 static void run_cleanup(struct run_state *st)
 {
 	sluice_trust_free(&st->trust);
 	sluice_ca_pem_free(st->ca);
+	sluice_secrets_clear(&st->secrets);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -570,6 +574,9 @@ int cmd_run(int argc, char **argv)
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "proxy-env", no_argument, NULL, 'E' },
+		{ "secret", required_argument, NULL, 'S' },
+		{ "env", required_argument, NULL, SLUICE_OPT_ENV },
+		{ "inherit-env", no_argument, NULL, SLUICE_OPT_INHERIT_ENV },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		SLUICE_CONFINE_LONGOPTS,
@@ -579,6 +586,9 @@ int cmd_run(int argc, char **argv)
 		   *upstream = NULL;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
+	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
+	struct sluice_run_env renv = { .inherit = false };
+	size_t n_secret_src = 0;
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
 	char lsm_msg[256] = "not loaded (--no-lsm)";
@@ -638,6 +648,28 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case 'E': proxy_env = 1; break;
+		case SLUICE_OPT_INHERIT_ENV: renv.inherit = true; break;
+		case SLUICE_OPT_ENV: {
+			int r = sluice_run_env_add(&renv, optarg, msg, sizeof(msg));
+
+			if (r < 0) {
+				log_warnx("run: %s", msg);
+				return 2;
+			}
+			if (r > 0)
+				log_warnx("run: warning: --env %.*s looks like a secret: it will be readable by "
+					  "everything in the sandbox; a policy credential keeps it outside "
+					  "(credentials: in docs/policy.md)", (int)strcspn(optarg, "="), optarg);
+			break;
+		}
+		case 'S':
+			if (n_secret_src == SLUICE_SECRET_ARGS_MAX ||
+			    sluice_secret_source_parse(optarg, &secret_src[n_secret_src]) < 0) {
+				log_warnx("run: --secret wants NAME=/absolute/path (at most %d)", SLUICE_SECRET_ARGS_MAX);
+				return 2;
+			}
+			n_secret_src++;
+			break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: {
@@ -684,6 +716,21 @@ int cmd_run(int argc, char **argv)
 			log_warnx("run: cannot build the default policy");
 			return 2;
 		}
+	}
+	/* the credentials' secrets: read here (root), handed to the proxy as
+	 * content; a missing, empty or public one refuses the start */
+	if (sluice_secrets_load(st.policy, secret_src, n_secret_src, getenv("CREDENTIALS_DIRECTORY"), &st.secrets,
+				&perr) < 0 ||
+	    (perr.message[0] = 0, sluice_secrets_placeholders(&st.secrets, NULL) < 0)) {
+		log_warnx("%s", perr.message[0] ? sluice_policy_error_str(&perr, msg, sizeof(msg)) :
+			  "run: no random bytes for the credentials' placeholders");
+		goto out;
+	}
+	/* this process holds the secrets for the proxy's restarts: no core
+	 * dump of it (execve gives CMD its own dumpable flag back) */
+	if (st.secrets.n && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		log_warn("run: prctl(PR_SET_DUMPABLE)");
+		goto out;
 	}
 	if (mode)
 		st.policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
@@ -830,6 +877,7 @@ int cmd_run(int argc, char **argv)
 		struct sluice_child_opts co = {
 			.policy_path = policy_path, .netns_path = netns_path, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
+			.secrets = &st.secrets,
 		};
 
 		snprintf(st.flow_map, sizeof(st.flow_map), "%s/sluice_flows", st.sb.pin_dir);
@@ -1012,6 +1060,42 @@ int cmd_run(int argc, char **argv)
 				unsetenv("NO_PROXY");
 			}
 		}
+		/* the sandbox sees placeholders, never a secret */
+		for (size_t i = 0; i < st.policy->n_credentials; i++) {
+			const struct sluice_credential *cr = &st.policy->credentials[i];
+			const struct sluice_secret *sec = sluice_secrets_find(&st.secrets, cr->name);
+
+			if (cr->env && sec) {
+				setenv(cr->env, sec->placeholder, 1);
+				sluice_run_env_keep(&renv, cr->env);
+			}
+		}
+		/* CMD's environment: the minimal one, what sluice set, --env */
+		{
+			char **envp;
+
+			if (cfg.have_proxy)
+				sluice_run_env_keep(&renv, "SLUICE_PROXY");
+			else
+				unsetenv("SLUICE_PROXY");
+			if (cfg.have_proxy && proxy_env) {
+				sluice_run_env_keep(&renv, "http_proxy");
+				sluice_run_env_keep(&renv, "https_proxy");
+				sluice_run_env_keep(&renv, "HTTP_PROXY");
+				sluice_run_env_keep(&renv, "HTTPS_PROXY");
+			}
+			if (st.trust.bundle) {
+				size_t n = 0;
+				const char *const *names = sluice_trust_env_names(&n);
+
+				for (size_t i = 0; i < n; i++)
+					sluice_run_env_keep(&renv, names[i]);
+			}
+			envp = sluice_run_env_build(&renv);
+			if (!envp)
+				child_fail(errpipe[1], 2, "out of memory");
+			environ = envp;
+		}
 		execvp(argv[optind], &argv[optind]);
 		child_fail(errpipe[1], 127, "cannot execute %s: %s", argv[optind], strerror(errno));
 	}
@@ -1084,7 +1168,21 @@ int cmd_run(int argc, char **argv)
 			 "not available (kernel before 6.7?): unix sockets are not judged by path",
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
 			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
-		lifecycle_line(&st.log, &meta, "sandbox-start", m);
+		{
+			/* which variables CMD got besides the minimal set: names
+			 * only, never values */
+			struct sluice_line *l = sluice_evlog_begin(&st.log, SLUICE_DS_LIFECYCLE, -1);
+			char names[SLUICE_RUN_ENV_MAX * 132 + 4];
+
+			SL_STR(l, "event.kind", "state");
+			SL_STR(l, "event.action", "sandbox-start");
+			SL_STR(l, "message", m);
+			confine_fields(l, &meta);
+			sluice_run_env_names_json(&renv, names, sizeof(names));
+			sluice_line_put_raw(l, "sluice.env_passed", sizeof("sluice.env_passed") - 1, names, strlen(names));
+			SL_BOOL(l, "sluice.inherit_env", renv.inherit);
+			sluice_evlog_commit(&st.log);
+		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

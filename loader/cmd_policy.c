@@ -10,6 +10,7 @@
  * --json prints the same as one JSON document on stdout (json-c).
  */
 #include "cmd_policy.h"
+#include "cmd_sign.h"
 #include "cmd_suggest.h"
 
 #include <errno.h>
@@ -31,6 +32,8 @@ static void usage(FILE *f)
 		"usage: sluice policy check [--json] [--relays FILE] FILE...\n"
 		"       sluice policy diff [--json] OLD NEW\n"
 		"       sluice policy suggest [--name NAME] [--against POLICY] [-o FILE] EVENTS.jsonl...\n"
+		"       sluice policy sign --key KEY POLICY...\n"
+		"       sluice policy verify --allowed-signers FILE POLICY...\n"
 		"\n"
 		"check  validate policy files, print each digest (sha256), a table of what\n"
 		"       the policy lets out, and lint warnings.\n"
@@ -38,6 +41,7 @@ static void usage(FILE *f)
 		"diff   show what NEW opens and closes compared with OLD, for reviewers.\n"
 		"       exit 0 no change, 1 changes, 2 errors\n"
 		"suggest  a policy from observed traffic (`sluice policy suggest --help`)\n"
+		"sign     sign a policy's digest (POLICY.sig); verify: check it (`sluice policy sign --help`)\n"
 		"\n"
 		"options:\n"
 		"  --json         print one JSON document instead of text\n"
@@ -728,6 +732,8 @@ int cmd_policy(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "suggest") == 0)
 		return cmd_suggest(argc - 1, argv + 1);
+	if (strcmp(argv[1], "sign") == 0 || strcmp(argv[1], "verify") == 0)
+		return cmd_policy_sign(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "diff") != 0) {
 		fprintf(stderr, "sluice policy: unknown subcommand '%s'\n", argv[1]);
 		usage(stderr);

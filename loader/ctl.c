@@ -127,6 +127,12 @@ static void print_sandbox(json_object *s)
 	printf("%s\n  cgroup      %s (id %s)\n  mode        %s\n  policy      %s sha256:%s (generation %s)\n",
 	       get_str(s, "name"), get_str(s, "cgroup"), get_str(s, "cgroup_id"), get_str(s, "mode"),
 	       get_str(s, "policy_name"), get_str(s, "policy_sha256"), get_str(s, "policy_generation"));
+	{
+		const char *signer = get_str(s, "policy_signer");
+
+		if (signer && signer[0])
+			printf("  signed by   %s (%s)\n", signer, get_str(s, "policy_signer_key"));
+	}
 	printf("  hooks      ");
 	if (json_object_object_get_ex(s, "hooks", &hooks))
 		for (size_t i = 0; i < json_object_array_length(hooks); i++)
@@ -196,6 +202,14 @@ static void human_status(json_object *resp)
 	json_object *arr;
 
 	printf("events: %s\n", get_str(resp, "events"));
+	{
+		const char *as = get_str(resp, "allowed_signers");
+
+		if (as && as[0])
+			printf("signed mode: every policy must be signed by a key in %s\n", as);
+		else
+			printf("unsigned mode: policies are not checked for signatures (sluice daemon --allowed-signers)\n");
+	}
 	if (!json_object_object_get_ex(resp, "sandboxes", &arr) || json_object_array_length(arr) == 0) {
 		printf("no sandboxes attached\n");
 		return;

@@ -8,7 +8,8 @@
  *   /run/sluice/control.sock            control socket
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
  *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode)
- *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy)
+ *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy of the bytes loaded)
+ *   /run/sluice/sandboxes/NAME.yaml.sig its signature (--allowed-signers)
  *   /run/sluice/sandboxes/NAME.ca.pem   the sandbox CA certificate (TLS inspection; public)
  *   /run/sluice/netns/NAME              bind mount of the sandbox's netns
  *   /sys/fs/bpf/sluice/NAME/            pinned links and maps
@@ -51,6 +52,7 @@
 #include "inspect.h"
 #include "log.h"
 #include "policy.h"
+#include "policy_sig.h"
 #include "run_limits.h"
 #include "sandbox.h"
 
@@ -63,6 +65,7 @@ struct dsandbox {
 	uint64_t cgroup_id;
 	struct sluice_sandbox sb;
 	struct sluice_policy *policy;
+	struct sluice_signer signer; /* --allowed-signers: who signed the policy in force */
 	struct sluice_listeners l;  /* kept: children are restarted on reload */
 	pid_t proxy_pid, resolver_pid;
 	struct sluice_restarts proxy_restarts, resolver_restarts;
@@ -88,6 +91,8 @@ static struct {
 	char **proxy_extra, **resolver_extra;
 	bool use_lsm;               /* load the BPF LSM programs where the kernel has the BPF LSM */
 	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
+	bool signed_mode;           /* --allowed-signers: every policy must carry a valid signature */
+	struct sluice_signers signers;
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -102,6 +107,29 @@ static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	sluice_lifecycle_write(s && s->log_ready ? &s->log : &D.log, action, msg);
+	log_info("%s", msg);
+}
+
+/* A lifecycle line that names who signed s's policy (attach, reload, adopt). */
+static void emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
+{
+	struct sluice_evlog *w = s->log_ready ? &s->log : &D.log;
+	struct sluice_line *l;
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	l = sluice_evlog_begin(w, SLUICE_DS_LIFECYCLE, -1);
+	SL_STR(l, "event.kind", "state");
+	SL_STR(l, "event.action", action);
+	SL_STR(l, "message", msg);
+	sluice_signer_fields(l, &s->signer);
+	sluice_evlog_commit(w);
 	log_info("%s", msg);
 }
 
@@ -241,26 +269,40 @@ static int write_state(struct dsandbox *s)
 	return sluice_owner_write(s->name, "daemon");
 }
 
-/* Copy `src` to `dst` atomically (the policy in force, kept by the daemon). */
-static int copy_file(const char *src, const char *dst)
+/* Write `len` bytes to `dst` atomically (the policy in force and its
+ * signature: the bytes that were parsed and verified, not the file again). */
+static int write_bytes(const char *dst, const char *buf, size_t len)
 {
-	char tmp[PATH_MAX + 8], buf[65536];
-	FILE *in = fopen(src, "re"), *out;
-	size_t n;
+	char tmp[PATH_MAX + 8];
+	int fd;
 
-	if (!in)
-		return -errno;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
-	out = fopen(tmp, "we");
-	if (!out) {
-		fclose(in);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
 		return -errno;
+	if ((len && sluice_write_all(fd, buf, len) < 0) || close(fd) < 0) {
+		int e = errno;
+
+		unlink(tmp);
+		return -e;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		fwrite(buf, 1, n, out);
-	fclose(in);
-	if (fclose(out) != 0 || rename(tmp, dst) < 0)
+	if (rename(tmp, dst) < 0)
 		return -errno;
+	return 0;
+}
+
+/* Keep the policy's bytes (and, signed, its signature) as s's state copy. */
+static int keep_policy(struct dsandbox *s, const char *bytes, size_t n, const char *sig, size_t n_sig)
+{
+	char sigpath[PATH_MAX + 8];
+	int err = write_bytes(s->policy_path, bytes, n);
+
+	if (err)
+		return err;
+	sluice_policy_sig_path(s->policy_path, sigpath, sizeof(sigpath));
+	if (sig)
+		return write_bytes(sigpath, sig, n_sig);
+	unlink(sigpath);
 	return 0;
 }
 
@@ -498,6 +540,11 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "policy_name", json_object_new_string(s->policy->name));
 	json_object_object_add(o, "policy_sha256", json_object_new_string(s->policy->digest));
 	json_object_object_add(o, "policy_generation", json_object_new_int64(s->sb.gen));
+	json_object_object_add(o, "policy_signature", json_object_new_string(s->signer.principal[0] ? "verified" : "unsigned"));
+	if (s->signer.principal[0]) {
+		json_object_object_add(o, "policy_signer", json_object_new_string(s->signer.principal));
+		json_object_object_add(o, "policy_signer_key", json_object_new_string(s->signer.key));
+	}
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
 		char path[PATH_MAX];
 
@@ -531,8 +578,8 @@ static json_object *do_attach(json_object *req)
 {
 	const char *name = jstr(req, "name"), *cg = jstr(req, "cgroup"), *netns = jstr(req, "netns");
 	const char *policy = jstr(req, "policy"), *mode = jstr(req, "mode");
-	char cg2[PATH_MAX], msg[1024];
-	struct sluice_policy_error perr;
+	char cg2[PATH_MAX], msg[1536], *bytes = NULL, *sig = NULL;
+	size_t n_bytes = 0, n_sig = 0;
 	struct dsandbox *s;
 	int cg_fd = -1;
 	json_object *o;
@@ -559,12 +606,15 @@ static json_object *do_attach(json_object *req)
 	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
-	if (sluice_policy_load_file(policy, &s->policy, &perr) < 0) {
-		o = reply_error("%s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, &bytes,
+				       &n_bytes, &sig, &n_sig, msg, sizeof(msg)) < 0) {
+		o = reply_error("%s", msg);
 		free_sandbox(s);
 		return o;
 	}
 	if (mode && strcmp(mode, "audit") != 0 && strcmp(mode, "enforce") != 0) {
+		free(bytes);
+		free(sig);
 		free_sandbox(s);
 		return reply_error("mode must be audit or enforce");
 	}
@@ -574,14 +624,22 @@ static json_object *do_attach(json_object *req)
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
 		o = reply_error("cannot open cgroup %s: %s", cg, strerror(errno));
+		free(bytes);
+		free(sig);
 		free_sandbox(s);
 		return o;
 	}
 	s->cgroup_id = cg_id(cg);
 	state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
-	if (copy_file(policy, s->policy_path) < 0) {
-		o = reply_error("cannot copy policy to %s: %s", s->policy_path, strerror(errno));
-		goto fail;
+	{
+		int err = keep_policy(s, bytes, n_bytes, sig, n_sig);
+
+		free(bytes);
+		free(sig);
+		if (err) {
+			o = reply_error("cannot copy policy to %s: %s", s->policy_path, strerror(-err));
+			goto fail;
+		}
 	}
 	if (netns) {
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
@@ -643,8 +701,9 @@ static json_object *do_attach(json_object *req)
 	write_state(s);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
-	emit(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)", s->name, s->cgroup,
-	     s->mode, s->policy->name, s->policy->digest);
+	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s", s->name,
+		    s->cgroup, s->mode, s->policy->name, s->policy->digest, s->signer.principal[0] ? ", signed by " : "",
+		    s->signer.principal);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
@@ -689,6 +748,9 @@ static json_object *do_status(json_object *req)
 		json_object_array_add(arr, sandbox_json(s));
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "events", json_object_new_string(D.events_path));
+	/* signed mode: which allowed-signers file every policy is checked against */
+	json_object_object_add(o, "policy_signatures", json_object_new_string(D.signed_mode ? "required" : "not required"));
+	json_object_object_add(o, "allowed_signers", D.signed_mode ? json_object_new_string(D.signers.path) : NULL);
 	json_object_object_add(o, "sandboxes", arr);
 	return o;
 }
@@ -701,8 +763,9 @@ static json_object *do_reload(json_object *req)
 	const char *name = jstr(req, "name"), *policy = jstr(req, "policy");
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
-	struct sluice_policy_error perr;
-	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128];
+	struct sluice_signer who;
+	char msg[1536], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128], *bytes = NULL, *sig = NULL;
+	size_t n_bytes = 0, n_sig = 0;
 	const char *children = "restarted on the new policy";
 	json_object *o, *r;
 
@@ -710,14 +773,20 @@ static json_object *do_reload(json_object *req)
 		return reply_error("no sandbox named '%s'", name ? name : "");
 	if (!policy)
 		return reply_error("reload needs a policy");
-	if (sluice_policy_load_file(policy, &np, &perr) < 0)
-		return reply_error("%s (nothing changed)", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
+				       &n_sig, msg, sizeof(msg)) < 0)
+		return reply_error("%s (nothing changed)", msg);
 	if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
 		sluice_policy_free(np);
+		free(bytes);
+		free(sig);
 		return reply_error("%s (nothing changed)", msg);
 	}
-	if (copy_file(policy, s->policy_path) < 0)
+	if (keep_policy(s, bytes, n_bytes, sig, n_sig) < 0)
 		log_warn("cannot keep a copy of %s", policy);
+	free(bytes);
+	free(sig);
+	s->signer = who;
 	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
 	snprintf(old_name, sizeof(old_name), "%s", s->policy->name ? s->policy->name : "");
 	sluice_policy_free(s->policy);
@@ -729,8 +798,8 @@ static json_object *do_reload(json_object *req)
 		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
 	}
 	write_state(s);
-	emit(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)", s->name, old_digest,
-	     np->digest, s->sb.gen);
+	emit_signed(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)%s%s", s->name,
+		    old_digest, np->digest, s->sb.gen, who.principal[0] ? ", signed by " : "", who.principal);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
@@ -740,6 +809,7 @@ static json_object *do_reload(json_object *req)
 	json_object_object_add(r, "new_policy_name", json_object_new_string(np->name ? np->name : ""));
 	json_object_object_add(r, "new_policy_sha256", json_object_new_string(np->digest));
 	json_object_object_add(r, "generation", json_object_new_int64(s->sb.gen));
+	json_object_object_add(r, "policy_signer", who.principal[0] ? json_object_new_string(who.principal) : NULL);
 	json_object_object_add(r, "children", json_object_new_string(children));
 	json_object_object_add(o, "reload", r);
 	return o;
@@ -928,7 +998,6 @@ static int adopt_all(void)
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
 		char path[PATH_MAX], name[64], buf[8192];
-		struct sluice_policy_error perr;
 		json_object *st;
 		struct dsandbox *s;
 		FILE *f;
@@ -958,7 +1027,8 @@ static int adopt_all(void)
 			s->netns[0] = 0;
 		s->cgroup_id = cg_id(s->cgroup);
 		if (sandbox_adopt(&s->sb, name, msg, sizeof(msg)) < 0 ||
-		    sluice_policy_load_file(s->policy_path, &s->policy, &perr) < 0) {
+		    sluice_policy_load_checked(s->policy_path, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer,
+					       NULL, NULL, NULL, NULL, msg, sizeof(msg)) < 0) {
 			log_warnx("cannot re-adopt sandbox %s: %s", name, msg);
 			failures++;
 			free_sandbox(s);
@@ -991,7 +1061,8 @@ static int adopt_all(void)
 		D.sandboxes = s;
 		if (sluice_owner_write(name, "daemon") < 0)
 			log_warn("sandbox %s: cannot record the daemon as its owner in %s", name, SLUICE_OWNER_DIR);
-		emit(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name, s->sb.gen);
+		emit_signed(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name,
+			    s->sb.gen);
 	}
 	closedir(d);
 	return failures;
@@ -1027,10 +1098,12 @@ int cmd_daemon(int argc, char **argv)
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
+		{ "allowed-signers", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static char *px[32], *rx[32];
+	const char *signers_path = NULL;
 	char lsm_msg[256] = "";
 	int npx = 0, nrx = 0, c, lfd;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -1049,10 +1122,14 @@ int cmd_daemon(int argc, char **argv)
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
+		case 'S': signers_path = optarg; break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
-			       "                     [--require-lsm | --no-lsm]\n\n"
+			       "                     [--require-lsm | --no-lsm] [--allowed-signers FILE]\n\n"
+			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
+			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
+			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
 			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"
@@ -1072,6 +1149,15 @@ int cmd_daemon(int argc, char **argv)
 	if (geteuid() != 0) {
 		log_warnx("daemon: must run as root");
 		return 2;
+	}
+	if (signers_path) {
+		char msg[1024];
+
+		if (sluice_signers_load(signers_path, &D.signers, msg, sizeof(msg)) < 0) {
+			log_warnx("daemon: %s", msg);
+			return 2;
+		}
+		D.signed_mode = true;
 	}
 	if (D.use_lsm && !sluice_bpf_lsm_active(lsm_msg, sizeof(lsm_msg))) {
 		if (D.require_lsm) {
@@ -1159,7 +1245,9 @@ int cmd_daemon(int argc, char **argv)
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);
 	event_add(sigs[2], NULL);
-	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s", D.sock_path, D.events_path);
+	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s; policy signatures %s%s", D.sock_path,
+	     D.events_path, D.signed_mode ? "required, allowed signers " : "not required (unsigned mode)",
+	     D.signed_mode ? D.signers.path : "");
 	{
 		int n = 0;
 

@@ -44,6 +44,7 @@
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
+#include "policy_sig.h"
 #include "sandbox.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -71,6 +72,9 @@ static void usage_run(FILE *f)
 		"the host with one writable workdir (docs/filesystem.md).\n"
 		"\n"
 		"  --policy FILE        allowlist (YAML v1, see docs/policy.md); default: deny everything\n"
+		"  --allowed-signers FILE  signed mode: refuse the policy unless POLICY.sig is a valid\n"
+		"                       `sluice policy sign` signature by a key FILE names (OpenSSH\n"
+		"                       allowed-signers format); the signer is in the start line\n"
 		"  --events DEST        where sluice's JSON lines go (kernel events, proxy access log,\n"
 		"                       resolver query log, lifecycle): a FILE (appended), - for\n"
 		"                       stdout; default stderr.  CMD's stdout is never written to\n"
@@ -336,11 +340,15 @@ struct run_state {
 	bool consumer_ok;
 	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */
 	struct sluice_trust trust;  /* the sandbox CA bundle (run_trust.h) */
+	int policy_fd;              /* sealed memfd of the policy's bytes, for the children; -1 none */
+	struct sluice_signer signer; /* --allowed-signers: who signed the policy ("" unsigned) */
 };
 
 static void run_cleanup(struct run_state *st)
 {
 	sluice_trust_free(&st->trust);
+	if (st->policy_fd >= 0)
+		close(st->policy_fd);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -566,20 +574,20 @@ int cmd_run(int argc, char **argv)
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "proxy-env", no_argument, NULL, 'E' },
+		{ "allowed-signers", required_argument, NULL, 1101 },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		SLUICE_CONFINE_LONGOPTS,
 		{ 0 },
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
-		   *upstream = NULL;
+		   *upstream = NULL, *signers_path = NULL;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
 	char lsm_msg[256] = "not loaded (--no-lsm)";
 	struct run_state st;
-	struct sluice_policy_error perr;
 	struct sluice_bpf_config cfg;
 	struct sluice_event_meta meta;
 	int ret = 2, errpipe[2] = { -1, -1 }, syncpipe[2] = { -1, -1 }, gopipe[2] = { -1, -1 };
@@ -593,6 +601,7 @@ int cmd_run(int argc, char **argv)
 	pid_t pid = -1, cmd_pid;
 
 	memset(&st, 0, sizeof(st));
+	st.policy_fd = -1;
 	sluice_confine_init(&conf);
 	st.cg_fd = -1;
 	st.listeners.proxy4 = st.listeners.proxy6 = st.listeners.dns_udp4 = -1;
@@ -634,6 +643,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case 'E': proxy_env = 1; break;
+		case 1101: signers_path = optarg; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: {
@@ -668,10 +678,36 @@ int cmd_run(int argc, char **argv)
 	if (!name[0])
 		snprintf(name, sizeof(name), "run-%d", getpid());
 
-	/* 1. the policy: all checks before anything is created */
+	/* 1. the policy: all checks before anything is created.  It is parsed
+	 * (and, signed, verified) from bytes read once; the children get the
+	 * same bytes in a sealed memfd, never the path again. */
+	if (signers_path && !policy_path) {
+		log_warnx("run: --allowed-signers needs --policy (a signed policy file)");
+		return 2;
+	}
 	if (policy_path) {
-		if (sluice_policy_load_file(policy_path, &st.policy, &perr) < 0) {
-			log_warnx("%s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+		struct sluice_signers signers;
+		char pmsg[1536], *bytes = NULL;
+		size_t n_bytes = 0;
+		int r;
+
+		if (signers_path && sluice_signers_load(signers_path, &signers, pmsg, sizeof(pmsg)) < 0) {
+			log_warnx("%s", pmsg);
+			return 2;
+		}
+		r = sluice_policy_load_checked(policy_path, signers_path ? &signers : NULL, &st.policy, &st.signer,
+					       &bytes, &n_bytes, NULL, NULL, pmsg, sizeof(pmsg));
+		if (signers_path)
+			sluice_signers_free(&signers);
+		if (r < 0) {
+			log_warnx("%s", pmsg);
+			return 2;
+		}
+		st.policy_fd = sluice_policy_memfd(bytes, n_bytes);
+		free(bytes);
+		if (st.policy_fd < 0) {
+			log_warnx("run: cannot hold the policy in a memfd: %s", strerror(-st.policy_fd));
+			sluice_policy_free(st.policy);
 			return 2;
 		}
 	} else {
@@ -824,7 +860,7 @@ int cmd_run(int argc, char **argv)
 	 * dies is restarted on them: its port is never free for another) */
 	{
 		struct sluice_child_opts co = {
-			.policy_path = policy_path, .netns_path = netns_path, .sandbox = name,
+			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = netns_path, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
 		};
 
@@ -1085,7 +1121,16 @@ int cmd_run(int argc, char **argv)
 			 "not available (kernel before 6.7?): unix sockets are not judged by path",
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
 			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
-		lifecycle_line(&st.log, &meta, "sandbox-start", m);
+		{
+			struct sluice_line *l = sluice_evlog_begin(&st.log, SLUICE_DS_LIFECYCLE, -1);
+
+			SL_STR(l, "event.kind", "state");
+			SL_STR(l, "event.action", "sandbox-start");
+			SL_STR(l, "message", m);
+			confine_fields(l, &meta);
+			sluice_signer_fields(l, &st.signer);
+			sluice_evlog_commit(&st.log);
+		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

@@ -19,12 +19,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "policy.h"
 
 #define EXIT_CLEAN    0
 #define EXIT_FINDINGS 1
 #define EXIT_ERROR    2
+
+#define EXPIRY_WARN_S (7 * 86400)   /* `check` warns about entries expiring within 7 days */
 
 static void usage(FILE *f)
 {
@@ -189,6 +192,15 @@ static json_object *entry_json(const struct sluice_entry *e)
 		json_object_object_add(o, "ports", ports_json(e));
 		json_object_object_add(o, "protocol", jstr(proto_str(e)));
 	}
+	if (e->expires) {
+		char t[32];
+
+		json_object_object_add(o, "expires", jstr(sluice_rfc3339_str(e->expires, t, sizeof(t))));
+	}
+	if (e->owner)
+		json_object_object_add(o, "owner", jstr(e->owner));
+	if (e->ticket)
+		json_object_object_add(o, "ticket", jstr(e->ticket));
 	json_object_object_add(o, "via", jstr(via_str(e)));
 	json_object_object_add(o, "inspect", json_object_new_boolean(strcmp(via_str(e), "inspect") == 0));
 	json_object_object_add(o, "why", jstr(e->why));
@@ -256,7 +268,52 @@ static void print_table(const struct sluice_policy *p)
 			 e->why, nl && nl[1] ? " ..." : "");
 		printf("  %-4zu %-5s %-40s %-14s %-6s %-9s %s\n", i, sluice_entry_kind_name(e->kind),
 		       target, ports, e->kind == SLUICE_ENTRY_UNIX ? "-" : proto_str(e), via_str(e), why);
+		if (e->expires || e->owner || e->ticket) {
+			char t[32];
+
+			printf("       %s%s%s%s%s%s\n", e->expires ? "expires " : "",
+			       e->expires ? sluice_rfc3339_str(e->expires, t, sizeof(t)) : "", e->owner ? "  owner " : "",
+			       e->owner ? e->owner : "", e->ticket ? "  ticket " : "", e->ticket ? e->ticket : "");
+		}
 	}
+}
+
+/* An entry that expired (an error: it allows nothing) or expires within
+ * EXPIRY_WARN_S (a warning). */
+struct expiry_finding {
+	unsigned entry;
+	bool expired;
+	char message[256];
+};
+
+static int expiry_findings(const struct sluice_policy *p, struct expiry_finding **out)
+{
+	time_t now = time(NULL);
+	int n = 0;
+
+	*out = calloc(p->n_entries ? p->n_entries : 1, sizeof(**out));
+	if (!*out)
+		return 0;
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+		struct expiry_finding *f = &(*out)[n];
+		char t[32];
+
+		if (!e->expires || e->expires - now > EXPIRY_WARN_S)
+			continue;
+		f->entry = (unsigned)i;
+		f->expired = e->expires <= now;
+		sluice_rfc3339_str(e->expires, t, sizeof(t));
+		if (f->expired)
+			snprintf(f->message, sizeof(f->message), "%s expired at %s: it allows nothing (remove or renew it)",
+				 e->name, t);
+		else
+			snprintf(f->message, sizeof(f->message), "%s expires at %s, in %lld h%s%s", e->name, t,
+				 (long long)((e->expires - now + 3599) / 3600), e->owner ? "; owner " : "",
+				 e->owner ? e->owner : "");
+		n++;
+	}
+	return n;
 }
 
 static int check(bool json, const char *relays, char **files, int n_files)
@@ -269,8 +326,9 @@ static int check(bool json, const char *relays, char **files, int n_files)
 		struct sluice_policy *p = NULL;
 		struct sluice_policy_error err;
 		struct sluice_lint *lints = NULL;
+		struct expiry_finding *exp = NULL;
 		json_object *fo = json ? json_object_new_object() : NULL;
-		int n;
+		int n, n_exp = 0, n_err = 0;
 
 		if (fo)
 			json_object_object_add(fo, "file", jstr(files[i]));
@@ -312,6 +370,10 @@ static int check(bool json, const char *relays, char **files, int n_files)
 		}
 		if (n > 0 && worst < EXIT_FINDINGS)
 			worst = EXIT_FINDINGS;
+		n_exp = expiry_findings(p, &exp);
+		for (int k = 0; k < n_exp; k++)
+			if (worst < (exp[k].expired ? EXIT_ERROR : EXIT_FINDINGS))
+				worst = exp[k].expired ? EXIT_ERROR : EXIT_FINDINGS;
 		if (fo) {
 			json_object *ents = json_object_new_array(), *ws = json_object_new_array();
 			json_object *dns = json_object_new_object(), *qt = json_object_new_array();
@@ -342,6 +404,19 @@ static int check(bool json, const char *relays, char **files, int n_files)
 				json_object_object_add(w, "message", jstr(lints[k].message));
 				json_object_array_add(ws, w);
 			}
+			for (int k = 0; k < n_exp; k++) {
+				const struct sluice_entry *e = &p->entries[exp[k].entry];
+				json_object *w = json_object_new_object();
+
+				json_object_object_add(w, "code", jstr(exp[k].expired ? "expired" : "expiring"));
+				json_object_object_add(w, "error", json_object_new_boolean(exp[k].expired));
+				json_object_object_add(w, "entry", json_object_new_int((int)e->index));
+				json_object_object_add(w, "rule", jstr(e->name));
+				json_object_object_add(w, "line", json_object_new_int((int)e->line));
+				json_object_object_add(w, "column", json_object_new_int((int)e->column));
+				json_object_object_add(w, "message", jstr(exp[k].message));
+				json_object_array_add(ws, w);
+			}
 			json_object_object_add(fo, "warnings", ws);
 			json_object_array_add(arr, fo);
 		} else {
@@ -351,11 +426,30 @@ static int check(bool json, const char *relays, char **files, int n_files)
 			for (int k = 0; k < n; k++)
 				printf("%s:%u:%u: warning: [%s] %s\n", files[i], lints[k].line,
 				       lints[k].column, lints[k].code_name, lints[k].message);
-			printf("%sresult  %s", n ? "" : "\n", n ? "" : "ok, no warnings\n");
-			if (n)
+			for (int k = 0; k < n_exp; k++) {
+				const struct sluice_entry *e = &p->entries[exp[k].entry];
+
+				if (exp[k].expired) {
+					fprintf(stderr, "%s:%u:%u: %s\n", files[i], e->line, e->column, exp[k].message);
+					n_err++;
+				} else {
+					if (!n)
+						printf("\n");
+					printf("%s:%u:%u: warning: [expiring] %s\n", files[i], e->line, e->column,
+					       exp[k].message);
+					n++;
+				}
+			}
+			if (n_err)
+				printf("%sresult  error: %d expired entr%s (they allow nothing: remove or renew them)\n",
+				       n ? "" : "\n", n_err, n_err == 1 ? "y" : "ies");
+			else
+				printf("%sresult  %s", n ? "" : "\n", n ? "" : "ok, no warnings\n");
+			if (n && !n_err)
 				printf("%d warning%s\n", n, n == 1 ? "" : "s");
 		}
 		free(lints);
+		free(exp);
 		sluice_policy_free(p);
 	}
 	if (root) {
@@ -669,6 +763,31 @@ static int diff(bool json, const char *oldf, const char *newf)
 				 e->inspect ? "TLS is now terminated and each request logged" :
 					      "TLS now passes through undecrypted");
 			other_change(&d, "inspect", o->inspect ? "true" : "false", e->inspect ? "true" : "false", text);
+		}
+		if (o->expires != e->expires || strcmp(o->owner ? o->owner : "", e->owner ? e->owner : "") ||
+		    strcmp(o->ticket ? o->ticket : "", e->ticket ? e->ticket : "")) {
+			char ot[32] = "never", nt[32] = "never";
+
+			if (o->expires)
+				sluice_rfc3339_str(o->expires, ot, sizeof(ot));
+			if (e->expires)
+				sluice_rfc3339_str(e->expires, nt, sizeof(nt));
+			if (o->expires != e->expires) {
+				snprintf(text, sizeof(text), "expires of %s: %s -> %s (%s)", key, ot, nt,
+					 !e->expires ? "it no longer ends by itself" :
+					 !o->expires || e->expires > o->expires ? "it allows for longer" : "it ends sooner");
+				other_change(&d, "expires", ot, nt, text);
+			}
+			if (strcmp(o->owner ? o->owner : "", e->owner ? e->owner : "")) {
+				snprintf(text, sizeof(text), "owner of %s: \"%s\" -> \"%s\"", key, o->owner ? o->owner : "",
+					 e->owner ? e->owner : "");
+				other_change(&d, "owner", o->owner ? o->owner : "", e->owner ? e->owner : "", text);
+			}
+			if (strcmp(o->ticket ? o->ticket : "", e->ticket ? e->ticket : "")) {
+				snprintf(text, sizeof(text), "ticket of %s: \"%s\" -> \"%s\"", key,
+					 o->ticket ? o->ticket : "", e->ticket ? e->ticket : "");
+				other_change(&d, "ticket", o->ticket ? o->ticket : "", e->ticket ? e->ticket : "", text);
+			}
 		}
 		if (o->index != e->index) {
 			snprintf(text, sizeof(text), "%s is now %s (rule names in logs change)", o->name, e->name);

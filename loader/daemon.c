@@ -53,6 +53,7 @@
 #include "log.h"
 #include "policy.h"
 #include "policy_sig.h"
+#include "expiry_watch.h"
 #include "run_limits.h"
 #include "sandbox.h"
 
@@ -66,6 +67,7 @@ struct dsandbox {
 	struct sluice_sandbox sb;
 	struct sluice_policy *policy;
 	struct sluice_signer signer; /* --allowed-signers: who signed the policy in force */
+	struct sluice_expiry_watch expiry; /* entry-expired lines of the policy in force */
 	struct sluice_listeners l;  /* kept: children are restarted on reload */
 	pid_t proxy_pid, resolver_pid;
 	struct sluice_restarts proxy_restarts, resolver_restarts;
@@ -311,6 +313,7 @@ static void free_sandbox(struct dsandbox *s)
 	if (s->consumer_ok)
 		sluice_consumer_free(&s->consumer);
 	sluice_listeners_close(&s->l);
+	sluice_expiry_watch_free(&s->expiry);
 	if (s->policy)
 		sluice_policy_free(s->policy);
 	free(s);
@@ -362,6 +365,11 @@ static void init_meta(struct dsandbox *s)
 	s->meta.policy_digest = s->policy->digest;
 	s->meta.mode = s->mode;
 	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
+	/* a new policy, new expiries (a failed allocation: no lines, the
+	 * kernel, proxy and resolver still stop at the time) */
+	sluice_expiry_watch_free(&s->expiry);
+	if (sluice_expiry_watch_init(&s->expiry, s->policy) < 0)
+		log_warnx("sandbox %s: out of memory: its entry-expired lines are not written", s->name);
 	sluice_envelope_of(&s->meta, &env);
 	if (!s->log_ready)
 		sluice_evlog_init(&s->log, D.events, D.events_path, "sluice", &env);
@@ -529,6 +537,44 @@ static const char *jstr(json_object *req, const char *key)
 	return json_object_get_string(v);
 }
 
+static int cmp_expiry(const void *a, const void *b)
+{
+	const struct sluice_entry *x = *(const struct sluice_entry *const *)a, *y = *(const struct sluice_entry *const *)b;
+
+	return x->expires < y->expires ? -1 : x->expires > y->expires;
+}
+
+/* The policy's expiring entries, soonest first: rule, expires, owner,
+ * ticket, expired (status: what expires next). */
+static json_object *expiries_json(const struct sluice_policy *p)
+{
+	json_object *a = json_object_new_array();
+	const struct sluice_entry **v = calloc(p->n_entries ? p->n_entries : 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return a;
+	for (size_t i = 0; i < p->n_entries; i++)
+		if (p->entries[i].expires)
+			v[n++] = &p->entries[i];
+	qsort(v, n, sizeof(*v), cmp_expiry);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+		char t[32];
+
+		json_object_object_add(o, "rule", json_object_new_string(v[i]->name));
+		json_object_object_add(o, "expires", json_object_new_string(sluice_rfc3339_str(v[i]->expires, t, sizeof(t))));
+		json_object_object_add(o, "expired", json_object_new_boolean(sluice_entry_expired(v[i], -1)));
+		if (v[i]->owner)
+			json_object_object_add(o, "owner", json_object_new_string(v[i]->owner));
+		if (v[i]->ticket)
+			json_object_object_add(o, "ticket", json_object_new_string(v[i]->ticket));
+		json_object_array_add(a, o);
+	}
+	free(v);
+	return a;
+}
+
 static json_object *sandbox_json(struct dsandbox *s)
 {
 	json_object *o = json_object_new_object(), *hooks = json_object_new_array();
@@ -541,6 +587,7 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "policy_sha256", json_object_new_string(s->policy->digest));
 	json_object_object_add(o, "policy_generation", json_object_new_int64(s->sb.gen));
 	json_object_object_add(o, "policy_signature", json_object_new_string(s->signer.principal[0] ? "verified" : "unsigned"));
+	json_object_object_add(o, "expires", expiries_json(s->policy));
 	if (s->signer.principal[0]) {
 		json_object_object_add(o, "policy_signer", json_object_new_string(s->signer.principal));
 		json_object_object_add(o, "policy_signer_key", json_object_new_string(s->signer.key));
@@ -940,6 +987,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		next = s->next;
 		if (s->consumer_ok)
 			sluice_consumer_drain(&s->consumer);
+		if (s->log_ready)
+			sluice_expiry_watch_tick(&s->expiry, &s->log, -1);
 		if (access(s->cgroup, F_OK) < 0 && errno == ENOENT) {
 			emit(s, "sandbox-gone", "sandbox %s: cgroup %s was removed by its runtime; cleaning up", s->name,
 			     s->cgroup);

@@ -45,6 +45,7 @@
 #include "policy.h"
 #include "policy_maps.h"
 #include "policy_sig.h"
+#include "expiry_watch.h"
 #include "sandbox.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -342,6 +343,7 @@ struct run_state {
 	struct sluice_trust trust;  /* the sandbox CA bundle (run_trust.h) */
 	int policy_fd;              /* sealed memfd of the policy's bytes, for the children; -1 none */
 	struct sluice_signer signer; /* --allowed-signers: who signed the policy ("" unsigned) */
+	struct sluice_expiry_watch expiry; /* the entry-expired lines */
 };
 
 static void run_cleanup(struct run_state *st)
@@ -349,6 +351,7 @@ static void run_cleanup(struct run_state *st)
 	sluice_trust_free(&st->trust);
 	if (st->policy_fd >= 0)
 		close(st->policy_fd);
+	sluice_expiry_watch_free(&st->expiry);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -1135,6 +1138,10 @@ int cmd_run(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	if (sluice_expiry_watch_init(&st.expiry, st.policy) < 0) {
+		log_warnx("run: out of memory");
+		goto out;
+	}
 
 	/* 8. stream events until CMD exits */
 	for (;;) {
@@ -1146,6 +1153,7 @@ int cmd_run(int argc, char **argv)
 		int status;
 
 		sluice_consumer_drain(&st.consumer);
+		sluice_expiry_watch_tick(&st.expiry, &st.log, -1);
 		if (r < 0 && errno != EINTR)
 			break;
 		/* --timeout: kill the whole cgroup once; CMD's exit ends the loop */

@@ -233,3 +233,149 @@ def test_daemon_signed_mode_attach_and_reload(w):
     finally:
         a.close()
         d.close()
+
+
+# --- expiring entries --------------------------------------------------------
+
+EXPIRE_CLIENT = r'''
+import json, os, socket, sys, time
+sys.path.insert(0, %(here)r)
+import dnswire
+
+deadline = float(sys.argv[1])
+
+def tcp():
+    s = socket.socket()
+    s.settimeout(3)
+    try:
+        s.connect(("192.0.2.10", 5432))
+        return "ok"
+    except PermissionError:
+        return "EPERM"
+    except OSError as e:
+        return "error %%s" %% e
+    finally:
+        s.close()
+
+def http():
+    # transparently proxied (8081 is a host entry's port): the Host decides
+    s = socket.create_connection(("192.0.2.10", 8081), timeout=5)
+    try:
+        s.sendall(b"GET /x HTTP/1.1\r\nHost: api.example.com:8081\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            b = s.recv(4096)
+            if not b:
+                break
+            data += b
+        return int(data.split(b" ", 2)[1])
+    finally:
+        s.close()
+
+def dns():
+    r = dnswire.udp_ask("192.0.2.53", 53, dnswire.build_query("api.example.com", "A"), timeout=3)
+    return dnswire.parse(r)["rcode"] if r else "timeout"
+
+out = {"before": [tcp(), http(), dns()]}
+while time.time() < deadline:
+    time.sleep(0.02)
+out["after"] = [tcp(), http(), dns()]
+out["after_s"] = time.time() - deadline
+print(json.dumps(out))
+'''
+
+
+def test_entry_expiring_in_a_running_sandbox_stops_it_and_logs_once(w):
+    from test_proxy import env as proxy_env, HATCH
+    e = proxy_env(w)   # the origin (HTTP :8081) and the DNS server on 192.0.2.53
+    expires = int(time.time()) + 4
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires))
+    pol = w.write("expiring.yaml", """\
+version: 1
+name: expiring
+allow:
+  - cidr: 192.0.2.10/32
+    ports: [5432]
+    protocol: tcp
+    why: urgent database access
+    expires: %(t)s
+    owner: alice@example.com
+    ticket: SEC-1
+  - host: api.example.com
+    ports: [8081]
+    why: urgent API access
+    expires: %(t)s
+    owner: bob@example.com
+    ticket: SEC-2
+""" % {"t": stamp})
+    client = w.write("expire_client.py", EXPIRE_CLIENT % {"here": os.path.dirname(os.path.abspath(__file__))})
+    extra = ["--upstream-dns", "192.0.2.53", "--resolver-arg", "--allow-private-answers",
+             "--resolver-arg", "192.0.2.0/24"]
+    for c in HATCH:
+        extra += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c]
+    # 0.3 s after the expiry second: "within a second"
+    res = w.sluice_run(["python3", client, str(expires + 0.3)], policy=pol, extra=extra, timeout=60)
+    assert res.rc == 0, res
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert time.time() < expires + 30, "too slow to say anything about timing"
+    assert out["before"] == ["ok", 200, "NOERROR"], out
+    assert out["after"] == ["EPERM", 403, "NXDOMAIN"], out
+    assert out["after_s"] < 0.7, out
+    # the kernel says why
+    den = [x for x in res.denials() if x.get("destination.port") == 5432]
+    assert len(den) == 1 and den[0]["event.reason"] == "entry_expired", den
+    # one line per entry, at the expiry second, with its owner and ticket
+    exp = [x for x in res.events if x.get("event.action") == "entry-expired"]
+    assert len(exp) == 2, exp
+    by_rule = {x["rule.name"]: x for x in exp}
+    c = by_rule["allow[0] cidr:192.0.2.10/32"]
+    assert c["sluice.rule_owner"] == "alice@example.com" and c["sluice.rule_ticket"] == "SEC-1", c
+    assert c["sluice.rule_expires"] == stamp, c
+    assert by_rule["allow[1] host:api.example.com"]["sluice.rule_ticket"] == "SEC-2", exp
+    # the proxy's and the resolver's lines of the live entry carry them too
+    px = [x for x in res.events if x.get("event.dataset") == "sluice.proxy" and x.get("event.outcome") == "success"]
+    assert px and px[0]["sluice.rule_owner"] == "bob@example.com" and px[0]["sluice.rule_expires"] == stamp, px
+    dq = [x for x in res.events if x.get("event.dataset") == "sluice.resolver" and x.get("rule.name")]
+    assert dq and dq[0]["sluice.rule_ticket"] == "SEC-2", dq
+    denied = [x for x in res.events if x.get("event.dataset") == "sluice.proxy" and x.get("event.outcome") == "failure"]
+    assert denied and denied[-1]["event.reason"] == "host_not_allowed", denied
+
+
+def test_policy_check_and_diff_on_expiries(w):
+    now = int(time.time())
+    t = lambda s: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s))
+    base = """\
+version: 1
+name: exp
+allow:
+  - host: api.example.com
+    ports: [443]
+    why: an exception
+    expires: %s
+    owner: alice@example.com
+"""
+    later = w.write("later.yaml", base % t(now + 30 * 86400))
+    soon = w.write("soon.yaml", base % t(now + 2 * 86400))
+    gone = w.write("gone.yaml", base % t(now - 60))
+    r = _sluice("policy", "check", later)
+    assert r.returncode == 0 and "expires %s  owner alice@example.com" % t(now + 30 * 86400) in r.stdout, r
+    r = _sluice("policy", "check", soon)
+    assert r.returncode == 1 and "soon.yaml:4:5: warning: [expiring] allow[0] host:api.example.com expires at" in r.stdout, r
+    r = _sluice("policy", "check", gone)
+    assert r.returncode == 2 and "gone.yaml:4:5: allow[0] host:api.example.com expired at" in r.stderr, r
+    r = _sluice("policy", "check", "--json", soon)
+    assert r.returncode == 1 and json.loads(r.stdout)["files"][0]["warnings"][0]["code"] == "expiring", r
+    r = _sluice("policy", "diff", later, soon)
+    assert r.returncode == 1 and "expires of host api.example.com: %s -> %s (it ends sooner)" % (
+        t(now + 30 * 86400), t(now + 2 * 86400)) in r.stdout, r
+    noexp = w.write("noexp.yaml", (base % t(now)).replace("    expires: %s\n" % t(now), ""))
+    r = _sluice("policy", "diff", later, noexp)
+    assert r.returncode == 1 and "-> never (it no longer ends by itself)" in r.stdout, r
+    # bad input: file:line errors
+    for bad, want in (("2026-12-31T18:00:00", "the time zone must be Z or a numeric offset"),
+                      ("2026-12-31T18:00:00 CET", "the time zone must be Z or a numeric offset"),
+                      ("tomorrow", "want an RFC 3339 date-time"),
+                      ("2026-13-01T00:00:00Z", "no such date")):
+        p = w.write("bad.yaml", base % bad)
+        r = _sluice("policy", "check", p)
+        assert r.returncode == 2 and "bad.yaml:7:14: bad 'expires'" in r.stderr and want in r.stderr, (bad, r)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "evlog.h"
+#include "policy.h"
 
 #include "addr.h"
 
@@ -80,6 +81,7 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 	SL_STR(b, "sluice.verdict", r->verdict);
 	SL_STR(b, "sluice.form", r->form);
 	SL_STR(b, "rule.name", r->rule);
+	sluice_entry_log_fields(b, r->rule_entry);
 
 	SL_STR(b, "url.full", r->url_full);
 	SL_STR(b, "url.domain", r->domain);

@@ -44,6 +44,7 @@ struct proxy_log_rec {
 				       * destination.port when nothing was dialed; 0 = none */
 	const struct sluice_orig *orig;  /* the kernel's record, NULL when none */
 	const char *rule;             /* rule.name */
+	const struct sluice_entry *rule_entry; /* its entry: sluice.rule_owner, _ticket, _expires; may be NULL */
 	int orig_dst_mismatch;        /* -1 unknown, 0, 1 */
 	int request_seq;              /* HTTP: the request's place on its client connection (1, 2, ...); 0 = none */
 	int upstream_conn;            /* HTTP: 0 none, 1 a new upstream connection, 2 a pooled one */

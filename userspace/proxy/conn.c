@@ -153,6 +153,7 @@ static void conn_log(struct conn *c)
 	r.target_port = c->port;   /* a refused CONNECT: the port it asked for */
 	r.orig = c->have_orig ? &c->orig : NULL;
 	r.rule = c->rule;
+	r.rule_entry = c->rule_entry;
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
 	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
 		r.request_seq = (int)c->nreq + 1;
@@ -337,6 +338,7 @@ static void request_reset(struct conn *c)
 	c->n_dropped = 0;
 	c->verdict = "deny";
 	c->reason = c->deny_reason = c->rule = c->method = NULL;
+	c->rule_entry = NULL;
 	c->logged = c->failed = c->have_dst = c->reused = c->retried = c->req_ok = false;
 	c->answer_cached = false;
 	c->ip_literal = false;
@@ -565,6 +567,7 @@ static bool apply_decision(struct conn *c, const struct proxy_decision *d)
 	if (d->allow) {
 		c->verdict = c->deny_reason ? "would_deny" : "allow";
 		c->rule = d->entry ? d->entry->name : NULL;
+		c->rule_entry = d->entry;
 		return true;
 	}
 	if (px->mode == SLUICE_MODE_AUDIT && d->audit_ok) {

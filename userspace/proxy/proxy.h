@@ -181,6 +181,7 @@ struct conn {
 	const char *reason;             /* final reason for the log */
 	const char *deny_reason;        /* the policy's denial in audit mode */
 	const char *rule;
+	const struct sluice_entry *rule_entry; /* the entry that allowed it (owner, ticket, expires), or NULL */
 	const char *method;
 	char *host;                     /* normalised name (or IP literal); malloc'd */
 	char *sni;                      /* tls.client.server_name; malloc'd */

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "policy.h"
+#include "policy_within.h"
 
 #define EXIT_CLEAN    0
 #define EXIT_FINDINGS 1
@@ -32,7 +33,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sluice policy check [--json] [--relays FILE] FILE...\n"
+		"usage: sluice policy check [--json] [--relays FILE] [--within BOUNDARY] FILE...\n"
 		"       sluice policy diff [--json] OLD NEW\n"
 		"       sluice policy suggest [--name NAME] [--against POLICY] [-o FILE] EVENTS.jsonl...\n"
 		"       sluice policy sign --key KEY POLICY...\n"
@@ -41,6 +42,8 @@ static void usage(FILE *f)
 		"check  validate policy files, print each digest (sha256), a table of what\n"
 		"       the policy lets out, and lint warnings.\n"
 		"       exit 0 clean, 1 warnings only, 2 errors (file:line:column: message)\n"
+		"       --within BOUNDARY: also prove that everything FILE allows, BOUNDARY allows\n"
+		"       (decided exactly); each excess is an error with an example\n"
 		"diff   show what NEW opens and closes compared with OLD, for reviewers.\n"
 		"       exit 0 no change, 1 changes, 2 errors\n"
 		"suggest  a policy from observed traffic (`sluice policy suggest --help`)\n"
@@ -316,19 +319,32 @@ static int expiry_findings(const struct sluice_policy *p, struct expiry_finding 
 	return n;
 }
 
-static int check(bool json, const char *relays, char **files, int n_files)
+static int check(bool json, const char *relays, const char *within, char **files, int n_files)
 {
 	json_object *root = json ? json_object_new_object() : NULL;
 	json_object *arr = json ? json_object_new_array() : NULL;
+	struct sluice_policy *boundary = NULL;
 	int worst = EXIT_CLEAN;
+
+	if (within) {
+		char msg[1024];
+
+		if (sluice_boundary_load(within, &boundary, msg, sizeof(msg)) < 0) {
+			fprintf(stderr, "%s\n", msg);
+			json_object_put(root);
+			json_object_put(arr);
+			return EXIT_ERROR;
+		}
+	}
 
 	for (int i = 0; i < n_files; i++) {
 		struct sluice_policy *p = NULL;
 		struct sluice_policy_error err;
 		struct sluice_lint *lints = NULL;
 		struct expiry_finding *exp = NULL;
+		struct sluice_excess *outside = NULL;
 		json_object *fo = json ? json_object_new_object() : NULL;
-		int n, n_exp = 0, n_err = 0;
+		int n, n_exp = 0, n_err = 0, n_out = 0;
 
 		if (fo)
 			json_object_object_add(fo, "file", jstr(files[i]));
@@ -370,6 +386,16 @@ static int check(bool json, const char *relays, char **files, int n_files)
 		}
 		if (n > 0 && worst < EXIT_FINDINGS)
 			worst = EXIT_FINDINGS;
+		if (boundary) {
+			n_out = sluice_policy_within(p, boundary, &outside);
+			if (n_out < 0) {
+				fprintf(stderr, "sluice policy check: out of memory\n");
+				n_out = 0;
+				worst = EXIT_ERROR;
+			}
+			if (n_out > 0)
+				worst = EXIT_ERROR;
+		}
 		n_exp = expiry_findings(p, &exp);
 		for (int k = 0; k < n_exp; k++)
 			if (worst < (exp[k].expired ? EXIT_ERROR : EXIT_FINDINGS))
@@ -418,6 +444,23 @@ static int check(bool json, const char *relays, char **files, int n_files)
 				json_object_array_add(ws, w);
 			}
 			json_object_object_add(fo, "warnings", ws);
+			if (boundary) {
+				json_object *xs = json_object_new_array();
+
+				for (int k = 0; k < n_out; k++) {
+					json_object *x = json_object_new_object();
+					bool whole = outside[k].entry == SLUICE_EXCESS_POLICY;
+
+					json_object_object_add(x, "rule", whole ? NULL : jstr(p->entries[outside[k].entry].name));
+					json_object_object_add(x, "line", json_object_new_int((int)outside[k].line));
+					json_object_object_add(x, "column", json_object_new_int((int)outside[k].column));
+					json_object_object_add(x, "what", jstr(outside[k].what));
+					json_object_object_add(x, "example", jstr(outside[k].example));
+					json_object_array_add(xs, x);
+				}
+				json_object_object_add(fo, "boundary", jstr(within));
+				json_object_object_add(fo, "outside", xs);
+			}
 			json_object_array_add(arr, fo);
 		} else {
 			print_table(p);
@@ -440,18 +483,35 @@ static int check(bool json, const char *relays, char **files, int n_files)
 					n++;
 				}
 			}
-			if (n_err)
+			for (int k = 0; k < n_out; k++) {
+				if (outside[k].entry == SLUICE_EXCESS_POLICY)
+					fprintf(stderr, "%s: outside the boundary %s: the policy allows %s\n", files[i], within,
+						outside[k].example);
+				else
+					fprintf(stderr, "%s:%u:%u: outside the boundary %s: %s allows %s\n", files[i],
+						outside[k].line, outside[k].column, within,
+						p->entries[outside[k].entry].name, outside[k].example);
+			}
+			if (boundary)
+				printf("%sboundary %s: %s\n", n || n_err ? "" : "\n", within,
+				       n_out ? "OUTSIDE (see the lines above; `sluice run --boundary` refuses it)" :
+					       "within (everything it allows, the boundary allows)");
+			if (n_out)
+				printf("result  error: %d thing%s allowed beyond the boundary\n", n_out, n_out == 1 ? "" : "s");
+			else if (n_err)
 				printf("%sresult  error: %d expired entr%s (they allow nothing: remove or renew them)\n",
 				       n ? "" : "\n", n_err, n_err == 1 ? "y" : "ies");
 			else
-				printf("%sresult  %s", n ? "" : "\n", n ? "" : "ok, no warnings\n");
-			if (n && !n_err)
+				printf("%sresult  %s", n || boundary ? "" : "\n", n ? "" : "ok, no warnings\n");
+			if (n && !n_err && !n_out)
 				printf("%d warning%s\n", n, n == 1 ? "" : "s");
 		}
 		free(lints);
 		free(exp);
+		free(outside);
 		sluice_policy_free(p);
 	}
+	sluice_policy_free(boundary);
 	if (root) {
 		json_object_object_add(root, "files", arr);
 		json_object_object_add(root, "exit", json_object_new_int(worst));
@@ -835,7 +895,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 
 int cmd_policy(int argc, char **argv)
 {
-	const char *relays = NULL;
+	const char *relays = NULL, *within = NULL;
 	bool json = false, opts = true;
 	char **files;
 	int n = 0, rc;
@@ -883,6 +943,13 @@ int cmd_policy(int argc, char **argv)
 			relays = argv[++i];
 		} else if (opts && strncmp(a, "--relays=", 9) == 0 && strcmp(argv[1], "check") == 0) {
 			relays = a + 9;
+		} else if (opts && strcmp(a, "--within") == 0 && strcmp(argv[1], "check") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "sluice policy: --within needs a BOUNDARY file\n");
+				free(files);
+				return EXIT_ERROR;
+			}
+			within = argv[++i];
 		} else if (opts && a[0] == '-' && a[1] != '\0') {
 			fprintf(stderr, "sluice policy %s: unknown option '%s'\n", argv[1], a);
 			usage(stderr);
@@ -898,7 +965,7 @@ int cmd_policy(int argc, char **argv)
 			usage(stderr);
 			rc = EXIT_ERROR;
 		} else {
-			rc = check(json, relays, files, n);
+			rc = check(json, relays, within, files, n);
 		}
 	} else if (n != 2) {
 		fprintf(stderr, "sluice policy diff: need exactly OLD and NEW\n");

@@ -236,6 +236,9 @@ static void human_status(json_object *resp)
 			printf("signed mode: every policy must be signed by a key in %s\n", as);
 		else
 			printf("unsigned mode: policies are not checked for signatures (sluice daemon --allowed-signers)\n");
+		as = get_str(resp, "boundary");
+		if (as && as[0])
+			printf("boundary: every policy must be within %s\n", as);
 	}
 	if (!json_object_object_get_ex(resp, "sandboxes", &arr) || json_object_array_length(arr) == 0) {
 		printf("no sandboxes attached\n");

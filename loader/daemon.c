@@ -54,6 +54,7 @@
 #include "policy.h"
 #include "policy_sig.h"
 #include "expiry_watch.h"
+#include "policy_within.h"
 #include "run_limits.h"
 #include "sandbox.h"
 
@@ -95,6 +96,8 @@ static struct {
 	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
 	bool signed_mode;           /* --allowed-signers: every policy must carry a valid signature */
 	struct sluice_signers signers;
+	struct sluice_policy *boundary; /* --boundary: every policy must be within it; NULL none */
+	char boundary_path[PATH_MAX];
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -668,6 +671,12 @@ static json_object *do_attach(json_object *req)
 	if (mode)
 		s->policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	snprintf(s->mode, sizeof(s->mode), "%s", s->policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) {
+		free(bytes);
+		free(sig);
+		free_sandbox(s);
+		return reply_error("%s", msg);
+	}
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
 		o = reply_error("cannot open cgroup %s: %s", cg, strerror(errno));
@@ -798,6 +807,7 @@ static json_object *do_status(json_object *req)
 	/* signed mode: which allowed-signers file every policy is checked against */
 	json_object_object_add(o, "policy_signatures", json_object_new_string(D.signed_mode ? "required" : "not required"));
 	json_object_object_add(o, "allowed_signers", D.signed_mode ? json_object_new_string(D.signers.path) : NULL);
+	json_object_object_add(o, "boundary", D.boundary ? json_object_new_string(D.boundary_path) : NULL);
 	json_object_object_add(o, "sandboxes", arr);
 	return o;
 }
@@ -823,6 +833,12 @@ static json_object *do_reload(json_object *req)
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
 				       &n_sig, msg, sizeof(msg)) < 0)
 		return reply_error("%s (nothing changed)", msg);
+	if (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) {
+		sluice_policy_free(np);
+		free(bytes);
+		free(sig);
+		return reply_error("%s (nothing changed)", msg);
+	}
 	if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
 		sluice_policy_free(np);
 		free(bytes);
@@ -1084,6 +1100,9 @@ static int adopt_all(void)
 			continue;
 		}
 		s->policy->mode = strcmp(s->mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
+		if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
+			log_warnx("sandbox %s: the policy it was attached with is outside --boundary (kept in force: "
+				  "its filter never stopped; reload it): %s", name, msg);
 		if (sandbox_links_pinned(&s->sb) != sluice_prog_count(&s->sb.cfg))
 			log_warnx("sandbox %s: only %d of %d hooks are pinned", name, sandbox_links_pinned(&s->sb),
 				  sluice_prog_count(&s->sb.cfg));
@@ -1148,11 +1167,12 @@ int cmd_daemon(int argc, char **argv)
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
 		{ "allowed-signers", required_argument, NULL, 'S' },
+		{ "boundary", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static char *px[32], *rx[32];
-	const char *signers_path = NULL;
+	const char *signers_path = NULL, *boundary_path = NULL;
 	char lsm_msg[256] = "";
 	int npx = 0, nrx = 0, c, lfd;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -1172,13 +1192,16 @@ int cmd_daemon(int argc, char **argv)
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
 		case 'S': signers_path = optarg; break;
+		case 'B': boundary_path = optarg; break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
-			       "                     [--require-lsm | --no-lsm] [--allowed-signers FILE]\n\n"
+			       "                     [--require-lsm | --no-lsm] [--allowed-signers FILE] [--boundary FILE]\n\n"
 			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
 			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
 			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
+			       "  --boundary FILE  attach and reload refuse a policy that allows anything FILE\n"
+			       "                 (a policy) does not (`sluice policy check --within`)\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
 			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"
@@ -1207,6 +1230,15 @@ int cmd_daemon(int argc, char **argv)
 			return 2;
 		}
 		D.signed_mode = true;
+	}
+	if (boundary_path) {
+		char msg[1024];
+
+		if (sluice_boundary_load(boundary_path, &D.boundary, msg, sizeof(msg)) < 0) {
+			log_warnx("daemon: %s", msg);
+			return 2;
+		}
+		snprintf(D.boundary_path, sizeof(D.boundary_path), "%s", boundary_path);
 	}
 	if (D.use_lsm && !sluice_bpf_lsm_active(lsm_msg, sizeof(lsm_msg))) {
 		if (D.require_lsm) {

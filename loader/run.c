@@ -46,6 +46,7 @@
 #include "policy_maps.h"
 #include "policy_sig.h"
 #include "expiry_watch.h"
+#include "policy_within.h"
 #include "sandbox.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -76,6 +77,8 @@ static void usage_run(FILE *f)
 		"  --allowed-signers FILE  signed mode: refuse the policy unless POLICY.sig is a valid\n"
 		"                       `sluice policy sign` signature by a key FILE names (OpenSSH\n"
 		"                       allowed-signers format); the signer is in the start line\n"
+		"  --boundary FILE      refuse the policy unless everything it allows, FILE (a policy)\n"
+		"                       allows too (`sluice policy check --within`)\n"
 		"  --events DEST        where sluice's JSON lines go (kernel events, proxy access log,\n"
 		"                       resolver query log, lifecycle): a FILE (appended), - for\n"
 		"                       stdout; default stderr.  CMD's stdout is never written to\n"
@@ -578,13 +581,14 @@ int cmd_run(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "proxy-env", no_argument, NULL, 'E' },
 		{ "allowed-signers", required_argument, NULL, 1101 },
+		{ "boundary", required_argument, NULL, 1102 },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		SLUICE_CONFINE_LONGOPTS,
 		{ 0 },
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
-		   *upstream = NULL, *signers_path = NULL;
+		   *upstream = NULL, *signers_path = NULL, *boundary_path = NULL;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
@@ -647,6 +651,7 @@ int cmd_run(int argc, char **argv)
 		}
 		case 'E': proxy_env = 1; break;
 		case 1101: signers_path = optarg; break;
+		case 1102: boundary_path = optarg; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: {
@@ -723,6 +728,23 @@ int cmd_run(int argc, char **argv)
 	if (mode)
 		st.policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	mode = st.policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
+	if (boundary_path) {
+		/* the policy (and --mode) as it will run, against the boundary */
+		struct sluice_policy *b = NULL;
+		char bmsg[4096];
+		int r = sluice_boundary_load(boundary_path, &b, bmsg, sizeof(bmsg));
+
+		if (r == 0)
+			r = sluice_policy_check_within(st.policy, b, boundary_path, bmsg, sizeof(bmsg));
+		sluice_policy_free(b);
+		if (r != 0) {
+			log_warnx("%s", bmsg);
+			if (r > 0)
+				log_warnx("run: the policy allows %d thing%s beyond the boundary %s: not run", r, r == 1 ? "" : "s",
+					  boundary_path);
+			goto out;
+		}
+	}
 	audit = st.policy->mode == SLUICE_MODE_AUDIT;
 
 	/* 2. the environment */

@@ -306,7 +306,7 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 	char capbuf[16], secbuf[16];
 	pid_t pid;
 	char *argv[64];
-	char fdbuf[8][16], logfd[16];
+	char fdbuf[8][16], logfd[16], policyfd[32];
 	int argc = 0, nfd = 0;
 	int fds[6];
 	const char *base = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
@@ -341,7 +341,11 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		ADDFD("--tcp-fd", l->dns_tcp6);
 	}
 #undef ADDFD
-	if (o->policy_path) {
+	if (o->policy_fd > 0) {
+		snprintf(policyfd, sizeof(policyfd), "/dev/fd/%d", o->policy_fd);
+		argv[argc++] = "--policy";
+		argv[argc++] = policyfd;
+	} else if (o->policy_path) {
 		argv[argc++] = "--policy";
 		argv[argc++] = (char *)o->policy_path;
 	}
@@ -426,6 +430,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			fcntl(cafd, F_SETFD, 0);
 		if (secfd >= 0)
 			fcntl(secfd, F_SETFD, 0);
+		if (o->policy_fd > 0)
+			fcntl(o->policy_fd, F_SETFD, 0);
 		execv(binary, argv);
 		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
 		_exit(127);

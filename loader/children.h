@@ -69,6 +69,9 @@ bool sluice_restart_allowed(struct sluice_restarts *r, uint64_t now_ms);
 /* Options passed to both children. */
 struct sluice_child_opts {
 	const char *policy_path;   /* NULL: built-in default */
+	int policy_fd;             /* > 0: a memfd holding the policy's bytes (the ones the loader
+				    * parsed and verified); the child reads /dev/fd/N instead of
+				    * policy_path, so a file changed meanwhile is never what it loads */
 	const char *netns_path;    /* NULL: the loader's */
 	const char *sandbox;
 	const char *flow_map;      /* pinned sluice_flows (proxy only) */

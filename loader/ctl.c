@@ -127,6 +127,39 @@ static void print_sandbox(json_object *s)
 	printf("%s\n  cgroup      %s (id %s)\n  mode        %s\n  policy      %s sha256:%s (generation %s)\n",
 	       get_str(s, "name"), get_str(s, "cgroup"), get_str(s, "cgroup_id"), get_str(s, "mode"),
 	       get_str(s, "policy_name"), get_str(s, "policy_sha256"), get_str(s, "policy_generation"));
+	{
+		const char *signer = get_str(s, "policy_signer");
+
+		if (signer && signer[0])
+			printf("  signed by   %s (%s)\n", signer, get_str(s, "policy_signer_key"));
+	}
+	{
+		json_object *ex;
+		size_t shown = 0, expired = 0;
+
+		if (json_object_object_get_ex(s, "expires", &ex)) {
+			for (size_t i = 0; i < json_object_array_length(ex); i++) {
+				json_object *e = json_object_array_get_idx(ex, i), *x;
+
+				if (json_object_object_get_ex(e, "expired", &x) && json_object_get_boolean(x)) {
+					expired++;
+					continue;
+				}
+				if (shown++ < 3) {
+					const char *owner = get_str(e, "owner"), *ticket = get_str(e, "ticket");
+
+					printf("  %s %s at %s%s%s%s%s\n", shown == 1 ? "expires next" : "            ",
+					       get_str(e, "rule"), get_str(e, "expires"), owner && owner[0] ? ", owner " : "",
+					       owner ? owner : "", ticket && ticket[0] ? ", ticket " : "", ticket ? ticket : "");
+				}
+			}
+			if (shown > 3)
+				printf("              and %zu more\n", shown - 3);
+			if (expired)
+				printf("  expired     %zu entr%s (allowing nothing; remove or renew them)\n", expired,
+				       expired == 1 ? "y" : "ies");
+		}
+	}
 	printf("  hooks      ");
 	if (json_object_object_get_ex(s, "hooks", &hooks))
 		for (size_t i = 0; i < json_object_array_length(hooks); i++)
@@ -196,6 +229,17 @@ static void human_status(json_object *resp)
 	json_object *arr;
 
 	printf("events: %s\n", get_str(resp, "events"));
+	{
+		const char *as = get_str(resp, "allowed_signers");
+
+		if (as && as[0])
+			printf("signed mode: every policy must be signed by a key in %s\n", as);
+		else
+			printf("unsigned mode: policies are not checked for signatures (sluice daemon --allowed-signers)\n");
+		as = get_str(resp, "boundary");
+		if (as && as[0])
+			printf("boundary: every policy must be within %s\n", as);
+	}
 	if (!json_object_object_get_ex(resp, "sandboxes", &arr) || json_object_array_length(arr) == 0) {
 		printf("no sandboxes attached\n");
 		return;

@@ -8,7 +8,8 @@
  *   /run/sluice/control.sock            control socket
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
  *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode)
- *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy)
+ *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy of the bytes loaded)
+ *   /run/sluice/sandboxes/NAME.yaml.sig its signature (--allowed-signers)
  *   /run/sluice/sandboxes/NAME.ca.pem   the sandbox CA certificate (TLS inspection; public)
  *   /run/sluice/netns/NAME              bind mount of the sandbox's netns
  *   /sys/fs/bpf/sluice/NAME/            pinned links and maps
@@ -54,6 +55,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
+#include "policy_sig.h"
+#include "expiry_watch.h"
+#include "policy_within.h"
 #include "run_limits.h"
 #include "sandbox_ca.h"
 #include "sandbox.h"
@@ -67,6 +71,8 @@ struct dsandbox {
 	uint64_t cgroup_id;
 	struct sluice_sandbox sb;
 	struct sluice_policy *policy;
+	struct sluice_signer signer; /* --allowed-signers: who signed the policy in force */
+	struct sluice_expiry_watch expiry; /* entry-expired lines of the policy in force */
 	struct sluice_listeners l;  /* kept: children are restarted on reload */
 	pid_t proxy_pid, resolver_pid;
 	struct sluice_restarts proxy_restarts, resolver_restarts;
@@ -103,6 +109,10 @@ static struct {
 	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
 	const char *metrics_addr;   /* --metrics IP:PORT, or NULL */
 	struct sluice_metrics *metrics;
+	bool signed_mode;           /* --allowed-signers: every policy must carry a valid signature */
+	struct sluice_signers signers;
+	struct sluice_policy *boundary; /* --boundary: every policy must be within it; NULL none */
+	char boundary_path[PATH_MAX];
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -117,6 +127,29 @@ static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	sluice_lifecycle_write(s && s->log_ready ? &s->log : &D.log, action, msg);
+	log_info("%s", msg);
+}
+
+/* A lifecycle line that names who signed s's policy (attach, reload, adopt). */
+static void emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
+{
+	struct sluice_evlog *w = s->log_ready ? &s->log : &D.log;
+	struct sluice_line *l;
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	l = sluice_evlog_begin(w, SLUICE_DS_LIFECYCLE, -1);
+	SL_STR(l, "event.kind", "state");
+	SL_STR(l, "event.action", action);
+	SL_STR(l, "message", msg);
+	sluice_signer_fields(l, &s->signer);
+	sluice_evlog_commit(w);
 	log_info("%s", msg);
 }
 
@@ -315,25 +348,24 @@ static int write_state(struct dsandbox *s)
 	return sluice_owner_write(s->name, "daemon");
 }
 
-/* Copy `src` to `dst` atomically (the policy in force, kept by the daemon). */
-static int copy_file(const char *src, const char *dst)
+/* Write `len` bytes to `dst` atomically (the policy in force and its
+ * signature: the bytes that were parsed and verified, not the file again). */
+static int write_bytes(const char *dst, const char *buf, size_t len)
 {
-	char tmp[PATH_MAX + 8], buf[65536];
-	FILE *in = fopen(src, "re"), *out;
-	size_t n;
+	char tmp[PATH_MAX + 8];
+	int fd;
 
-	if (!in)
-		return -errno;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
-	out = fopen(tmp, "we");
-	if (!out) {
-		fclose(in);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
 		return -errno;
+	if ((len && sluice_write_all(fd, buf, len) < 0) || close(fd) < 0) {
+		int e = errno;
+
+		unlink(tmp);
+		return -e;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		fwrite(buf, 1, n, out);
-	fclose(in);
-	if (fclose(out) != 0 || rename(tmp, dst) < 0)
+	if (rename(tmp, dst) < 0)
 		return -errno;
 	return 0;
 }
@@ -394,6 +426,21 @@ static int load_secrets(const struct dsandbox *s, const struct sluice_policy *p,
 	return 0;
 }
 
+/* Keep the policy's bytes (and, signed, its signature) as s's state copy. */
+static int keep_policy(struct dsandbox *s, const char *bytes, size_t n, const char *sig, size_t n_sig)
+{
+	char sigpath[PATH_MAX + 8];
+	int err = write_bytes(s->policy_path, bytes, n);
+
+	if (err)
+		return err;
+	sluice_policy_sig_path(s->policy_path, sigpath, sizeof(sigpath));
+	if (sig)
+		return write_bytes(sigpath, sig, n_sig);
+	unlink(sigpath);
+	return 0;
+}
+
 static void free_sandbox(struct dsandbox *s)
 {
 	sluice_secrets_clear(&s->secrets);
@@ -401,6 +448,7 @@ static void free_sandbox(struct dsandbox *s)
 	if (s->consumer_ok)
 		sluice_consumer_free(&s->consumer);
 	sluice_listeners_close(&s->l);
+	sluice_expiry_watch_free(&s->expiry);
 	if (s->policy)
 		sluice_policy_free(s->policy);
 	sluice_ca_pem_free(s->ca);
@@ -454,6 +502,11 @@ static void init_meta(struct dsandbox *s)
 	s->meta.policy_digest = s->policy->digest;
 	s->meta.mode = s->mode;
 	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
+	/* a new policy, new expiries (a failed allocation: no lines, the
+	 * kernel, proxy and resolver still stop at the time) */
+	sluice_expiry_watch_free(&s->expiry);
+	if (sluice_expiry_watch_init(&s->expiry, s->policy) < 0)
+		log_warnx("sandbox %s: out of memory: its entry-expired lines are not written", s->name);
 	sluice_envelope_of(&s->meta, &env);
 	if (!s->log_ready)
 		sluice_evlog_init(&s->log, D.events, D.events_path, "sluice", &env);
@@ -621,6 +674,44 @@ static const char *jstr(json_object *req, const char *key)
 	return json_object_get_string(v);
 }
 
+static int cmp_expiry(const void *a, const void *b)
+{
+	const struct sluice_entry *x = *(const struct sluice_entry *const *)a, *y = *(const struct sluice_entry *const *)b;
+
+	return x->expires < y->expires ? -1 : x->expires > y->expires;
+}
+
+/* The policy's expiring entries, soonest first: rule, expires, owner,
+ * ticket, expired (status: what expires next). */
+static json_object *expiries_json(const struct sluice_policy *p)
+{
+	json_object *a = json_object_new_array();
+	const struct sluice_entry **v = calloc(p->n_entries ? p->n_entries : 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return a;
+	for (size_t i = 0; i < p->n_entries; i++)
+		if (p->entries[i].expires)
+			v[n++] = &p->entries[i];
+	qsort(v, n, sizeof(*v), cmp_expiry);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+		char t[32];
+
+		json_object_object_add(o, "rule", json_object_new_string(v[i]->name));
+		json_object_object_add(o, "expires", json_object_new_string(sluice_rfc3339_str(v[i]->expires, t, sizeof(t))));
+		json_object_object_add(o, "expired", json_object_new_boolean(sluice_entry_expired(v[i], -1)));
+		if (v[i]->owner)
+			json_object_object_add(o, "owner", json_object_new_string(v[i]->owner));
+		if (v[i]->ticket)
+			json_object_object_add(o, "ticket", json_object_new_string(v[i]->ticket));
+		json_object_array_add(a, o);
+	}
+	free(v);
+	return a;
+}
+
 static json_object *sandbox_json(struct dsandbox *s)
 {
 	json_object *o = json_object_new_object(), *hooks = json_object_new_array();
@@ -632,6 +723,12 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "policy_name", json_object_new_string(s->policy->name));
 	json_object_object_add(o, "policy_sha256", json_object_new_string(s->policy->digest));
 	json_object_object_add(o, "policy_generation", json_object_new_int64(s->sb.gen));
+	json_object_object_add(o, "policy_signature", json_object_new_string(s->signer.principal[0] ? "verified" : "unsigned"));
+	json_object_object_add(o, "expires", expiries_json(s->policy));
+	if (s->signer.principal[0]) {
+		json_object_object_add(o, "policy_signer", json_object_new_string(s->signer.principal));
+		json_object_object_add(o, "policy_signer_key", json_object_new_string(s->signer.key));
+	}
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
 		char path[PATH_MAX];
 
@@ -665,8 +762,8 @@ static json_object *do_attach(json_object *req)
 {
 	const char *name = jstr(req, "name"), *cg = jstr(req, "cgroup"), *netns = jstr(req, "netns");
 	const char *policy = jstr(req, "policy"), *mode = jstr(req, "mode");
-	char cg2[PATH_MAX], msg[1024];
-	struct sluice_policy_error perr;
+	char cg2[PATH_MAX], msg[1536], *bytes = NULL, *sig = NULL;
+	size_t n_bytes = 0, n_sig = 0;
 	struct dsandbox *s;
 	int cg_fd = -1;
 	json_object *o;
@@ -693,34 +790,53 @@ static json_object *do_attach(json_object *req)
 	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
-	if (sluice_policy_load_file(policy, &s->policy, &perr) < 0) {
-		o = reply_error("%s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, &bytes,
+				       &n_bytes, &sig, &n_sig, msg, sizeof(msg)) < 0) {
+		o = reply_error("%s", msg);
 		free_sandbox(s);
 		return o;
 	}
 	if (mode && strcmp(mode, "audit") != 0 && strcmp(mode, "enforce") != 0) {
+		free(bytes);
+		free(sig);
 		free_sandbox(s);
 		return reply_error("mode must be audit or enforce");
 	}
 	if (mode)
 		s->policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	snprintf(s->mode, sizeof(s->mode), "%s", s->policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) {
+		free(bytes);
+		free(sig);
+		free_sandbox(s);
+		return reply_error("%s", msg);
+	}
 	if (set_secret_args(s, json_object_object_get(req, "secrets"), msg, sizeof(msg)) < 0 ||
 	    load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0) {
+		free(bytes);
+		free(sig);
 		free_sandbox(s);
 		return reply_error("%s (nothing attached)", msg);
 	}
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
 		o = reply_error("cannot open cgroup %s: %s", cg, strerror(errno));
+		free(bytes);
+		free(sig);
 		free_sandbox(s);
 		return o;
 	}
 	s->cgroup_id = cg_id(cg);
 	state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
-	if (copy_file(policy, s->policy_path) < 0) {
-		o = reply_error("cannot copy policy to %s: %s", s->policy_path, strerror(errno));
-		goto fail;
+	{
+		int err = keep_policy(s, bytes, n_bytes, sig, n_sig);
+
+		free(bytes);
+		free(sig);
+		if (err) {
+			o = reply_error("cannot copy policy to %s: %s", s->policy_path, strerror(-err));
+			goto fail;
+		}
 	}
 	if (netns) {
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
@@ -782,8 +898,9 @@ static json_object *do_attach(json_object *req)
 	write_state(s);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
-	emit(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)", s->name, s->cgroup,
-	     s->mode, s->policy->name, s->policy->digest);
+	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s", s->name,
+		    s->cgroup, s->mode, s->policy->name, s->policy->digest, s->signer.principal[0] ? ", signed by " : "",
+		    s->signer.principal);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
@@ -828,6 +945,10 @@ static json_object *do_status(json_object *req)
 		json_object_array_add(arr, sandbox_json(s));
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "events", json_object_new_string(D.events_path));
+	/* signed mode: which allowed-signers file every policy is checked against */
+	json_object_object_add(o, "policy_signatures", json_object_new_string(D.signed_mode ? "required" : "not required"));
+	json_object_object_add(o, "allowed_signers", D.signed_mode ? json_object_new_string(D.signers.path) : NULL);
+	json_object_object_add(o, "boundary", D.boundary ? json_object_new_string(D.boundary_path) : NULL);
 	json_object_object_add(o, "sandboxes", arr);
 	return o;
 }
@@ -871,9 +992,10 @@ static json_object *do_reload(json_object *req)
 	const char *name = jstr(req, "name"), *policy = jstr(req, "policy");
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
-	struct sluice_policy_error perr;
+	struct sluice_signer who;
 	struct sluice_secrets nsec = { NULL, 0 };
-	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128];
+	char msg[1536], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128], *bytes = NULL, *sig = NULL;
+	size_t n_bytes = 0, n_sig = 0;
 	const char *children = "restarted on the new policy";
 	json_object *o, *r;
 
@@ -881,8 +1003,11 @@ static json_object *do_reload(json_object *req)
 		return reply_error("no sandbox named '%s'", name ? name : "");
 	if (!policy)
 		return reply_error("reload needs a policy");
-	if (sluice_policy_load_file(policy, &np, &perr) < 0)
-		sluice_policy_error_str(&perr, msg, sizeof(msg));
+	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
+				       &n_sig, msg, sizeof(msg)) < 0)
+		np = NULL;   /* msg says why */
+	else if (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
+		sluice_policy_free(np);
 	else if (reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0)
 		sluice_policy_free(np);
 	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
@@ -893,6 +1018,8 @@ static json_object *do_reload(json_object *req)
 	}
 	if (msg[0]) {
 		/* the sandbox keeps its policy; the refusal is in its stream too */
+		free(bytes);
+		free(sig);
 		s->reloads_refused++;
 		emit(s, "sandbox-reload-refused", "sandbox %s: reload refused, policy %.12s stays: %s", s->name,
 		     s->policy->digest, msg);
@@ -902,8 +1029,11 @@ static json_object *do_reload(json_object *req)
 	/* the old secrets are wiped; the children get the new ones */
 	sluice_secrets_clear(&s->secrets);
 	s->secrets = nsec;
-	if (copy_file(policy, s->policy_path) < 0)
+	if (keep_policy(s, bytes, n_bytes, sig, n_sig) < 0)
 		log_warn("cannot keep a copy of %s", policy);
+	free(bytes);
+	free(sig);
+	s->signer = who;
 	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
 	snprintf(old_name, sizeof(old_name), "%s", s->policy->name ? s->policy->name : "");
 	sluice_policy_free(s->policy);
@@ -915,8 +1045,8 @@ static json_object *do_reload(json_object *req)
 		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
 	}
 	write_state(s);
-	emit(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)", s->name, old_digest,
-	     np->digest, s->sb.gen);
+	emit_signed(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)%s%s", s->name,
+		    old_digest, np->digest, s->sb.gen, who.principal[0] ? ", signed by " : "", who.principal);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
@@ -926,6 +1056,7 @@ static json_object *do_reload(json_object *req)
 	json_object_object_add(r, "new_policy_name", json_object_new_string(np->name ? np->name : ""));
 	json_object_object_add(r, "new_policy_sha256", json_object_new_string(np->digest));
 	json_object_object_add(r, "generation", json_object_new_int64(s->sb.gen));
+	json_object_object_add(r, "policy_signer", who.principal[0] ? json_object_new_string(who.principal) : NULL);
 	json_object_object_add(r, "children", json_object_new_string(children));
 	json_object_object_add(o, "reload", r);
 	return o;
@@ -1056,6 +1187,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		next = s->next;
 		if (s->consumer_ok)
 			sluice_consumer_drain(&s->consumer);
+		if (s->log_ready)
+			sluice_expiry_watch_tick(&s->expiry, &s->log, -1);
 		if (access(s->cgroup, F_OK) < 0 && errno == ENOENT) {
 			emit(s, "sandbox-gone", "sandbox %s: cgroup %s was removed by its runtime; cleaning up", s->name,
 			     s->cgroup);
@@ -1114,7 +1247,6 @@ static int adopt_all(void)
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
 		char path[PATH_MAX], name[64], buf[8192];
-		struct sluice_policy_error perr;
 		json_object *st;
 		struct dsandbox *s;
 		FILE *f;
@@ -1146,7 +1278,8 @@ static int adopt_all(void)
 			s->netns[0] = 0;
 		s->cgroup_id = cg_id(s->cgroup);
 		if (sandbox_adopt(&s->sb, name, msg, sizeof(msg)) < 0 ||
-		    sluice_policy_load_file(s->policy_path, &s->policy, &perr) < 0) {
+		    sluice_policy_load_checked(s->policy_path, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer,
+					       NULL, NULL, NULL, NULL, msg, sizeof(msg)) < 0) {
 			log_warnx("cannot re-adopt sandbox %s: %s", name, msg);
 			failures++;
 			free_sandbox(s);
@@ -1157,6 +1290,9 @@ static int adopt_all(void)
 		 * proxied traffic fails closed, said in the log */
 		if (load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s (its proxy will not start: fail closed)", name, msg);
+		if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
+			log_warnx("sandbox %s: the policy it was attached with is outside --boundary (kept in force: "
+				  "its filter never stopped; reload it): %s", name, msg);
 		if (sandbox_links_pinned(&s->sb) != sluice_prog_count(&s->sb.cfg))
 			log_warnx("sandbox %s: only %d of %d hooks are pinned", name, sandbox_links_pinned(&s->sb),
 				  sluice_prog_count(&s->sb.cfg));
@@ -1183,7 +1319,8 @@ static int adopt_all(void)
 		D.sandboxes = s;
 		if (sluice_owner_write(name, "daemon") < 0)
 			log_warn("sandbox %s: cannot record the daemon as its owner in %s", name, SLUICE_OWNER_DIR);
-		emit(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name, s->sb.gen);
+		emit_signed(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name,
+			    s->sb.gen);
 	}
 	closedir(d);
 	return failures;
@@ -1306,10 +1443,13 @@ int cmd_daemon(int argc, char **argv)
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
 		{ "metrics", required_argument, NULL, 'm' },
+		{ "allowed-signers", required_argument, NULL, 'S' },
+		{ "boundary", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static char *px[32], *rx[32];
+	const char *signers_path = NULL, *boundary_path = NULL;
 	char lsm_msg[256] = "";
 	int npx = 0, nrx = 0, c, lfd;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -1329,10 +1469,18 @@ int cmd_daemon(int argc, char **argv)
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
 		case 'm': D.metrics_addr = optarg; break;
+		case 'S': signers_path = optarg; break;
+		case 'B': boundary_path = optarg; break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
-			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n\n"
+			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
+			       "                     [--allowed-signers FILE] [--boundary FILE]\n\n"
+			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
+			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
+			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
+			       "  --boundary FILE  attach and reload refuse a policy that allows anything FILE\n"
+			       "                 (a policy) does not (`sluice policy check --within`)\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
 			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
@@ -1354,6 +1502,24 @@ int cmd_daemon(int argc, char **argv)
 	if (geteuid() != 0) {
 		log_warnx("daemon: must run as root");
 		return 2;
+	}
+	if (signers_path) {
+		char msg[1024];
+
+		if (sluice_signers_load(signers_path, &D.signers, msg, sizeof(msg)) < 0) {
+			log_warnx("daemon: %s", msg);
+			return 2;
+		}
+		D.signed_mode = true;
+	}
+	if (boundary_path) {
+		char msg[1024];
+
+		if (sluice_boundary_load(boundary_path, &D.boundary, msg, sizeof(msg)) < 0) {
+			log_warnx("daemon: %s", msg);
+			return 2;
+		}
+		snprintf(D.boundary_path, sizeof(D.boundary_path), "%s", boundary_path);
 	}
 	if (D.use_lsm && !sluice_bpf_lsm_active(lsm_msg, sizeof(lsm_msg))) {
 		if (D.require_lsm) {
@@ -1452,8 +1618,10 @@ int cmd_daemon(int argc, char **argv)
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);
 	event_add(sigs[2], NULL);
-	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s%s%s", D.sock_path, D.events_path,
-	     D.metrics ? ", metrics at http://" : "", D.metrics ? D.metrics_addr : "");
+	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s%s%s; policy signatures %s%s", D.sock_path,
+	     D.events_path, D.metrics ? ", metrics at http://" : "", D.metrics ? D.metrics_addr : "",
+	     D.signed_mode ? "required, allowed signers " : "not required (unsigned mode)",
+	     D.signed_mode ? D.signers.path : "");
 	{
 		int n = 0;
 

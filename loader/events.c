@@ -31,6 +31,7 @@ static const char *reason_names[SLUICE_REASON__MAX] = {
 	[SLUICE_REASON_SOCKET_FAMILY] = "socket_family",
 	[SLUICE_REASON_UNIX_OUTSIDE] = "unix_outside_sandbox",
 	[SLUICE_REASON_UNIX_NOT_ALLOWED] = "unix_not_allowed",
+	[SLUICE_REASON_ENTRY_EXPIRED] = "entry_expired",
 };
 
 static const char *hook_names[SLUICE_HOOK__MAX] = {

@@ -47,6 +47,9 @@
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
+#include "policy_sig.h"
+#include "expiry_watch.h"
+#include "policy_within.h"
 #include "sandbox.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -74,6 +77,11 @@ static void usage_run(FILE *f)
 		"the host with one writable workdir (docs/filesystem.md).\n"
 		"\n"
 		"  --policy FILE        allowlist (YAML v1, see docs/policy.md); default: deny everything\n"
+		"  --allowed-signers FILE  signed mode: refuse the policy unless POLICY.sig is a valid\n"
+		"                       `sluice policy sign` signature by a key FILE names (OpenSSH\n"
+		"                       allowed-signers format); the signer is in the start line\n"
+		"  --boundary FILE      refuse the policy unless everything it allows, FILE (a policy)\n"
+		"                       allows too (`sluice policy check --within`)\n"
 		"  --events DEST        where sluice's JSON lines go (kernel events, proxy access log,\n"
 		"                       resolver query log, lifecycle): a FILE (appended), - for\n"
 		"                       stdout; default stderr.  CMD's stdout is never written to\n"
@@ -342,6 +350,9 @@ struct run_state {
 	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h): every
 				     * proxy started for this run signs with it */
 	struct sluice_secrets secrets; /* the credentials' secrets and placeholders (credentials.h) */
+	int policy_fd;              /* sealed memfd of the policy's bytes, for the children; -1 none */
+	struct sluice_signer signer; /* --allowed-signers: who signed the policy ("" unsigned) */
+	struct sluice_expiry_watch expiry; /* the entry-expired lines */
 };
 
 static void run_cleanup(struct run_state *st)
@@ -349,6 +360,9 @@ static void run_cleanup(struct run_state *st)
 	sluice_trust_free(&st->trust);
 	sluice_ca_pem_free(st->ca);
 	sluice_secrets_clear(&st->secrets);
+	if (st->policy_fd >= 0)
+		close(st->policy_fd);
+	sluice_expiry_watch_free(&st->expiry);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -577,13 +591,15 @@ int cmd_run(int argc, char **argv)
 		{ "secret", required_argument, NULL, 'S' },
 		{ "env", required_argument, NULL, SLUICE_OPT_ENV },
 		{ "inherit-env", no_argument, NULL, SLUICE_OPT_INHERIT_ENV },
+		{ "allowed-signers", required_argument, NULL, 1101 },
+		{ "boundary", required_argument, NULL, 1102 },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		SLUICE_CONFINE_LONGOPTS,
 		{ 0 },
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
-		   *upstream = NULL;
+		   *upstream = NULL, *signers_path = NULL, *boundary_path = NULL;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
@@ -593,7 +609,6 @@ int cmd_run(int argc, char **argv)
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
 	char lsm_msg[256] = "not loaded (--no-lsm)";
 	struct run_state st;
-	struct sluice_policy_error perr;
 	struct sluice_bpf_config cfg;
 	struct sluice_event_meta meta;
 	int ret = 2, errpipe[2] = { -1, -1 }, syncpipe[2] = { -1, -1 }, gopipe[2] = { -1, -1 };
@@ -607,6 +622,7 @@ int cmd_run(int argc, char **argv)
 	pid_t pid = -1, cmd_pid;
 
 	memset(&st, 0, sizeof(st));
+	st.policy_fd = -1;
 	sluice_confine_init(&conf);
 	st.cg_fd = -1;
 	st.listeners.proxy4 = st.listeners.proxy6 = st.listeners.dns_udp4 = -1;
@@ -670,6 +686,8 @@ int cmd_run(int argc, char **argv)
 			}
 			n_secret_src++;
 			break;
+		case 1101: signers_path = optarg; break;
+		case 1102: boundary_path = optarg; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: {
@@ -704,10 +722,36 @@ int cmd_run(int argc, char **argv)
 	if (!name[0])
 		snprintf(name, sizeof(name), "run-%d", getpid());
 
-	/* 1. the policy: all checks before anything is created */
+	/* 1. the policy: all checks before anything is created.  It is parsed
+	 * (and, signed, verified) from bytes read once; the children get the
+	 * same bytes in a sealed memfd, never the path again. */
+	if (signers_path && !policy_path) {
+		log_warnx("run: --allowed-signers needs --policy (a signed policy file)");
+		return 2;
+	}
 	if (policy_path) {
-		if (sluice_policy_load_file(policy_path, &st.policy, &perr) < 0) {
-			log_warnx("%s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+		struct sluice_signers signers;
+		char pmsg[1536], *bytes = NULL;
+		size_t n_bytes = 0;
+		int r;
+
+		if (signers_path && sluice_signers_load(signers_path, &signers, pmsg, sizeof(pmsg)) < 0) {
+			log_warnx("%s", pmsg);
+			return 2;
+		}
+		r = sluice_policy_load_checked(policy_path, signers_path ? &signers : NULL, &st.policy, &st.signer,
+					       &bytes, &n_bytes, NULL, NULL, pmsg, sizeof(pmsg));
+		if (signers_path)
+			sluice_signers_free(&signers);
+		if (r < 0) {
+			log_warnx("%s", pmsg);
+			return 2;
+		}
+		st.policy_fd = sluice_policy_memfd(bytes, n_bytes);
+		free(bytes);
+		if (st.policy_fd < 0) {
+			log_warnx("run: cannot hold the policy in a memfd: %s", strerror(-st.policy_fd));
+			sluice_policy_free(st.policy);
 			return 2;
 		}
 	} else {
@@ -719,6 +763,8 @@ int cmd_run(int argc, char **argv)
 	}
 	/* the credentials' secrets: read here (root), handed to the proxy as
 	 * content; a missing, empty or public one refuses the start */
+	struct sluice_policy_error perr;
+
 	if (sluice_secrets_load(st.policy, secret_src, n_secret_src, getenv("CREDENTIALS_DIRECTORY"), &st.secrets,
 				&perr) < 0 ||
 	    (perr.message[0] = 0, sluice_secrets_placeholders(&st.secrets, NULL) < 0)) {
@@ -735,6 +781,23 @@ int cmd_run(int argc, char **argv)
 	if (mode)
 		st.policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	mode = st.policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
+	if (boundary_path) {
+		/* the policy (and --mode) as it will run, against the boundary */
+		struct sluice_policy *b = NULL;
+		char bmsg[4096];
+		int r = sluice_boundary_load(boundary_path, &b, bmsg, sizeof(bmsg));
+
+		if (r == 0)
+			r = sluice_policy_check_within(st.policy, b, boundary_path, bmsg, sizeof(bmsg));
+		sluice_policy_free(b);
+		if (r != 0) {
+			log_warnx("%s", bmsg);
+			if (r > 0)
+				log_warnx("run: the policy allows %d thing%s beyond the boundary %s: not run", r, r == 1 ? "" : "s",
+					  boundary_path);
+			goto out;
+		}
+	}
 	audit = st.policy->mode == SLUICE_MODE_AUDIT;
 
 	/* 2. the environment */
@@ -875,7 +938,7 @@ int cmd_run(int argc, char **argv)
 	 * dies is restarted on them: its port is never free for another) */
 	{
 		struct sluice_child_opts co = {
-			.policy_path = policy_path, .netns_path = netns_path, .sandbox = name,
+			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = netns_path, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
 			.secrets = &st.secrets,
 		};
@@ -1181,12 +1244,17 @@ int cmd_run(int argc, char **argv)
 			sluice_run_env_names_json(&renv, names, sizeof(names));
 			sluice_line_put_raw(l, "sluice.env_passed", sizeof("sluice.env_passed") - 1, names, strlen(names));
 			SL_BOOL(l, "sluice.inherit_env", renv.inherit);
+			sluice_signer_fields(l, &st.signer);
 			sluice_evlog_commit(&st.log);
 		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	if (sluice_expiry_watch_init(&st.expiry, st.policy) < 0) {
+		log_warnx("run: out of memory");
+		goto out;
+	}
 
 	/* 8. stream events until CMD exits */
 	for (;;) {
@@ -1198,6 +1266,7 @@ int cmd_run(int argc, char **argv)
 		int status;
 
 		sluice_consumer_drain(&st.consumer);
+		sluice_expiry_watch_tick(&st.expiry, &st.log, -1);
 		if (r < 0 && errno != EINTR)
 			break;
 		/* --timeout: kill the whole cgroup once; CMD's exit ends the loop */

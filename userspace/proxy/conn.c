@@ -156,6 +156,7 @@ static void conn_log(struct conn *c)
 	r.credential = c->cred ? c->cred->cr->name : c->cred_name;
 	r.cred_event = c->cred_event;
 	r.severity = c->severity_high ? 73 : 0;
+	r.rule_entry = c->rule_entry;
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
 	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
 		r.request_seq = (int)c->nreq + 1;
@@ -343,6 +344,7 @@ static void request_reset(struct conn *c)
 	c->cred = NULL;
 	c->cred_name = c->cred_event = NULL;
 	c->severity_high = false;
+	c->rule_entry = NULL;
 	c->logged = c->failed = c->have_dst = c->reused = c->retried = c->req_ok = false;
 	c->answer_cached = false;
 	c->ip_literal = false;
@@ -577,6 +579,7 @@ static bool apply_decision(struct conn *c, const struct proxy_decision *d)
 		 * with a would-be denial, never with a CONNECT */
 		if (c->kind == K_HTTP && !c->deny_reason)
 			c->cred = proxy_cred_for(px, d->entry);
+		c->rule_entry = d->entry;
 		return true;
 	}
 	if (px->mode == SLUICE_MODE_AUDIT && d->audit_ok) {

@@ -228,6 +228,7 @@ struct conn {
 	const char *cred_event;         /* "credential_echoed" once a response was redacted */
 	const char *cred_name;          /* the credential of a misdirected placeholder */
 	bool severity_high;             /* event.severity 73 (a credential misdirected) */
+	const struct sluice_entry *rule_entry; /* the entry that allowed it (owner, ticket, expires), or NULL */
 	const char *method;
 	char *host;                     /* normalised name (or IP literal); malloc'd */
 	char *sni;                      /* tls.client.server_name; malloc'd */

@@ -35,9 +35,7 @@ static const char *sock_path(void)
 	return e && *e ? e : SLUICE_CONTROL_SOCK;
 }
 
-/* Send `req` (consumed) and return the parsed answer, or NULL with a
- * message printed. */
-static json_object *call(json_object *req)
+json_object *sluice_ctl_call(json_object *req)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -136,6 +134,16 @@ static void print_sandbox(json_object *s)
 	       get_str(s, "allowed"), get_str(s, "redirected"), get_str(s, "denied"), get_str(s, "would_deny"),
 	       get_str(s, "events_lost"), get_str(s, "event_lines_lost"));
 	printf("  proxy pid   %s, resolver pid %s\n", get_str(s, "proxy_pid"), get_str(s, "resolver_pid"));
+	{
+		const char *rt = get_str(s, "runtime"), *id = get_str(s, "container_id");
+		const char *cn = get_str(s, "container_name"), *up = get_str(s, "upstream_netns");
+
+		if (rt && rt[0])
+			printf("  container   %s%s%s%s (runtime %s)\n", id && id[0] ? id : "?", cn && cn[0] ? " (" : "",
+			       cn && cn[0] ? cn : "", cn && cn[0] ? ")" : "", rt);
+		if (up && up[0])
+			printf("  upstream    %s (the proxy and resolver dial from there)\n", up);
+	}
 	{
 		const char *ca = get_str(s, "ca_cert");   /* null when nothing is inspected */
 
@@ -326,7 +334,7 @@ int cmd_attach(int argc, char **argv)
 		json_object_object_add(req, "mode", json_object_new_string(mode));
 	if (kill_existing)
 		json_object_object_add(req, "kill_existing", json_object_new_boolean(1));
-	return finish(call(req), json, human_attach);
+	return finish(sluice_ctl_call(req), json, human_attach);
 }
 
 /* Does a daemon answer on the control socket?  (No message either way.) */
@@ -394,10 +402,10 @@ int cmd_detach(int argc, char **argv)
 	json_object_object_add(req, "cmd", json_object_new_string("detach"));
 	json_object_object_add(req, "name", json_object_new_string(argv[optind]));
 	if (!force)
-		return finish(call(req), 0, human_detach);
+		return finish(sluice_ctl_call(req), 0, human_detach);
 	if (daemon_reachable()) {
 		/* a running daemon that holds it detaches it the ordinary way */
-		resp = call(req);
+		resp = sluice_ctl_call(req);
 		if (!resp)
 			return 2;
 		if (json_object_object_get_ex(resp, "ok", &ok) && json_object_get_boolean(ok))
@@ -436,7 +444,7 @@ int cmd_status(int argc, char **argv)
 		return help ? 0 : 2;
 	}
 	json_object_object_add(req, "cmd", json_object_new_string("status"));
-	return finish(call(req), json, human_status);
+	return finish(sluice_ctl_call(req), json, human_status);
 }
 
 int cmd_reload(int argc, char **argv)
@@ -485,7 +493,7 @@ int cmd_reload(int argc, char **argv)
 	json_object_object_add(req, "cmd", json_object_new_string("reload"));
 	json_object_object_add(req, "name", json_object_new_string(name));
 	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
-	return finish(call(req), json, human_reload);
+	return finish(sluice_ctl_call(req), json, human_reload);
 }
 
 /* `sluice events [--follow] [--sandbox NAME]`: the daemon's JSON lines

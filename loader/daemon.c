@@ -60,6 +60,11 @@ struct dsandbox {
 	char netns[PATH_MAX];       /* bind mount under state dir */
 	char policy_path[PATH_MAX]; /* copy under state dir */
 	char mode[16];
+	/* the container it is (sluice oci-hook, attach --container); "" none */
+	char container_id[128], container_name[128], runtime[16];
+	/* where its proxy and resolver dial from: "" the sandbox's netns, "host"
+	 * the daemon's, else a bind mount under the state dir (--upstream-netns) */
+	char upstream[PATH_MAX];
 	uint64_t cgroup_id;
 	struct sluice_sandbox sb;
 	struct sluice_policy *policy;
@@ -150,6 +155,17 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 }
 
 
+/* The netns the proxy and resolver join, so dial from: the upstream one
+ * (--upstream-netns), else the sandbox's; NULL: the daemon's own. */
+static const char *child_netns(const struct dsandbox *s)
+{
+	if (strcmp(s->upstream, "host") == 0)
+		return NULL;
+	if (s->upstream[0])
+		return s->upstream;
+	return s->netns[0] ? s->netns : NULL;
+}
+
 /* Which children start_children() starts. */
 #define CHILD_PROXY    1u
 #define CHILD_RESOLVER 2u
@@ -161,7 +177,7 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 	char flow_map[PATH_MAX];
 	char *ca_pem = NULL;
 	struct sluice_child_opts co = {
-		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
+		.policy_path = s->policy_path, .netns_path = child_netns(s), .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
 		.mode = s->mode, .extra = D.proxy_extra, .ca_pem = &ca_pem,
 	};
@@ -226,6 +242,14 @@ static int write_state(struct dsandbox *s)
 	json_object_object_add(o, "name", json_object_new_string(s->name));
 	json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
 	json_object_object_add(o, "mode", json_object_new_string(s->mode));
+	if (s->container_id[0])
+		json_object_object_add(o, "container_id", json_object_new_string(s->container_id));
+	if (s->container_name[0])
+		json_object_object_add(o, "container_name", json_object_new_string(s->container_name));
+	if (s->runtime[0])
+		json_object_object_add(o, "runtime", json_object_new_string(s->runtime));
+	if (s->upstream[0])
+		json_object_object_add(o, "upstream_netns", json_object_new_string(s->upstream));
 	state_path(path, sizeof(path), s->name, "json");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "we");
@@ -298,6 +322,10 @@ static void teardown(struct dsandbox *s, bool keep_state)
 			unlink(s->netns);
 			fdstore_forget(s->name);
 		}
+		if (s->upstream[0] && strcmp(s->upstream, "host") != 0) {
+			umount2(s->upstream, MNT_DETACH);
+			unlink(s->upstream);
+		}
 	}
 }
 
@@ -319,6 +347,9 @@ static void init_meta(struct dsandbox *s)
 	s->meta.policy_name = s->policy->name;
 	s->meta.policy_digest = s->policy->digest;
 	s->meta.mode = s->mode;
+	s->meta.container_id = s->container_id[0] ? s->container_id : NULL;
+	s->meta.container_name = s->container_name[0] ? s->container_name : NULL;
+	s->meta.container_runtime = s->runtime[0] ? s->runtime : NULL;
 	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
 	sluice_envelope_of(&s->meta, &env);
 	if (!s->log_ready)
@@ -514,6 +545,11 @@ static json_object *sandbox_json(struct dsandbox *s)
 	if (s->sb.cfg.have_dns)
 		json_object_object_add(o, "resolver_port", json_object_new_int(s->sb.cfg.dns4_port));
 	json_object_object_add(o, "netns", json_object_new_string(s->netns));
+	json_object_object_add(o, "upstream_netns", s->upstream[0] ? json_object_new_string(s->upstream) : NULL);
+	json_object_object_add(o, "runtime", s->runtime[0] ? json_object_new_string(s->runtime) : NULL);
+	json_object_object_add(o, "container_id", s->container_id[0] ? json_object_new_string(s->container_id) : NULL);
+	json_object_object_add(o, "container_name",
+			       s->container_name[0] ? json_object_new_string(s->container_name) : NULL);
 	json_object_object_add(o, "ca_cert", s->ca_path[0] ? json_object_new_string(s->ca_path) : NULL);
 	json_object_object_add(o, "proxy_pid", json_object_new_int(s->proxy_pid));
 	json_object_object_add(o, "resolver_pid", json_object_new_int(s->resolver_pid));
@@ -531,6 +567,8 @@ static json_object *do_attach(json_object *req)
 {
 	const char *name = jstr(req, "name"), *cg = jstr(req, "cgroup"), *netns = jstr(req, "netns");
 	const char *policy = jstr(req, "policy"), *mode = jstr(req, "mode");
+	const char *cid = jstr(req, "container_id"), *cname = jstr(req, "container_name");
+	const char *runtime = jstr(req, "runtime"), *upstream = jstr(req, "upstream_netns");
 	char cg2[PATH_MAX], msg[1024];
 	struct sluice_policy_error perr;
 	struct dsandbox *s;
@@ -559,6 +597,9 @@ static json_object *do_attach(json_object *req)
 	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
+	snprintf(s->container_id, sizeof(s->container_id), "%s", cid ? cid : "");
+	snprintf(s->container_name, sizeof(s->container_name), "%s", cname ? cname : "");
+	snprintf(s->runtime, sizeof(s->runtime), "%s", runtime ? runtime : "");
 	if (sluice_policy_load_file(policy, &s->policy, &perr) < 0) {
 		o = reply_error("%s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
 		free_sandbox(s);
@@ -593,6 +634,20 @@ static json_object *do_attach(json_object *req)
 			goto fail;
 		}
 		fdstore_netns(name, s->netns);
+	}
+	if (upstream && strcmp(upstream, "host") == 0) {
+		snprintf(s->upstream, sizeof(s->upstream), "host");
+	} else if (upstream) {
+		char kept[PATH_MAX];
+		int err;
+
+		snprintf(kept, sizeof(kept), "%s/netns/%s.upstream", D.state_dir, name);
+		err = keep_netns(upstream, kept);
+		if (err) {
+			o = reply_error("cannot hold upstream network namespace %s: %s", upstream, strerror(-err));
+			goto fail;
+		}
+		snprintf(s->upstream, sizeof(s->upstream), "%s", kept);
 	}
 	{
 		struct sluice_bpf_config cfg;
@@ -661,6 +716,20 @@ fail:
 		close(cg_fd);
 	teardown(s, false);
 	free_sandbox(s);
+	return o;
+}
+
+/* An attach refused is a line too (the OCI hook's container does not start). */
+static json_object *attach_or_say_why(json_object *req)
+{
+	json_object *o = do_attach(req), *ok;
+
+	if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_get_boolean(ok)) {
+		const char *cid = jstr(req, "container_id");
+
+		emit(NULL, "sandbox-attach-refused", "attach of %s%s%s%s refused: %s", jstr(req, "name") ? jstr(req, "name") : "?",
+		     cid ? " (container " : "", cid ? cid : "", cid ? ")" : "", jstr(o, "error") ? jstr(o, "error") : "?");
+	}
 	return o;
 }
 
@@ -774,7 +843,7 @@ static void on_client(evutil_socket_t fd, short what, void *arg)
 	if (!cmd)
 		resp = reply_error("malformed request: want one JSON object with \"cmd\"");
 	else if (strcmp(cmd, "attach") == 0)
-		resp = do_attach(req);
+		resp = attach_or_say_why(req);
 	else if (strcmp(cmd, "detach") == 0)
 		resp = do_detach(req);
 	else if (strcmp(cmd, "status") == 0)
@@ -950,6 +1019,14 @@ static int adopt_all(void)
 		snprintf(s->name, sizeof(s->name), "%s", name);
 		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && jstr(st, "cgroup") ? jstr(st, "cgroup") : "");
 		snprintf(s->mode, sizeof(s->mode), "%s", st && jstr(st, "mode") ? jstr(st, "mode") : "enforce");
+		if (st && jstr(st, "container_id"))
+			snprintf(s->container_id, sizeof(s->container_id), "%s", jstr(st, "container_id"));
+		if (st && jstr(st, "container_name"))
+			snprintf(s->container_name, sizeof(s->container_name), "%s", jstr(st, "container_name"));
+		if (st && jstr(st, "runtime"))
+			snprintf(s->runtime, sizeof(s->runtime), "%s", jstr(st, "runtime"));
+		if (st && jstr(st, "upstream_netns"))
+			snprintf(s->upstream, sizeof(s->upstream), "%s", jstr(st, "upstream_netns"));
 		if (st)
 			json_object_put(st);
 		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");

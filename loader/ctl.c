@@ -229,11 +229,15 @@ int cmd_attach(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'P' },    { "container", required_argument, NULL, 'C' },
 		{ "name", required_argument, NULL, 'n' },   { "netns", required_argument, NULL, 'N' },
 		{ "mode", required_argument, NULL, 'm' },   { "json", no_argument, NULL, 'j' },
-		{ "kill-existing", no_argument, NULL, 'K' },
+		{ "kill-existing", no_argument, NULL, 'K' }, { "namespace", required_argument, NULL, 'S' },
+		{ "upstream-netns", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },         { 0 },
 	};
-	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL, *rt = NULL;
-	char name[SLUICE_NAME_MAX + 1] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX], msg[256];
+	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL;
+	const char *ctrd_ns = NULL, *upstream = NULL;
+	struct inspect_container ci = { 0 };
+	char name[SLUICE_NAME_MAX + 1] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX], msg[512];
+	char absupstream[PATH_MAX];
 	long pid = 0;
 	int json = 0, kill_existing = 0, c;
 	json_object *req;
@@ -255,15 +259,23 @@ int cmd_attach(int argc, char **argv)
 			break;
 		case 'N': netns = optarg; break;
 		case 'm': mode = optarg; break;
+		case 'S': ctrd_ns = optarg; break;
+		case 'U': upstream = optarg; break;
 		case 'j': json = 1; break;
 		case 'h':
-			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID)\n"
-			       "                     [--name NAME] [--netns PATH] [--mode audit|enforce] [--kill-existing] [--json]\n\n"
+			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID [--namespace NS])\n"
+			       "                     [--name NAME] [--netns PATH] [--upstream-netns PATH|host]\n"
+			       "                     [--mode audit|enforce] [--kill-existing] [--json]\n\n"
 			       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
-			       "podman or docker for the container's init pid; --pid uses that process's\n"
-			       "cgroup and network namespace.  Lists connections that were open before;\n"
+			       "podman, docker, then containerd (`ctr`, namespaces default, k8s.io, moby, or\n"
+			       "only --namespace NS; $CONTAINERD_ADDRESS picks its socket) for the container's\n"
+			       "init pid; --pid uses that process's cgroup and network namespace.\n"
+			       "--upstream-netns: the proxy and resolver listen in the sandbox's netns but dial\n"
+			       "from this one (host: the daemon's), so a container without a network reaches\n"
+			       "out only through them.  Lists connections that were open before;\n"
 			       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).\n\n"
-			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n");
+			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n"
+			       "  sluice attach --policy web.yaml --container job7 --namespace k8s.io\n");
 			return 0;
 		default: return 2;
 		}
@@ -272,6 +284,16 @@ int cmd_attach(int argc, char **argv)
 		log_warnx("attach: need --policy and exactly one of --cgroup, --pid, --container");
 		return 2;
 	}
+	if (ctrd_ns && !container) {
+		log_warnx("attach: --namespace is containerd's: it goes with --container");
+		return 2;
+	}
+	if (upstream && strcmp(upstream, "host") != 0 && !realpath(upstream, absupstream)) {
+		log_warn("attach: --upstream-netns %s", upstream);
+		return 2;
+	}
+	if (upstream && strcmp(upstream, "host") != 0)
+		upstream = absupstream;
 	if (!realpath(policy, abspolicy)) {
 		log_warn("attach: %s", policy);
 		return 2;
@@ -281,11 +303,11 @@ int cmd_attach(int argc, char **argv)
 		return 2;
 	}
 	if (container) {
-		pid = inspect_container_pid(container, &rt);
-		if (pid <= 0) {
-			log_warnx("attach: no running podman or docker container '%s'", container);
+		if (inspect_container(container, ctrd_ns, &ci, msg, sizeof(msg)) < 0) {
+			log_warnx("attach: %s", msg);
 			return 2;
 		}
+		pid = ci.pid;
 		if (!name[0]) {
 			snprintf(name, sizeof(name), "%s", container);
 			sanitize_name(name);
@@ -334,6 +356,13 @@ int cmd_attach(int argc, char **argv)
 		json_object_object_add(req, "mode", json_object_new_string(mode));
 	if (kill_existing)
 		json_object_object_add(req, "kill_existing", json_object_new_boolean(1));
+	if (ci.runtime) {
+		json_object_object_add(req, "container_id", json_object_new_string(ci.id));
+		json_object_object_add(req, "container_name", json_object_new_string(ci.name));
+		json_object_object_add(req, "runtime", json_object_new_string(ci.runtime));
+	}
+	if (upstream)
+		json_object_object_add(req, "upstream_netns", json_object_new_string(upstream));
 	return finish(sluice_ctl_call(req), json, human_attach);
 }
 

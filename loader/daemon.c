@@ -325,6 +325,8 @@ static void teardown(struct dsandbox *s, bool keep_state)
 		if (s->upstream[0] && strcmp(s->upstream, "host") != 0) {
 			umount2(s->upstream, MNT_DETACH);
 			unlink(s->upstream);
+			snprintf(path, sizeof(path), "%s.upstream", s->name);
+			fdstore_forget(path);
 		}
 	}
 }
@@ -425,8 +427,12 @@ static int fdstore_restore(void)
 		if (nm && strncmp(nm, NETNS_FDNAME, strlen(NETNS_FDNAME)) == 0) {
 			const char *name = nm + strlen(NETNS_FDNAME);
 
+			size_t nl = strlen(name);
+			/* NAME.upstream: the sandbox NAME's upstream netns (--upstream-netns) */
+			int base = nl > 9 && strcmp(name + nl - 9, ".upstream") == 0 ? (int)(nl - 9) : (int)nl;
+
 			snprintf(path, sizeof(path), "%s/netns/%s", D.state_dir, name);
-			state_path(json, sizeof(json), name, "json");
+			snprintf(json, sizeof(json), "%s/sandboxes/%.*s.json", D.state_dir, base, name);
 			if (access(json, F_OK) < 0) {
 				fdstore_forget(name); /* detached meanwhile */
 			} else if (statfs(path, &sfs) == 0 && sfs.f_type == NSFS_MAGIC) {
@@ -648,6 +654,8 @@ static json_object *do_attach(json_object *req)
 			goto fail;
 		}
 		snprintf(s->upstream, sizeof(s->upstream), "%s", kept);
+		snprintf(msg, sizeof(msg), "%s.upstream", name);
+		fdstore_netns(msg, kept);
 	}
 	{
 		struct sluice_bpf_config cfg;

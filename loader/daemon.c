@@ -51,6 +51,7 @@
 #include "inspect.h"
 #include "log.h"
 #include "policy.h"
+#include "policy_ref.h"
 #include "run_limits.h"
 #include "sandbox.h"
 
@@ -93,6 +94,7 @@ static struct {
 	char **proxy_extra, **resolver_extra;
 	bool use_lsm;               /* load the BPF LSM programs where the kernel has the BPF LSM */
 	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
+	char policy_dir[PATH_MAX];  /* where policy names resolve (attach "policy_name", the OCI hook) */
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -575,12 +577,20 @@ static json_object *do_attach(json_object *req)
 	const char *policy = jstr(req, "policy"), *mode = jstr(req, "mode");
 	const char *cid = jstr(req, "container_id"), *cname = jstr(req, "container_name");
 	const char *runtime = jstr(req, "runtime"), *upstream = jstr(req, "upstream_netns");
-	char cg2[PATH_MAX], msg[1024];
+	const char *pname = jstr(req, "policy_name");
+	char cg2[PATH_MAX], msg[1024], ppath[PATH_MAX];
 	struct sluice_policy_error perr;
 	struct dsandbox *s;
 	int cg_fd = -1;
 	json_object *o;
 
+	if (!policy && pname) {
+		/* by name, in the admin's directory: the OCI hook's annotation */
+		if (sluice_policy_ref_resolve(D.policy_dir, pname, "policy name", ppath, sizeof(ppath), msg,
+					      sizeof(msg)) < 0)
+			return reply_error("%s", msg);
+		policy = ppath;
+	}
 	if (!name || !cg || !policy)
 		return reply_error("attach needs name, cgroup and policy");
 	if (sluice_name_check(name, msg, sizeof(msg)) < 0)
@@ -1112,6 +1122,7 @@ int cmd_daemon(int argc, char **argv)
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
+		{ "policy-dir", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1123,6 +1134,7 @@ int cmd_daemon(int argc, char **argv)
 	struct timeval tv = { 0, 100000 };
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
+	snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", SLUICE_POLICY_DIR);
 	D.use_lsm = true;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -1134,10 +1146,13 @@ int cmd_daemon(int argc, char **argv)
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
+		case 'P': snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", optarg); break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
-			       "                     [--require-lsm | --no-lsm]\n\n"
+			       "                     [--require-lsm | --no-lsm] [--policy-dir DIR]\n\n"
+			       "  --policy-dir DIR  where policy names resolve (NAME: DIR/NAME.yaml; the OCI\n"
+			       "                 hook's io.sluice.policy annotation); default " SLUICE_POLICY_DIR "\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
 			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"

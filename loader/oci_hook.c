@@ -30,6 +30,7 @@
 #include "evlog.h"
 #include "inspect.h"
 #include "log.h"
+#include "policy_ref.h"
 
 #define STATE_MAX (1u << 20)   /* an OCI state is a few KiB; annotations are bounded by the runtime */
 
@@ -68,34 +69,6 @@ static const char *runtime_of(json_object *anns)
 	return "oci";
 }
 
-/* A policy reference must be a bare name in the admin's directory. */
-static int policy_name_check(const char *ref, char *name, size_t namelen, char *msg, size_t msglen)
-{
-	char why[256];
-	size_t n = strlen(ref);
-
-	if (strchr(ref, '/')) {
-		snprintf(msg, msglen, "annotation " SLUICE_ANN_POLICY "='%s' is a path: it must name a policy of the "
-			 "admin's policy directory (NAME for NAME.yaml)", ref);
-		return -1;
-	}
-	if (n > 5 && strcmp(ref + n - 5, ".yaml") == 0)
-		n -= 5;
-	if (n == 0 || n >= namelen) {
-		snprintf(msg, msglen, "annotation " SLUICE_ANN_POLICY "='%s': not a policy name", ref);
-		return -1;
-	}
-	memcpy(name, ref, n);
-	name[n] = '\0';
-	/* the same alphabet as sandbox names: no '/', no leading '.' ("..") */
-	if (sluice_name_check(name, why, sizeof(why)) < 0) {
-		snprintf(msg, msglen, "annotation " SLUICE_ANN_POLICY "='%s': a policy name may only hold letters, "
-			 "digits, '-', '_' and '.', not starting with '.'", ref);
-		return -1;
-	}
-	return 0;
-}
-
 /* The default sandbox name: the id's first 12 characters, each outside the
  * name alphabet replaced by '_'. */
 static void name_of_id(const char *id, char *out, size_t len)
@@ -114,11 +87,10 @@ static void name_of_id(const char *id, char *out, size_t len)
 int oci_hook_plan(const char *state, size_t len, const struct oci_hook_opts *o, struct oci_hook_plan *p,
 		  char *msg, size_t msglen)
 {
-	const char *dir = o->policy_dir ? o->policy_dir : SLUICE_POLICY_DIR;
 	json_tokener *tok = json_tokener_new();
 	json_object *st, *anns = NULL, *v;
 	const char *id, *status = NULL, *stage = o->stage, *ref, *mode, *nm;
-	char pname[SLUICE_NAME_MAX + 1], path[PATH_MAX], why[256];
+	char why[256];
 	int ret = -1;
 
 	memset(p, 0, sizeof(*p));
@@ -195,14 +167,9 @@ int oci_hook_plan(const char *state, size_t len, const struct oci_hook_opts *o, 
 		ret = 0;
 		goto out;
 	}
-	if (policy_name_check(ref, pname, sizeof(pname), msg, msglen) < 0)
+	if (sluice_policy_ref_check(ref, ann(anns, SLUICE_ANN_POLICY) ? "annotation " SLUICE_ANN_POLICY : "--default-policy",
+				    p->policy, sizeof(p->policy), msg, msglen) < 0)
 		goto out;
-	snprintf(p->policy, sizeof(p->policy), "%s", pname);
-	snprintf(path, sizeof(path), "%s/%s.yaml", dir, pname);
-	if (!realpath(path, p->policy_path)) {
-		snprintf(msg, msglen, "policy '%s' (annotation " SLUICE_ANN_POLICY "): %s: %s", pname, path, strerror(errno));
-		goto out;
-	}
 	mode = ann(anns, SLUICE_ANN_MODE);
 	if (mode && strcmp(mode, "audit") != 0 && strcmp(mode, "enforce") != 0) {
 		snprintf(msg, msglen, "annotation " SLUICE_ANN_MODE "='%s': audit or enforce", mode);
@@ -347,7 +314,7 @@ static int hook_attach(const struct oci_hook_plan *p, const char *upstream, char
 	json_object_object_add(req, "name", json_object_new_string(p->name));
 	json_object_object_add(req, "cgroup", json_object_new_string(cg));
 	json_object_object_add(req, "netns", json_object_new_string(ns));
-	json_object_object_add(req, "policy", json_object_new_string(p->policy_path));
+	json_object_object_add(req, "policy_name", json_object_new_string(p->policy));
 	if (p->mode[0])
 		json_object_object_add(req, "mode", json_object_new_string(p->mode));
 	json_object_object_add(req, "container_id", json_object_new_string(p->container_id));
@@ -391,15 +358,16 @@ static int hook_detach(const struct oci_hook_plan *p, char *msg, size_t msglen)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sluice oci-hook [--policy-dir DIR] [--default-policy NAME|none] [--upstream-netns PATH|host]\n"
+		"usage: sluice oci-hook [--default-policy NAME|none] [--upstream-netns PATH|host]\n"
 		"                       [--control-socket PATH] [--events FILE] [--stage createRuntime|poststop]\n"
 		"       sluice oci-hook --print-config [the same options]\n"
 		"\n"
 		"An OCI runtime hook (createRuntime and poststop): reads the container state on\n"
 		"stdin and asks the daemon to attach the container's cgroup before its process\n"
 		"runs, with the policy named by the annotation io.sluice.policy (NAME: the file\n"
-		"DIR/NAME.yaml, DIR default %s; never a path).  If anything fails\n"
-		"the hook fails and the runtime does not start the container.  Annotations:\n"
+		"NAME.yaml of the daemon's --policy-dir, default %s; never a path).\n"
+		"If anything fails the hook fails and the runtime does not start the container.\n"
+		"Annotations:\n"
 		"  io.sluice.policy=NAME     the policy (containers without it: --default-policy,\n"
 		"                            else not attached)\n"
 		"  io.sluice.mode=audit      audit instead of the policy's mode\n"
@@ -420,7 +388,7 @@ static void usage(FILE *f)
 int cmd_oci_hook(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "policy-dir", required_argument, NULL, 'd' },     { "default-policy", required_argument, NULL, 'D' },
+		{ "default-policy", required_argument, NULL, 'D' },
 		{ "upstream-netns", required_argument, NULL, 'u' }, { "control-socket", required_argument, NULL, 'c' },
 		{ "events", required_argument, NULL, 'e' },         { "stage", required_argument, NULL, 's' },
 		{ "print-config", no_argument, NULL, 'P' },         { "help", no_argument, NULL, 'h' },
@@ -437,7 +405,6 @@ int cmd_oci_hook(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': o.policy_dir = optarg; break;
 		case 'D': o.default_policy = optarg; break;
 		case 'u': upstream = optarg; break;
 		case 'c': sock = optarg; break;
@@ -467,7 +434,6 @@ int cmd_oci_hook(int argc, char **argv)
 		av[n++] = self;
 		av[n++] = "oci-hook";
 #define PASS(flag, val) do { if (val) { av[n++] = flag; av[n++] = (char *)(val); } } while (0)
-		PASS("--policy-dir", o.policy_dir);
 		PASS("--default-policy", o.default_policy);
 		PASS("--upstream-netns", upstream);
 		PASS("--control-socket", sock);

@@ -4,7 +4,7 @@
  * config.md "POSIX-platform Hooks") that puts a container under a policy
  * before its process runs.  As a createRuntime hook it reads the container
  * state on stdin, takes the policy NAME from the annotation io.sluice.policy
- * (a file NAME.yaml in the admin's policy directory, never a path), and asks
+ * (a file NAME.yaml in the daemon's policy directory, never a path), and asks
  * the daemon to attach the container's cgroup; any failure fails the hook,
  * and the runtime does not start the container.  As a poststop hook it
  * detaches.  docs/containers.md.
@@ -16,8 +16,6 @@
 
 #include "kfeatures.h" /* SLUICE_NAME_MAX */
 
-#define SLUICE_POLICY_DIR "/etc/sluice/policies"
-
 /* The annotations the hook reads (the container's; io.sluice.upstream is
  * deliberately not one: where a sandbox dials from is the admin's choice,
  * a hook argument). */
@@ -27,7 +25,6 @@
 
 /* What the admin's hook configuration says (hooks.d arguments). */
 struct oci_hook_opts {
-	const char *policy_dir;     /* where policy names resolve; NULL: SLUICE_POLICY_DIR */
 	const char *default_policy; /* for containers without io.sluice.policy; NULL or "none": not attached */
 	const char *stage;          /* "createRuntime" / "poststop"; NULL: from the state's status */
 };
@@ -42,8 +39,8 @@ enum oci_hook_action {
 struct oci_hook_plan {
 	enum oci_hook_action action;
 	char name[SLUICE_NAME_MAX + 1];   /* the sandbox: io.sluice.name, else the id's first 12 characters */
-	char policy[256];                 /* the policy's name, as annotated (or the default) */
-	char policy_path[4096];           /* DIR/NAME.yaml, resolved (realpath) */
+	char policy[SLUICE_NAME_MAX + 1]; /* the policy's name (annotated, or the default); the
+					   * daemon resolves it in its --policy-dir */
 	char mode[16];                    /* "audit", "enforce", or "" (the policy's own) */
 	char container_id[128];
 	char container_name[128];         /* io.sluice.name, else the Kubernetes container name; "" none */
@@ -54,10 +51,9 @@ struct oci_hook_plan {
 /*
  * Decide what the hook does for the OCI state `state` (`len` bytes of JSON:
  * id, status, pid, annotations) under the admin's options `o`.  Checks the
- * annotations: the policy must be a name (letters, digits, '-', '_', '.',
- * not starting with '.'; "NAME.yaml" is taken as NAME) naming an existing
- * file in the policy directory; the mode audit or enforce; the name a valid
- * sandbox name.  Returns 0 with *p filled, or -1 with the reason in msg (the
+ * annotations: the policy must be a name (sluice_policy_ref_check: no
+ * path); the mode audit or enforce; the name a valid sandbox name.  Whether
+ * the policy exists is the daemon's to say (it holds the policy directory).  Returns 0 with *p filled, or -1 with the reason in msg (the
  * hook then fails and the container does not start).  No side effects.
  */
 int oci_hook_plan(const char *state, size_t len, const struct oci_hook_opts *o, struct oci_hook_plan *p,

@@ -35,21 +35,20 @@ def need_podman():
 
 
 class Hooked:
-    """A daemon, a policy directory of the admin's and a hooks.d directory
-    made with `sluice oci-hook --print-config` (what docs/containers.md says
-    to install in /usr/share/containers/oci/hooks.d/)."""
+    """A daemon with a policy directory of the admin's (--policy-dir) and a
+    hooks.d directory made with `sluice oci-hook --print-config` (what
+    docs/containers.md says to install in /usr/share/containers/oci/hooks.d/)."""
 
     def __init__(self, w, extra=()):
         self.w = w
-        self.d = TD.Daemon(w)
-        self.poldir = os.path.join(self.d.state, "policies")
-        self.hooks = os.path.join(self.d.state, "hooks.d")
+        self.poldir = os.path.join(w.tmp, "policies-%d" % time.monotonic_ns())
         os.makedirs(self.poldir)
+        self.d = TD.Daemon(w, extra=["--policy-dir", self.poldir])
+        self.hooks = os.path.join(self.d.state, "hooks.d")
         os.makedirs(self.hooks)
         with open(os.path.join(self.poldir, "web.yaml"), "w") as f:
             f.write(POLICY)
-        r = subprocess.run([W.SLUICE, "oci-hook", "--print-config", "--policy-dir", self.poldir,
-                            "--control-socket", self.d.env["SLUICE_CONTROL_SOCK"]] + list(extra),
+        r = subprocess.run([W.SLUICE, "oci-hook", "--print-config", "--control-socket", self.d.env["SLUICE_CONTROL_SOCK"]] + list(extra),
                            capture_output=True, text=True)
         assert r.returncode == 0, r
         cfg = json.loads(r.stdout)
@@ -186,7 +185,7 @@ def test_hook_missing_policy_stops_the_container(w):
     h = Hooked(w)
     try:
         line = _refused(h, w, "missing", {"io.sluice.policy": "nosuch"}, "policy 'nosuch'")
-        assert line["event.action"] == "oci-hook-refused" and line.get("container.id"), line
+        assert line["event.action"] == "sandbox-attach-refused" and "(container " in line["message"], line
     finally:
         h.close()
 
@@ -196,7 +195,9 @@ def test_hook_refuses_a_path_and_a_bad_mode(w):
     h = Hooked(w)
     try:
         pol = w.write("outside.yaml", POLICY)
-        _refused(h, w, "path", {"io.sluice.policy": pol}, "is a path")
+        line = _refused(h, w, "path", {"io.sluice.policy": pol}, "is a path")
+        assert line["event.action"] == "oci-hook-refused" and line["container.runtime"] == "podman", line
+        assert len(line["container.id"]) == 64, line
         _refused(h, w, "dots", {"io.sluice.policy": "../policies/web"}, "is a path")
         _refused(h, w, "dot", {"io.sluice.policy": ".hidden"}, "may only hold")
         _refused(h, w, "mode", {"io.sluice.policy": "web", "io.sluice.mode": "off"}, "audit or enforce")

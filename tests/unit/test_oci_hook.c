@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests: what `sluice oci-hook` decides from an OCI state
- * (loader/oci_hook.c): policy names, never paths; stages; annotations. */
+ * (loader/oci_hook.c): policy names, never paths; stages; annotations;
+ * and how a name resolves in the policy directory (loader/policy_ref.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "oci_hook.h"
+#include "policy_ref.h"
 
 static char dir[64];
 
@@ -48,7 +50,7 @@ static int teardown(void **state)
 static int plan(const char *status, const char *anns, const char *dflt, struct oci_hook_plan *p, char *msg)
 {
 	char state[2048];
-	struct oci_hook_opts o = { .policy_dir = dir, .default_policy = dflt };
+	struct oci_hook_opts o = { .default_policy = dflt };
 
 	snprintf(state, sizeof(state),
 		 "{\"ociVersion\":\"1.0.2\",\"id\":\"d5fa3486dd934fca2edfcaacb1752c04\",\"status\":\"%s\",\"pid\":4242,"
@@ -59,7 +61,7 @@ static int plan(const char *status, const char *anns, const char *dflt, struct o
 static void test_attach_by_name(void **state)
 {
 	struct oci_hook_plan p;
-	char msg[512], want[128];
+	char msg[512];
 
 	assert_int_equal(plan("creating", "\"io.sluice.policy\":\"web\",\"io.container.manager\":\"libpod\"", NULL, &p, msg), 0);
 	assert_int_equal(p.action, OCI_HOOK_ATTACH);
@@ -67,8 +69,7 @@ static void test_attach_by_name(void **state)
 	assert_string_equal(p.runtime, "podman");
 	assert_int_equal(p.pid, 4242);
 	assert_string_equal(p.mode, "");
-	snprintf(want, sizeof(want), "%s/web.yaml", dir);
-	assert_string_equal(p.policy_path, want);
+	assert_string_equal(p.policy, "web");
 	/* NAME.yaml is NAME; audit; a name of the container's choosing */
 	assert_int_equal(plan("creating", "\"io.sluice.policy\":\"web.yaml\",\"io.sluice.mode\":\"audit\","
 				      "\"io.sluice.name\":\"agent-1\"", NULL, &p, msg), 0);
@@ -94,7 +95,6 @@ static void test_refusals(void **state)
 		{ "\"io.sluice.policy\":\".web\"", "may only hold" },
 		{ "\"io.sluice.policy\":\"\"", "not a policy name" },
 		{ "\"io.sluice.policy\":\"a b\"", "may only hold" },
-		{ "\"io.sluice.policy\":\"nosuch\"", "policy 'nosuch'" },
 		{ "\"io.sluice.policy\":\"web\",\"io.sluice.mode\":\"off\"", "audit or enforce" },
 		{ "\"io.sluice.policy\":\"web\",\"io.sluice.name\":\"a/b\"", "io.sluice.name" },
 	};
@@ -133,6 +133,23 @@ static void test_default_and_poststop(void **state)
 	assert_string_equal(p.name, "n1");
 }
 
+static void test_policy_ref(void **state)
+{
+	char path[4096], want[128], msg[512];
+
+	snprintf(want, sizeof(want), "%s/web.yaml", dir);
+	assert_int_equal(sluice_policy_ref_resolve(dir, "web", "x", path, sizeof(path), msg, sizeof(msg)), 0);
+	assert_string_equal(path, want);
+	assert_int_equal(sluice_policy_ref_resolve(dir, "web.yaml", "x", path, sizeof(path), msg, sizeof(msg)), 0);
+	assert_string_equal(path, want);
+	assert_int_equal(sluice_policy_ref_resolve(dir, "nosuch", "annotation x", path, sizeof(path), msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "policy 'nosuch' (annotation x): "));
+	assert_non_null(strstr(msg, "No such file"));
+	assert_int_equal(sluice_policy_ref_resolve(dir, want, "x", path, sizeof(path), msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "is a path"));
+	assert_int_equal(sluice_policy_ref_resolve(dir, ".yaml", "x", path, sizeof(path), msg, sizeof(msg)), -1);
+}
+
 static void test_print_config(void **state)
 {
 	char *argv[] = { "/usr/bin/sluice", "oci-hook", "--policy-dir", "/p", NULL };
@@ -158,6 +175,7 @@ int main(void)
 		cmocka_unit_test(test_attach_by_name),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_default_and_poststop),
+		cmocka_unit_test(test_policy_ref),
 		cmocka_unit_test(test_print_config),
 	};
 

@@ -1000,6 +1000,35 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 }
 
+/*
+ * The kept netns of s is a bind mount in the previous daemon's mount
+ * namespace; where that died with it and no fd store handed it back (a
+ * container's daemon: the Kubernetes DaemonSet), the file is left empty.
+ * Find the namespace again through a process of the sandbox's cgroup and
+ * keep it anew.  Nothing found: the file stays, and the adoption fails as
+ * it would have.
+ */
+static void netns_recover(struct dsandbox *s)
+{
+	struct statfs sfs;
+	char src[64];
+	pid_t pid;
+
+	if (statfs(s->netns, &sfs) == 0 && sfs.f_type == NSFS_MAGIC)
+		return;
+	pid = inspect_cgroup_first_pid(s->cgroup);
+	if (pid <= 0)
+		return;
+	snprintf(src, sizeof(src), "/proc/%d/ns/net", (int)pid);
+	if (mount(src, s->netns, NULL, MS_BIND, NULL) < 0) {
+		log_warn("sandbox %s: cannot keep the netns of pid %d of its cgroup", s->name, (int)pid);
+		return;
+	}
+	fdstore_netns(s->name, s->netns);
+	log_info("sandbox %s: its kept netns was gone with the previous daemon; found again through pid %d of %s",
+		 s->name, (int)pid, s->cgroup);
+}
+
 /* Re-adopt every sandbox a previous daemon left (pins + state files). */
 static int adopt_all(void)
 {
@@ -1051,6 +1080,8 @@ static int adopt_all(void)
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
 		if (access(s->netns, F_OK) < 0)
 			s->netns[0] = 0;
+		else
+			netns_recover(s);
 		s->cgroup_id = cg_id(s->cgroup);
 		if (sandbox_adopt(&s->sb, name, msg, sizeof(msg)) < 0 ||
 		    sluice_policy_load_file(s->policy_path, &s->policy, &perr) < 0) {

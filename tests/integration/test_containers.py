@@ -39,11 +39,11 @@ class Hooked:
     hooks.d directory made with `sluice oci-hook --print-config` (what
     docs/containers.md says to install in /usr/share/containers/oci/hooks.d/)."""
 
-    def __init__(self, w, extra=()):
+    def __init__(self, w, extra=(), wrap=()):
         self.w = w
         self.poldir = os.path.join(w.tmp, "policies-%d" % time.monotonic_ns())
         os.makedirs(self.poldir)
-        self.d = TD.Daemon(w, extra=["--policy-dir", self.poldir])
+        self.d = TD.Daemon(w, extra=["--policy-dir", self.poldir], wrap=wrap)
         self.hooks = os.path.join(self.d.state, "hooks.d")
         os.makedirs(self.hooks)
         with open(os.path.join(self.poldir, "web.yaml"), "w") as f:
@@ -256,5 +256,44 @@ def test_hook_default_policy_applies_to_unannotated_containers(w):
         time.sleep(0.3)
         assert w.arrived_since(mark, port=9000) == []
         assert any(e.get("container.id") == cid for e in h.d.events_of(cid[:12]))
+    finally:
+        h.close()
+
+
+def test_daemon_in_its_own_mount_namespace_readopts_a_hooked_container(w):
+    """A daemon whose mount namespace dies with it (a container's: the
+    Kubernetes DaemonSet) loses its netns bind mounts; restarted, it finds
+    each sandbox's netns again through a process of its cgroup, and the
+    proxy listens in the container's netns again."""
+    need_podman()
+    h = Hooked(w, wrap=["unshare", "-m", "--propagation", "private"])
+    name = "slcctrreadopt%d" % os.getpid()
+    try:
+        with open(os.path.join(h.poldir, "proxied.yaml"), "w") as f:
+            f.write(POLICY + "  - host: api.example.com\n    ports: [443]\n    why: through the proxy\n")
+        h.names.append(name)
+        r = subprocess.run(["podman", "--hooks-dir", h.hooks, "run", "-d", "--name", name, "--runtime", "runc",
+                            "--cgroup-manager=cgroupfs", "--network", "ns:" + w.sbx_path,
+                            "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+                            "--annotation", "io.sluice.policy=proxied", "--annotation", "io.sluice.name=" + name,
+                            "--rootfs", TD._rootfs(w), "/bin/sh", "-c", "sleep 600"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r
+
+        def ex(cmd):
+            return subprocess.run(["podman", "exec", name, "sh", "-c", cmd], capture_output=True, text=True,
+                                  timeout=60)
+        assert "403" in ex("wget -S -O- http://127.0.0.1:443/ 2>&1").stdout
+        h.d.kill9()
+        # its bind mount went with its mount namespace: an empty file is left
+        kept = os.path.join(h.d.state, "netns", name)
+        assert os.path.exists(kept) and os.stat(kept).st_dev == os.stat(h.d.state).st_dev
+        h.d.start()
+        st = h.d.status()[name]
+        assert st["proxy_pid"] > 0 and st["runtime"] == "podman", st
+        assert "403" in ex("wget -S -O- http://127.0.0.1:443/ 2>&1").stdout
+        assert "Operation not permitted" in ex("echo hi | nc -w 2 192.0.2.10 9000").stderr
+        err = open(os.path.join(w.tmp, "daemon.err")).read()
+        assert "found again through pid" in err, err[-2000:]
     finally:
         h.close()

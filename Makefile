@@ -120,6 +120,9 @@ $(OUTPUT)/man/%: man/%.scd
 deps:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEBIAN_PACKAGES)
+	@# kubectl, for the offline check of deploy/kubernetes/ (tests/integration/test_kubernetes.py):
+	@# Debian's kubernetes-client, unless a kubectl is installed already (both ship /usr/bin/kubectl)
+	command -v kubectl >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends kubernetes-client
 
 # --- BPF ---------------------------------------------------------------
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Wno-unused-function \

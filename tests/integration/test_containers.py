@@ -297,3 +297,55 @@ def test_daemon_in_its_own_mount_namespace_readopts_a_hooked_container(w):
         assert "found again through pid" in err, err[-2000:]
     finally:
         h.close()
+
+
+def test_runc_directly_with_the_hook_in_config_json(w):
+    """An OCI runtime without an engine: the hooks in the bundle's
+    config.json, as docs/containers.md shows them for runc and crun."""
+    if not shutil.which("runc") or not os.path.exists("/bin/busybox"):
+        raise W.Skip("runc or busybox-static not installed (make deps)")
+    h = Hooked(w)
+    name = "slcrunc%d" % os.getpid()
+    bundle, root = os.path.join(w.tmp, "bundle-" + name), os.path.join(w.tmp, "runc-root")
+    mounts = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] in ("cgroup", "cgroup2")]
+    try:
+        os.makedirs(bundle)
+        W.sh("runc", "spec", "--bundle", bundle)
+        cfgp = os.path.join(bundle, "config.json")
+        cfg = json.load(open(cfgp))
+        hook = {"path": W.SLUICE, "args": ["sluice", "oci-hook", "--control-socket", h.d.env["SLUICE_CONTROL_SOCK"]]}
+        cfg["hooks"] = {"createRuntime": [hook], "poststop": [hook]}
+        cfg["annotations"] = {"io.sluice.policy": "web", "io.sluice.name": name}
+        cfg["root"] = {"path": TD._rootfs(w), "readonly": True}
+        cfg["process"]["terminal"] = False
+        cfg["process"]["args"] = ["/bin/sh", "-c", FIRST]
+        cfg["linux"]["cgroupsPath"] = "/" + name
+        for ns in cfg["linux"]["namespaces"]:
+            if ns["type"] == "network":
+                ns["path"] = w.sbx_path
+        json.dump(cfg, open(cfgp, "w"))
+        mark = w.mark()
+        r = subprocess.run(["runc", "--root", root, "run", "--bundle", bundle, name], capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r
+        assert "denied_rc=1" in r.stdout and "allowed_rc=0" in r.stdout, r
+        time.sleep(0.3)
+        assert w.arrived_since(mark, port=9000) == [] and w.arrived_since(mark, port=5432)
+        ev = [e for e in h.d.events_of(name) if e.get("event.action") == "egress-denied"]
+        assert ev and ev[0]["container.id"] == name and ev[0]["container.runtime"] == "oci", ev
+        assert wait_gone(h.d, name)
+        # a missing policy: runc refuses to start it
+        cfg["annotations"]["io.sluice.policy"] = "nosuch"
+        json.dump(cfg, open(cfgp, "w"))
+        r = subprocess.run(["runc", "--root", root, "run", "--bundle", bundle, name], capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+        assert r.returncode != 0 and "denied_rc" not in r.stdout and "policy 'nosuch'" in r.stderr, r
+    finally:
+        subprocess.run(["runc", "--root", root, "delete", "-f", name], capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+        for m in mounts:
+            try:
+                os.rmdir(os.path.join(m, name))
+            except OSError:
+                pass
+        h.close()

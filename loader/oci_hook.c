@@ -69,6 +69,20 @@ static const char *runtime_of(json_object *anns)
 	return "oci";
 }
 
+/* Is the container's pod in one of the `list` namespaces (CRI-O's and
+ * containerd's CRI annotations)? */
+static bool exempt(json_object *anns, const char *const *list)
+{
+	const char *ns = ann(anns, "io.kubernetes.pod.namespace");
+
+	if (!ns)
+		ns = ann(anns, "io.kubernetes.cri.sandbox-namespace");
+	for (size_t i = 0; ns && list && list[i]; i++)
+		if (strcmp(list[i], ns) == 0)
+			return true;
+	return false;
+}
+
 /* The default sandbox name: the id's first 12 characters, each outside the
  * name alphabet replaced by '_'. */
 static void name_of_id(const char *id, char *out, size_t len)
@@ -138,7 +152,7 @@ int oci_hook_plan(const char *state, size_t len, const struct oci_hook_opts *o, 
 	}
 
 	ref = ann(anns, SLUICE_ANN_POLICY);
-	if (!ref && o->default_policy && strcmp(o->default_policy, "none") != 0)
+	if (!ref && o->default_policy && strcmp(o->default_policy, "none") != 0 && !exempt(anns, o->exempt))
 		ref = o->default_policy;
 	if (!ref) {
 		p->action = OCI_HOOK_NOTHING;
@@ -360,6 +374,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sluice oci-hook [--default-policy NAME|none] [--upstream-netns PATH|host]\n"
 		"                       [--control-socket PATH] [--events FILE] [--stage createRuntime|poststop]\n"
+		"                       [--exempt-namespace NS]...\n"
 		"       sluice oci-hook --print-config [the same options]\n"
 		"\n"
 		"An OCI runtime hook (createRuntime and poststop): reads the container state on\n"
@@ -378,6 +393,8 @@ static void usage(FILE *f)
 		"  --events FILE               where a refusal's line goes (default: events.jsonl\n"
 		"                              beside the control socket)\n"
 		"  --stage S                   the stage, where the state's status does not tell\n"
+		"  --exempt-namespace NS       pods of Kubernetes namespace NS get no --default-policy\n"
+		"                              (kube-system, sluice's own: its daemon cannot filter itself)\n"
 		"--print-config prints the hooks.d file for podman and CRI-O (one entry for both\n"
 		"stages), with these options as the hook's arguments:\n"
 		"  sluice oci-hook --print-config > /usr/share/containers/oci/hooks.d/sluice.json\n"
@@ -392,9 +409,12 @@ int cmd_oci_hook(int argc, char **argv)
 		{ "upstream-netns", required_argument, NULL, 'u' }, { "control-socket", required_argument, NULL, 'c' },
 		{ "events", required_argument, NULL, 'e' },         { "stage", required_argument, NULL, 's' },
 		{ "print-config", no_argument, NULL, 'P' },         { "help", no_argument, NULL, 'h' },
+		{ "exempt-namespace", required_argument, NULL, 'x' },
 		{ 0 },
 	};
 	struct oci_hook_opts o = { 0 };
+	const char *exempts[17] = { 0 };
+	int n_exempt = 0;
 	struct oci_hook_plan p;
 	const char *upstream = NULL, *sock = NULL, *events = NULL;
 	char msg[1024], self[PATH_MAX];
@@ -410,6 +430,13 @@ int cmd_oci_hook(int argc, char **argv)
 		case 'c': sock = optarg; break;
 		case 'e': events = optarg; break;
 		case 's': o.stage = optarg; break;
+		case 'x':
+			if (n_exempt == 16) {
+				log_warnx("oci-hook: at most 16 --exempt-namespace");
+				return 2;
+			}
+			exempts[n_exempt++] = optarg;
+			break;
 		case 'P': print = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -419,12 +446,13 @@ int cmd_oci_hook(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	o.exempt = exempts;
 	if (upstream && strcmp(upstream, "host") != 0 && upstream[0] != '/') {
 		log_warnx("oci-hook: --upstream-netns: an absolute path or 'host'");
 		return 2;
 	}
 	if (print) {
-		char *av[16], *json;
+		char *av[16 + 2 * 16], *json;
 		int n = 0;
 
 		if (!realpath("/proc/self/exe", self)) {
@@ -438,6 +466,8 @@ int cmd_oci_hook(int argc, char **argv)
 		PASS("--upstream-netns", upstream);
 		PASS("--control-socket", sock);
 		PASS("--events", events);
+		for (int i = 0; i < n_exempt; i++)
+			PASS("--exempt-namespace", exempts[i]);
 #undef PASS
 		av[n] = NULL;
 		json = oci_hook_config_json(av, o.default_policy && strcmp(o.default_policy, "none") != 0);

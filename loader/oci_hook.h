@@ -27,10 +27,13 @@
 struct oci_hook_opts {
 	const char *default_policy; /* for containers without io.sluice.policy; NULL or "none": not attached */
 	const char *stage;          /* "createRuntime" / "poststop"; NULL: from the state's status */
+	const char *const *exempt;  /* Kubernetes namespaces whose pods are left alone (the default
+				     * policy does not apply to them), NULL-terminated; may be NULL */
 };
 
 enum oci_hook_action {
-	OCI_HOOK_NOTHING,           /* no policy annotation and no default: leave the container alone */
+	OCI_HOOK_NOTHING,           /* no policy annotation and no default (or an exempt namespace):
+				     * leave the container alone */
 	OCI_HOOK_ATTACH,
 	OCI_HOOK_DETACH,
 };

@@ -127,6 +127,25 @@ static void test_default_and_poststop(void **state)
 	assert_int_equal(p.action, OCI_HOOK_NOTHING);
 	assert_int_equal(plan("creating", "\"x\":\"y\"", "web", &p, msg), 0);
 	assert_int_equal(p.action, OCI_HOOK_ATTACH);
+	/* an exempt namespace gets no default, but its annotation still counts */
+	{
+		static const char *const ex[] = { "kube-system", NULL };
+		struct oci_hook_opts o = { .default_policy = "web", .exempt = ex };
+		const char *st = "{\"id\":\"abc\",\"status\":\"creating\",\"pid\":7,\"annotations\":"
+				 "{\"io.kubernetes.pod.namespace\":\"kube-system\"}}";
+		const char *st2 = "{\"id\":\"abc\",\"status\":\"creating\",\"pid\":7,\"annotations\":"
+				  "{\"io.kubernetes.cri.sandbox-namespace\":\"kube-system\",\"io.sluice.policy\":\"web\"}}";
+		const char *st3 = "{\"id\":\"abc\",\"status\":\"creating\",\"pid\":7,\"annotations\":"
+				  "{\"io.kubernetes.pod.namespace\":\"team-a\"}}";
+
+		assert_int_equal(oci_hook_plan(st, strlen(st), &o, &p, msg, sizeof(msg)), 0);
+		assert_int_equal(p.action, OCI_HOOK_NOTHING);
+		assert_int_equal(oci_hook_plan(st2, strlen(st2), &o, &p, msg, sizeof(msg)), 0);
+		assert_int_equal(p.action, OCI_HOOK_ATTACH);
+		assert_int_equal(oci_hook_plan(st3, strlen(st3), &o, &p, msg, sizeof(msg)), 0);
+		assert_int_equal(p.action, OCI_HOOK_ATTACH);
+		assert_string_equal(p.policy, "web");
+	}
 	/* poststop detaches by the same name, whatever the policy file says now */
 	assert_int_equal(plan("stopped", "\"io.sluice.policy\":\"gone-by-now\",\"io.sluice.name\":\"n1\"", NULL, &p, msg), 0);
 	assert_int_equal(p.action, OCI_HOOK_DETACH);

@@ -5,6 +5,7 @@
  * everything removed.
  */
 #include "run.h"
+#include "netns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -89,6 +90,12 @@ static void usage_run(FILE *f)
 		"  --name NAME          sandbox name (default: run-<pid>)\n"
 		"  --netns PATH         run CMD in this network namespace (e.g. /run/netns/NAME);\n"
 		"                       the proxy and resolver listen and dial there too\n"
+		"  --isolate-net        run CMD in a fresh network namespace with loopback only: its one\n"
+		"                       way out is sluice's proxy and resolver, which dial from the host's\n"
+		"                       network (or --upstream-netns)\n"
+		"  --upstream-netns PATH|host\n"
+		"                       the proxy and resolver listen in CMD's netns but dial from this\n"
+		"                       one (host: sluice's own)\n"
 		"  --mode MODE          enforce (default) or audit (log what would be denied, deny nothing\n"
 		"                       except raw/ICMP sockets)\n"
 		"  --upstream-dns ADDR  resolver's upstream (default: /etc/resolv.conf)\n"
@@ -573,6 +580,8 @@ int cmd_run(int argc, char **argv)
 		{ "events", required_argument, NULL, 'e' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "netns", required_argument, NULL, 'N' },
+		{ "upstream-netns", required_argument, NULL, 'U' },
+		{ "isolate-net", no_argument, NULL, 'X' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "upstream-dns", required_argument, NULL, 'u' },
 		{ "no-proxy", no_argument, NULL, 'P' },
@@ -599,7 +608,10 @@ int cmd_run(int argc, char **argv)
 		{ 0 },
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
-		   *upstream = NULL, *signers_path = NULL, *boundary_path = NULL;
+		   *upstream = NULL, *signers_path = NULL, *boundary_path = NULL, *upstream_netns = NULL,
+		   *child_netns = NULL;
+	char iso_path[64];
+	int isolate = 0;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
@@ -640,6 +652,8 @@ int cmd_run(int argc, char **argv)
 			snprintf(name, sizeof(name), "%s", optarg);
 			break;
 		case 'N': netns_path = optarg; break;
+		case 'U': upstream_netns = optarg; break;
+		case 'X': isolate = 1; break;
 		case 'm': mode = optarg; break;
 		case 'u': upstream = optarg; break;
 		case 'P': no_proxy = 1; break;
@@ -831,13 +845,41 @@ int cmd_run(int argc, char **argv)
 		log_warn("run: no BPF filesystem at %s and cannot mount one", SLUICE_BPFFS);
 		goto out;
 	}
-	if (netns_path) {
+	if (isolate && netns_path) {
+		log_warnx("run: --isolate-net makes CMD a network namespace of its own: not with --netns");
+		goto out;
+	}
+	if (upstream_netns && strcmp(upstream_netns, "host") != 0) {
+		int fd = open(upstream_netns, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			log_warn("run: cannot open --upstream-netns %s", upstream_netns);
+			goto out;
+		}
+		close(fd);
+	}
+	if (isolate) {
+		/* loopback only: the proxy and the resolver are the only way out */
+		netns_fd = sluice_netns_isolated(msg, sizeof(msg));
+		if (netns_fd < 0) {
+			log_warnx("run: --isolate-net: %s", msg);
+			goto out;
+		}
+		snprintf(iso_path, sizeof(iso_path), "/proc/%d/fd/%d", (int)getpid(), netns_fd);
+		netns_path = iso_path;
+	} else if (netns_path) {
 		netns_fd = open(netns_path, O_RDONLY | O_CLOEXEC);
 		if (netns_fd < 0) {
 			log_warn("run: cannot open network namespace %s", netns_path);
 			goto out;
 		}
 	}
+	/* where the proxy and resolver dial from: --upstream-netns (host: ours),
+	 * the host's for --isolate-net, else the sandbox's */
+	if (upstream_netns)
+		child_netns = strcmp(upstream_netns, "host") == 0 ? NULL : upstream_netns;
+	else
+		child_netns = isolate ? NULL : netns_path;
 	if (events_path && strcmp(events_path, "-") == 0) {
 		st.events = STDOUT_FILENO;
 	} else if (events_path) {
@@ -938,7 +980,7 @@ int cmd_run(int argc, char **argv)
 	 * dies is restarted on them: its port is never free for another) */
 	{
 		struct sluice_child_opts co = {
-			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = netns_path, .sandbox = name,
+			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = child_netns, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
 			.secrets = &st.secrets,
 		};

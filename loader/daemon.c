@@ -44,6 +44,7 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "ctlsrv.h"
 #include "destroy.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -690,6 +691,7 @@ static json_object *do_status(json_object *req)
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "events", json_object_new_string(D.events_path));
 	json_object_object_add(o, "sandboxes", arr);
+	json_object_object_add(o, "control", ctlsrv_stats_json());
 	return o;
 }
 
@@ -745,84 +747,29 @@ static json_object *do_reload(json_object *req)
 	return o;
 }
 
-static void on_client(evutil_socket_t fd, short what, void *arg)
+/* One control request (ctlsrv.c reads it and sends the answer). */
+static json_object *handle_request(json_object *req)
 {
-	struct event *ev = arg;
-	char buf[65536];
-	size_t got = 0;
-	json_object *req = NULL, *resp;
-	const char *cmd;
+	const char *cmd = req ? jstr(req, "cmd") : NULL;
 
-	event_free(ev);
-	/* one request line (SO_RCVTIMEO bounds a slow client); memchr reads
-	 * only the `got` bytes received */
-	/* cppcheck-suppress uninitvar */
-	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
-		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	if (got == 0) {
-		close(fd);
-		return;
-	}
-	buf[got] = 0;
-	req = json_tokener_parse(buf);
-	cmd = req ? jstr(req, "cmd") : NULL;
 	if (!cmd)
-		resp = reply_error("malformed request: want one JSON object with \"cmd\"");
-	else if (strcmp(cmd, "attach") == 0)
-		resp = do_attach(req);
-	else if (strcmp(cmd, "detach") == 0)
-		resp = do_detach(req);
-	else if (strcmp(cmd, "status") == 0)
-		resp = do_status(req);
-	else if (strcmp(cmd, "reload") == 0)
-		resp = do_reload(req);
-	else
-		resp = reply_error("unknown command '%s'", cmd);
-	{
-		const char *s = json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN);
-		ssize_t w = send(fd, s, strlen(s), MSG_NOSIGNAL);
-
-		if (w >= 0)
-			w = send(fd, "\n", 1, MSG_NOSIGNAL);
-		(void)w;
-	}
-	json_object_put(resp);
-	if (req)
-		json_object_put(req);
-	close(fd);
+		return reply_error("malformed request: want one JSON object with \"cmd\"");
+	if (strcmp(cmd, "attach") == 0)
+		return do_attach(req);
+	if (strcmp(cmd, "detach") == 0)
+		return do_detach(req);
+	if (strcmp(cmd, "status") == 0)
+		return do_status(req);
+	if (strcmp(cmd, "reload") == 0)
+		return do_reload(req);
+	return reply_error("unknown command '%s'", cmd);
 }
 
-static void on_accept(evutil_socket_t lfd, short what, void *arg)
+/* The control socket's summary lines (timeouts, evictions, refusals). */
+static void control_report(const char *action, const char *message)
 {
-	struct ucred cred;
-	socklen_t cl = sizeof(cred);
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	struct event *ev;
-
-	if (fd < 0)
-		return;
-	/* root only: the socket is 0600, and the peer's credentials are checked */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != 0) {
-		const char *m = "{\"ok\":false,\"error\":\"permission denied: root only\"}\n";
-		ssize_t w = send(fd, m, strlen(m), MSG_NOSIGNAL);
-
-		(void)w;
-		close(fd);
-		return;
-	}
-	{
-		struct timeval tv = { .tv_sec = 5 };
-
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	}
-	ev = event_new(D.base, fd, EV_READ, on_client, NULL);
-	event_assign(ev, D.base, fd, EV_READ, on_client, ev);
-	event_add(ev, NULL);
+	sluice_lifecycle_write(&D.log, action, message);
+	log_warnx("%s", message);
 }
 
 /* Every 100 ms: drain ring buffers (batched wakeups: poll, then consume),
@@ -866,6 +813,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			}
 		}
 	}
+	ctlsrv_tick();
 	for (; s; s = next) {
 		next = s->next;
 		if (s->consumer_ok)
@@ -1012,6 +960,20 @@ static int mkdirs(void)
 	return 0;
 }
 
+/* A decimal number in [lo, hi] (strtonum's spirit).  0 or -1. */
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return level == LIBBPF_WARN && getenv("SLUICE_LIBBPF_VERBOSE") ? vfprintf(stderr, fmt, ap) : 0;
@@ -1027,6 +989,8 @@ int cmd_daemon(int argc, char **argv)
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
+		{ "control-clients", required_argument, NULL, 'C' },
+		{ "control-deadlines", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1036,6 +1000,7 @@ int cmd_daemon(int argc, char **argv)
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct event *tick, *sigs[3];
 	struct timeval tv = { 0, 100000 };
+	struct ctlsrv_limits ctl = { 0 };
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
 	D.use_lsm = true;
@@ -1049,19 +1014,41 @@ int cmd_daemon(int argc, char **argv)
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
+		case 'C':
+			if (parse_uint(optarg, 1, 100000, &ctl.max_clients) < 0) {
+				log_warnx("daemon: --control-clients: want a number from 1 to 100000, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'T': {
+			char *colon = strchr(optarg, ':');
+
+			if (!colon || (*colon = 0, parse_uint(optarg, 1, 3600000, &ctl.idle_ms) < 0) ||
+			    parse_uint(colon + 1, 1, 3600000, &ctl.total_ms) < 0) {
+				log_warnx("daemon: --control-deadlines: want IDLE_MS:TOTAL_MS, e.g. 2000:5000");
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
-			       "                     [--require-lsm | --no-lsm]\n\n"
+			       "                     [--require-lsm | --no-lsm] [--control-clients N]\n"
+			       "                     [--control-deadlines IDLE_MS:TOTAL_MS]\n\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
-			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"
+			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
+			       "  --control-clients N  control clients open at once (default %d; more: the one\n"
+			       "                 idle the longest is closed)\n"
+			       "  --control-deadlines IDLE_MS:TOTAL_MS  a control client is closed after IDLE_MS\n"
+			       "                 without a byte, or TOTAL_MS for its request (default %d:%d)\n\n"
 			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
 			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
 			       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
 			       "Restarted, it re-adopts the sandboxes it finds pinned, or refuses to start and\n"
 			       "says why.  SIGHUP reopens the events file (the proxies and resolvers reopen\n"
-			       "theirs); SIGTERM stops it, every sandbox staying filtered.\n", SLUICE_STATE_DIR);
+			       "theirs); SIGTERM stops it, every sandbox staying filtered.\n", SLUICE_CTL_MAX_CLIENTS,
+			       SLUICE_CTL_IDLE_MS, SLUICE_CTL_TOTAL_MS, SLUICE_STATE_DIR);
 			return 0;
 		default: return 2;
 		}
@@ -1142,7 +1129,7 @@ int cmd_daemon(int argc, char **argv)
 	{
 		mode_t old = umask(0177);
 
-		if (bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(lfd, 64) < 0) {
+		if (bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(lfd, 256) < 0) {
 			umask(old);
 			log_warn("daemon: cannot listen on %s", D.sock_path);
 			return 2;
@@ -1150,7 +1137,10 @@ int cmd_daemon(int argc, char **argv)
 		umask(old);
 	}
 	D.base = event_base_new();
-	event_add(event_new(D.base, lfd, EV_READ | EV_PERSIST, on_accept, NULL), NULL);
+	if (ctlsrv_start(D.base, lfd, &ctl, handle_request, control_report) < 0) {
+		log_warn("daemon: cannot serve %s", D.sock_path);
+		return 2;
+	}
 	tick = event_new(D.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &tv);
 	sigs[0] = evsignal_new(D.base, SIGTERM, on_signal, NULL);
@@ -1169,6 +1159,7 @@ int cmd_daemon(int argc, char **argv)
 		sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 	}
 	event_base_dispatch(D.base);
+	ctlsrv_stop();
 
 	/* A clean stop keeps every sandbox filtered and pinned (fail closed);
 	 * `sluice detach` is how a filter is removed. */

@@ -49,8 +49,13 @@ def cg2():
 
 
 class Daemon:
-    def __init__(self, w):
+    """A daemon on a state dir of its own.  args: more daemon options;
+    nofile: its RLIMIT_NOFILE (the fault suite's descriptor limits)."""
+
+    def __init__(self, w, args=(), nofile=None):
         self.w = w
+        self.args = list(args)
+        self.nofile = nofile
         self.state = os.path.join(w.tmp, "state-%d" % time.monotonic_ns())
         self.env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(self.state, "control.sock"))
         self.events = os.path.join(self.state, "events.jsonl")
@@ -59,7 +64,8 @@ class Daemon:
 
     def start(self):
         self.proc = subprocess.Popen([W.SLUICE, "daemon", "--state-dir", self.state, "--upstream-dns", "192.0.2.53",
-                                      "--proxy-arg", "--allow-private-upstream", "--proxy-arg", "192.0.2.0/24"],
+                                      "--proxy-arg", "--allow-private-upstream", "--proxy-arg", "192.0.2.0/24"]
+                                     + self.args, preexec_fn=self._limits,
                                      stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.w.tmp, "daemon.err"), "a"))
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -69,6 +75,11 @@ class Daemon:
                 raise AssertionError("daemon exited: " + open(os.path.join(self.w.tmp, "daemon.err")).read())
             time.sleep(0.05)
         raise AssertionError("daemon did not answer")
+
+    def _limits(self):
+        if self.nofile:
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def ctl(self, *args):
         return subprocess.run([W.SLUICE] + list(args), capture_output=True, text=True, env=self.env, timeout=60)

@@ -7,7 +7,7 @@
  * State (root only, 0700):
  *   /run/sluice/control.sock            control socket
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
- *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode)
+ *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode), its loss accounting
  *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy)
  *   /run/sluice/sandboxes/NAME.ca.pem   the sandbox CA certificate (TLS inspection; public)
  *   /run/sluice/netns/NAME              bind mount of the sandbox's netns
@@ -55,6 +55,8 @@
 #include "run_limits.h"
 #include "sandbox.h"
 
+#define ACCT_N (2 + 2 * SLUICE_DS__MAX)
+
 struct dsandbox {
 	char name[64];
 	char cgroup[PATH_MAX];
@@ -73,6 +75,8 @@ struct dsandbox {
 	bool log_ready;
 	struct sluice_consumer consumer;
 	bool consumer_ok;
+	uint64_t saved_acct[ACCT_N]; /* the loss counts as last written to NAME.json */
+	bool acct_warned;           /* said once that NAME.json cannot be written */
 	struct dsandbox *next;
 };
 
@@ -218,7 +222,65 @@ static void stop_children(struct dsandbox *s)
 	}
 }
 
-static int write_state(struct dsandbox *s)
+/* The loss counts to carry across a daemon restart, into v (to notice change). */
+static void accounting_now(const struct dsandbox *s, uint64_t v[ACCT_N])
+{
+	v[0] = s->consumer.lost_reported;
+	v[1] = s->consumer.write_lost;
+	for (int ds = 0; ds < SLUICE_DS__MAX; ds++) {
+		v[2 + ds] = s->log_ready ? s->log.lost[ds] : 0;
+		v[2 + SLUICE_DS__MAX + ds] = s->log_ready ? s->log.lost_outage[ds] : 0;
+	}
+}
+
+/* The loss accounting of s as JSON (NAME.json "accounting"): the ring-buffer
+ * losses already reported in events_lost lines, the denial lines and every
+ * line the writer lost, and those not yet reported (with the errno). */
+static json_object *accounting_json(const struct dsandbox *s)
+{
+	json_object *a = json_object_new_object(), *lost = json_object_new_array(), *outage = json_object_new_array();
+
+	json_object_object_add(a, "events_lost_reported", json_object_new_uint64(s->consumer.lost_reported));
+	json_object_object_add(a, "kernel_lines_lost", json_object_new_uint64(s->consumer.write_lost));
+	for (int ds = 0; ds < SLUICE_DS__MAX; ds++) {
+		json_object_array_add(lost, json_object_new_uint64(s->log_ready ? s->log.lost[ds] : 0));
+		json_object_array_add(outage, json_object_new_uint64(s->log_ready ? s->log.lost_outage[ds] : 0));
+	}
+	json_object_object_add(a, "lines_lost", lost);
+	json_object_object_add(a, "lines_lost_unreported", outage);
+	json_object_object_add(a, "outage_errno", json_object_new_int(s->log_ready ? s->log.err : 0));
+	return a;
+}
+
+/* Take the accounting a previous daemon wrote (accounting_json) into s's
+ * consumer and writer, so that a restart neither reports a loss twice nor
+ * forgets one. */
+static void accounting_restore(struct dsandbox *s, json_object *st)
+{
+	json_object *a, *v, *lost, *outage;
+	uint64_t l[SLUICE_DS__MAX] = { 0 }, o[SLUICE_DS__MAX] = { 0 };
+	int err = 0;
+
+	if (!st || !json_object_object_get_ex(st, "accounting", &a))
+		return;
+	if (json_object_object_get_ex(a, "events_lost_reported", &v))
+		s->consumer.lost_reported = json_object_get_uint64(v);
+	if (json_object_object_get_ex(a, "kernel_lines_lost", &v))
+		s->consumer.write_lost = json_object_get_uint64(v);
+	if (json_object_object_get_ex(a, "outage_errno", &v))
+		err = json_object_get_int(v);
+	if (json_object_object_get_ex(a, "lines_lost", &lost) && json_object_object_get_ex(a, "lines_lost_unreported", &outage))
+		for (size_t ds = 0; ds < SLUICE_DS__MAX; ds++) {
+			l[ds] = json_object_get_uint64(json_object_array_get_idx(lost, ds));
+			o[ds] = json_object_get_uint64(json_object_array_get_idx(outage, ds));
+		}
+	sluice_evlog_restore_lost(&s->log, l, o, err);
+	accounting_now(s, s->saved_acct);
+}
+
+/* NAME.json: what the sandbox is (cgroup, mode) and its loss accounting,
+ * written atomically.  owner: also record the daemon as its owner. */
+static int write_state(struct dsandbox *s, bool owner)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	json_object *o = json_object_new_object();
@@ -227,6 +289,7 @@ static int write_state(struct dsandbox *s)
 	json_object_object_add(o, "name", json_object_new_string(s->name));
 	json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
 	json_object_object_add(o, "mode", json_object_new_string(s->mode));
+	json_object_object_add(o, "accounting", accounting_json(s));
 	state_path(path, sizeof(path), s->name, "json");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "we");
@@ -238,8 +301,31 @@ static int write_state(struct dsandbox *s)
 	json_object_put(o);
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
 		return -errno;
+	accounting_now(s, s->saved_acct);
 	/* `sluice gc` leaves a sandbox of a running daemon alone */
-	return sluice_owner_write(s->name, "daemon");
+	return owner ? sluice_owner_write(s->name, "daemon") : 0;
+}
+
+/* Drain s's ring buffer, then keep its loss accounting on disk if it moved
+ * (a kill -9 right after loses at most the window between the line and this). */
+static void drain(struct dsandbox *s)
+{
+	uint64_t now[ACCT_N];
+
+	if (!s->consumer_ok)
+		return;
+	sluice_consumer_drain(&s->consumer);
+	accounting_now(s, now);
+	if (memcmp(now, s->saved_acct, sizeof(now)) == 0)
+		return;
+	if (write_state(s, false) < 0) {
+		if (!s->acct_warned)
+			log_warn("sandbox %s: cannot keep its loss accounting in %s/sandboxes (a restart may report losses again)",
+				 s->name, D.state_dir);
+		s->acct_warned = true;
+	} else {
+		s->acct_warned = false;
+	}
 }
 
 /* Copy `src` to `dst` atomically (the policy in force, kept by the daemon). */
@@ -641,7 +727,7 @@ static json_object *do_attach(json_object *req)
 		goto fail;
 	}
 	close(cg_fd);
-	write_state(s);
+	write_state(s, true);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
 	emit(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)", s->name, s->cgroup,
@@ -730,7 +816,7 @@ static json_object *do_reload(json_object *req)
 		emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
 		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
 	}
-	write_state(s);
+	write_state(s, true);
 	emit(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)", s->name, old_digest,
 	     np->digest, s->sb.gen);
 	o = json_object_new_object();
@@ -816,8 +902,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	ctlsrv_tick();
 	for (; s; s = next) {
 		next = s->next;
-		if (s->consumer_ok)
-			sluice_consumer_drain(&s->consumer);
+		drain(s);
 		if (access(s->cgroup, F_OK) < 0 && errno == ENOENT) {
 			emit(s, "sandbox-gone", "sandbox %s: cgroup %s was removed by its runtime; cleaning up", s->name,
 			     s->cgroup);
@@ -894,12 +979,16 @@ static int adopt_all(void)
 		buf[n] = 0;
 		st = json_tokener_parse(buf);
 		s = calloc(1, sizeof(*s));
+		if (!s) {
+			if (st)
+				json_object_put(st);
+			closedir(d);
+			return failures + 1;
+		}
 		s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 		snprintf(s->name, sizeof(s->name), "%s", name);
 		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && jstr(st, "cgroup") ? jstr(st, "cgroup") : "");
 		snprintf(s->mode, sizeof(s->mode), "%s", st && jstr(st, "mode") ? jstr(st, "mode") : "enforce");
-		if (st)
-			json_object_put(st);
 		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
 		if (access(s->netns, F_OK) < 0)
@@ -908,6 +997,8 @@ static int adopt_all(void)
 		if (sandbox_adopt(&s->sb, name, msg, sizeof(msg)) < 0 ||
 		    sluice_policy_load_file(s->policy_path, &s->policy, &perr) < 0) {
 			log_warnx("cannot re-adopt sandbox %s: %s", name, msg);
+			if (st)
+				json_object_put(st);
 			failures++;
 			free_sandbox(s);
 			continue;
@@ -925,6 +1016,8 @@ static int adopt_all(void)
 						  msg, sizeof(msg)) < 0 ||
 			    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
 				log_warnx("cannot re-adopt sandbox %s: its listeners: %s", name, msg);
+				if (st)
+					json_object_put(st);
 				failures++;
 				free_sandbox(s);
 				continue;
@@ -933,6 +1026,10 @@ static int adopt_all(void)
 		init_meta(s);
 		if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) == 0)
 			s->consumer_ok = true;
+		/* the previous daemon's loss counts carry on: each loss reported once */
+		accounting_restore(s, st);
+		if (st)
+			json_object_put(st);
 		if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s (fail closed)", name, msg);
 		s->next = D.sandboxes;
@@ -1164,8 +1261,7 @@ int cmd_daemon(int argc, char **argv)
 	/* A clean stop keeps every sandbox filtered and pinned (fail closed);
 	 * `sluice detach` is how a filter is removed. */
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
-		if (s->consumer_ok)
-			sluice_consumer_drain(&s->consumer);
+		drain(s);
 		stop_children(s);
 	}
 	emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");

@@ -155,6 +155,69 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 }
 
 
+/*
+ * Retired children (a reload's or SIGHUP's old proxy and resolver): sent
+ * SIGQUIT, they stop taking new work and finish what they have open (their
+ * drain deadline, 10 s by default); on_tick reaps them, and kills one
+ * still there RETIRE_KILL_MS later.
+ */
+#define RETIRE_MAX     1024
+#define RETIRE_KILL_MS 30000
+
+static struct retired {
+	pid_t pid;
+	uint64_t kill_at;
+} retired[RETIRE_MAX];
+static size_t n_retired;
+
+static void retire(pid_t pid)
+{
+	if (n_retired == RETIRE_MAX) {
+		/* a reload storm beyond any drain: the oldest goes now */
+		kill(retired[0].pid, SIGKILL);
+		waitpid(retired[0].pid, NULL, 0);
+		memmove(retired, retired + 1, (RETIRE_MAX - 1) * sizeof(retired[0]));
+		n_retired--;
+	}
+	kill(pid, SIGQUIT);
+	retired[n_retired].pid = pid;
+	retired[n_retired].kill_at = sluice_monotonic_ms() + RETIRE_KILL_MS;
+	n_retired++;
+}
+
+/* pid exited: was it a retired child?  (Then it is forgotten.) */
+static bool retired_reaped(pid_t pid)
+{
+	for (size_t i = 0; i < n_retired; i++) {
+		if (retired[i].pid == pid) {
+			retired[i] = retired[--n_retired];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Kill retired children past their deadline (reaped by on_tick later). */
+static void retired_expire(void)
+{
+	uint64_t now = sluice_monotonic_ms();
+
+	for (size_t i = 0; i < n_retired; i++)
+		if (now >= retired[i].kill_at)
+			kill(retired[i].pid, SIGKILL);
+}
+
+/* The daemon stops: every retired child stops now (SIGTERM: each open
+ * connection and query in flight is logged), and is waited for. */
+static void retired_stop_all(void)
+{
+	for (size_t i = 0; i < n_retired; i++)
+		kill(retired[i].pid, SIGTERM);
+	for (size_t i = 0; i < n_retired; i++)
+		waitpid(retired[i].pid, NULL, 0);
+	n_retired = 0;
+}
+
 /* Which children start_children() starts. */
 #define CHILD_PROXY    1u
 #define CHILD_RESOLVER 2u
@@ -197,15 +260,13 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 			return -1;
 		s->resolver_pid = p;
 	}
-	/* the new children serve the same listening sockets; retire the old */
-	if (old_proxy > 0 && old_proxy != s->proxy_pid) {
-		kill(old_proxy, SIGTERM);
-		waitpid(old_proxy, NULL, 0);
-	}
-	if (old_resolver > 0 && old_resolver != s->resolver_pid) {
-		kill(old_resolver, SIGTERM);
-		waitpid(old_resolver, NULL, 0);
-	}
+	/* the new children serve the same listening sockets; the old ones
+	 * drain (finish and log what they have open) without the daemon
+	 * waiting for them */
+	if (old_proxy > 0 && old_proxy != s->proxy_pid)
+		retire(old_proxy);
+	if (old_resolver > 0 && old_resolver != s->resolver_pid)
+		retire(old_resolver);
 	return 0;
 }
 
@@ -866,7 +927,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	int status;
 	pid_t pid;
 
+	retired_expire();
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (retired_reaped(pid))
+			continue;
 		for (struct dsandbox *t = D.sandboxes; t; t = t->next) {
 			if (pid == t->proxy_pid || pid == t->resolver_pid) {
 				bool proxy = pid == t->proxy_pid;
@@ -1264,6 +1328,7 @@ int cmd_daemon(int argc, char **argv)
 		drain(s);
 		stop_children(s);
 	}
+	retired_stop_all();
 	emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");
 	unlink(D.sock_path);
 	return 0;

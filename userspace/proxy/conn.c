@@ -195,6 +195,7 @@ void conn_finish(struct conn *c)
 	for (size_t i = 0; i < c->n_dropped; i++)
 		free(c->dropped[i]);
 	c->px->n_conns--;
+	proxy_conn_untrack(c->px, c);
 	free(c);
 }
 
@@ -401,6 +402,8 @@ void conn_keepalive(struct conn *c)
 		return;
 	}
 	event_add(c->timer, &px->tv_keepalive);
+	if (px->draining)
+		proxy_drain_idle(c);
 }
 
 void conn_fail(struct conn *c, int status, const char *reason)
@@ -1253,6 +1256,7 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 		return;
 	}
 	px->n_conns++;
+	proxy_conn_track(px, c);
 	c->px = px;
 	c->cfd = fd;
 	set_nodelay(fd);
@@ -1304,6 +1308,7 @@ struct conn *conn_new_inspected(struct proxy *px, int fd, const struct conn *out
 		return NULL;
 	}
 	px->n_conns++;
+	proxy_conn_track(px, c);
 	c->px = px;
 	c->cfd = fd;
 	c->ufd = -1;
@@ -1354,4 +1359,5 @@ void proxy_config_defaults(struct proxy_config *cfg)
 	cfg->dns_max_ttl = 60;
 	cfg->ca_cert_fd = -1;
 	cfg->limits = proxy_default_limits;
+	cfg->drain_timeout_ms = 10000;
 }

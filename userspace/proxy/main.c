@@ -72,11 +72,15 @@ static void usage(FILE *f)
 		"  --dns-cache N              names whose answers are kept (default 1024; 0: none)\n"
 		"  --dns-max-ttl SEC          longest an answer is kept, whatever its TTL (default 60;\n"
 		"                             0: no cache)\n"
+		"  --drain-timeout MS         SIGQUIT (a reload's old proxy): stop accepting, give the\n"
+		"                             open connections this long to finish (default 10000)\n"
 		"  -v, --verbose              debug diagnostics on stderr\n"
 		"  -h, --help                 this text\n"
 		"  -V, --version              the version and the libbpf it runs with\n"
 		"\n"
-		"Exit status: 0 after SIGTERM/SIGINT, 2 usage or environment error.\n"
+		"SIGTERM/SIGINT: close every open connection now (each request logged, reason\n"
+		"proxy_stopped).  SIGQUIT: drain (above; then reason drain_deadline).\n"
+		"Exit status: 0 after SIGTERM/SIGINT/SIGQUIT, 2 usage or environment error.\n"
 		"\n"
 		"Examples:\n"
 		"  sluice-proxy --listen-fd 3 --flow-map /sys/fs/bpf/sluice/run-42/sluice_flows \\\n"
@@ -103,9 +107,13 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	proxy_accept(arg, fd, sa, (socklen_t)salen);
 }
 
+/* arg: the proxy (a draining one has no listeners left to enable) */
 static void reenable_listener(evutil_socket_t fd, short what, void *arg)
 {
-	evconnlistener_enable(arg);
+	struct proxy *px = arg;
+
+	for (size_t i = 0; i < px->n_listeners; i++)
+		evconnlistener_enable(px->listeners[i]);
 }
 
 static void on_accept_error(struct evconnlistener *l, void *arg)
@@ -119,13 +127,17 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 		struct timeval tv = { 0, 100000 };
 
 		evconnlistener_disable(l);
-		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_listener, l, &tv);
+		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_listener, arg, &tv);
 	}
 }
 
+/* SIGTERM, SIGINT: stop now; SIGQUIT: drain (drain.c). */
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	event_base_loopbreak(arg);
+	if (sig == SIGQUIT)
+		proxy_drain_start(arg);
+	else
+		proxy_stop_now(arg);
 }
 
 static void raise_nofile(void)
@@ -157,7 +169,7 @@ static void add_listener(struct proxy *px, int fd)
 			       -1, fd);
 	if (!l)
 		fatal("listener %d", fd);
-	evconnlistener_set_error_cb(l, on_accept_error);
+	evconnlistener_set_error_cb(l, on_accept_error);   /* its arg: px, as on_accept's */
 	px->listeners[px->n_listeners++] = l;
 }
 
@@ -252,6 +264,7 @@ int main(int argc, char **argv)
 		{ "dns-max-ttl", required_argument, NULL, 'X' },
 		{ "upstream-ca", required_argument, NULL, 'a' },
 		{ "ca-cert-fd", required_argument, NULL, 'Z' },
+		{ "drain-timeout", required_argument, NULL, 'Q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -260,7 +273,7 @@ int main(int argc, char **argv)
 	static struct proxy px;
 	struct proxy_config *cfg = &px.cfg;
 	struct sluice_policy_error perr;
-	struct event *sigs[3];
+	struct event *sigs[4];
 	int c;
 
 	log_init("sluice-proxy", 0);
@@ -312,6 +325,7 @@ int main(int argc, char **argv)
 		case 'X': cfg->dns_max_ttl = parse_uint("--dns-max-ttl", optarg, 0, 86400); break;
 		case 'a': cfg->upstream_ca = optarg; break;
 		case 'Z': cfg->ca_cert_fd = (int)parse_uint("--ca-cert-fd", optarg, 0, INT_MAX); break;
+		case 'Q': cfg->drain_timeout_ms = parse_uint("--drain-timeout", optarg, 0, 3600000); break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': sluice_version_print(stdout, "sluice-proxy"); return 0;
@@ -449,11 +463,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < cfg->n_listen_addrs; i++)
 		add_listener(&px, listen_on(cfg->listen_addrs[i]));
 
-	sigs[0] = evsignal_new(px.base, SIGTERM, on_signal, px.base);
-	sigs[1] = evsignal_new(px.base, SIGINT, on_signal, px.base);
+	sigs[0] = evsignal_new(px.base, SIGTERM, on_signal, &px);
+	sigs[1] = evsignal_new(px.base, SIGINT, on_signal, &px);
 	sigs[2] = evsignal_new(px.base, SIGHUP, on_hup, &px);
-	if (!sigs[0] || !sigs[1] || !sigs[2] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0 ||
-	    event_add(sigs[2], NULL) < 0)
+	sigs[3] = evsignal_new(px.base, SIGQUIT, on_signal, &px);
+	if (!sigs[0] || !sigs[1] || !sigs[2] || !sigs[3] || event_add(sigs[0], NULL) < 0 ||
+	    event_add(sigs[1], NULL) < 0 || event_add(sigs[2], NULL) < 0 || event_add(sigs[3], NULL) < 0)
 		fatalx("cannot install signal handlers");
 
 	log_debug("serving %zu listener(s), policy %s (%s), mode %s", px.n_listeners,
@@ -472,6 +487,11 @@ int main(int argc, char **argv)
 	event_free(sigs[0]);
 	event_free(sigs[1]);
 	event_free(sigs[2]);
+	event_free(sigs[3]);
+	if (px.drain_tick)
+		event_free(px.drain_tick);
+	if (px.drain_deadline)
+		event_free(px.drain_deadline);
 	proxy_upool_free(px.upool);
 	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);

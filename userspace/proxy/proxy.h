@@ -85,6 +85,7 @@ struct proxy_config {
 	int ca_cert_fd;                 /* -1: none; else the sandbox CA's certificate (PEM) is
 					 * written there at start, then the fd is closed */
 	struct proxy_limits limits;
+	unsigned drain_timeout_ms;      /* SIGQUIT: open connections get this long to finish */
 	int verbose;
 };
 
@@ -112,6 +113,9 @@ struct proxy {
 	struct timeval tv_idle_plain, tv_upstream_idle;
 	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
 	size_t n_listeners;
+	struct conn *conns;             /* every open client connection (drain.c) */
+	bool draining;                  /* SIGQUIT: not accepting, finishing the open ones */
+	struct event *drain_tick, *drain_deadline;
 };
 
 /* Handle one accepted client socket (non-blocking).  Takes ownership of fd. */
@@ -205,7 +209,30 @@ struct conn {
 	int64_t req_bytes, resp_bytes;
 	struct conn_http *http;
 	struct proxy_relay *relay;
+	struct conn *all_prev, *all_next;  /* in px->conns */
 };
+
+/* drain.c: the open connections, a graceful stop (SIGQUIT: a reload's old
+ * proxy) and an immediate one (SIGTERM), each open connection logged. */
+
+/* Add c to px->conns (at accept) / remove it (conn_finish, which then lets
+ * a draining proxy end once the last one is gone). */
+void proxy_conn_track(struct proxy *px, struct conn *c);
+void proxy_conn_untrack(struct proxy *px, struct conn *c);
+
+/* SIGQUIT: stop accepting (free the listeners; the sockets stay open in the
+ * loader and the next proxy), close connections idle between requests, let
+ * the others finish; after cfg.drain_timeout_ms finish the rest with reason
+ * "drain_deadline" (each logged), then leave the event loop. */
+void proxy_drain_start(struct proxy *px);
+
+/* SIGTERM: finish every open connection now, reason "proxy_stopped" (each
+ * request in progress logged), then leave the event loop. */
+void proxy_stop_now(struct proxy *px);
+
+/* Draining: close c if it is idle between requests with nothing pending
+ * (no line: no request).  May free c. */
+void proxy_drain_idle(struct conn *c);
 
 /* conn.c, also used by http.c.  Each of these may free `c`: call last. */
 

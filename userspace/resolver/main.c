@@ -65,7 +65,10 @@ static void usage(FILE *f)
 "      --upstream-dns 127.0.0.1:5300 --allow-private-answers 192.0.2.0/24\n"
 "  dig @127.0.0.1 -p 5353 api.example.com A\n"
 "\n"
-"Exit status: 0 after SIGTERM/SIGINT, 2 on a usage or environment error.\n");
+"SIGTERM/SIGINT: stop now (queries in flight get SERVFAIL, each logged).  SIGQUIT\n"
+"(a reload's old resolver): read no new query, answer and log those in flight,\n"
+"exit once none is left (at most 10 s; then as SIGTERM).\n"
+"Exit status: 0 after SIGTERM/SIGINT/SIGQUIT, 2 on a usage or environment error.\n");
 }
 
 static int parse_int(const char *s, long lo, long hi, const char *what)
@@ -91,8 +94,20 @@ static void check_socket(int fd, int want_type, const char *opt)
 		fatalx("%s %d: not a %s socket", opt, fd, want_type == SOCK_DGRAM ? "UDP" : "TCP");
 }
 
+static struct rsv_server *srv_for_drain;
+static const unsigned drain_ms = 10000;   /* SIGQUIT: the longest a drain takes */
+
+/* SIGTERM, SIGINT: stop now (in-flight queries get SERVFAIL, logged);
+ * SIGQUIT: drain, at most drain_ms (rsv_server_drain). */
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
+	if (sig == SIGQUIT && srv_for_drain) {
+		struct timeval tv = { .tv_sec = drain_ms / 1000, .tv_usec = (suseconds_t)(drain_ms % 1000) * 1000 };
+
+		event_base_loopexit(arg, &tv);
+		rsv_server_drain(srv_for_drain);
+		return;
+	}
 	event_base_loopexit(arg, NULL);
 }
 
@@ -149,7 +164,7 @@ int main(int argc, char **argv)
 	struct rsv_server_cfg cfg;
 	struct rsv_server *srv;
 	struct event_base *base;
-	struct event *sigs[3];
+	struct event *sigs[4];
 	static struct hup_log hup_log;
 	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600];
 	static struct sluice_evlog evlog;
@@ -320,8 +335,10 @@ int main(int argc, char **argv)
 	hup_log.fd = cfg.log_fd;
 	hup_log.path = log_path;
 	sigs[2] = evsignal_new(base, SIGHUP, on_hup, &hup_log);
-	if (!sigs[0] || !sigs[1] || !sigs[2] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0 ||
-	    event_add(sigs[2], NULL) < 0)
+	sigs[3] = evsignal_new(base, SIGQUIT, on_signal, base);
+	srv_for_drain = srv;
+	if (!sigs[0] || !sigs[1] || !sigs[2] || !sigs[3] || event_add(sigs[0], NULL) < 0 ||
+	    event_add(sigs[1], NULL) < 0 || event_add(sigs[2], NULL) < 0 || event_add(sigs[3], NULL) < 0)
 		fatalx("cannot handle signals");
 
 	{
@@ -355,10 +372,12 @@ int main(int argc, char **argv)
 	if (event_base_dispatch(base) < 0)
 		fatalx("event loop failed");
 
+	srv_for_drain = NULL;
 	rsv_server_free(srv);
 	event_free(sigs[0]);
 	event_free(sigs[1]);
 	event_free(sigs[2]);
+	event_free(sigs[3]);
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
 	if (sluice_evlog_lost_total(&evlog)) {

@@ -92,6 +92,7 @@ struct rsv_server {
 	struct conn *conns;
 	struct txn *txns;            /* every query not yet finished */
 	bool stopping;
+	bool draining;               /* rsv_server_drain: reading nothing new */
 	unsigned n_conns;
 	unsigned inflight;
 	char upstream_str[64];
@@ -166,6 +167,13 @@ static void addr_ip_port(const struct sockaddr_storage *ss, char *ip, size_t ipl
 static void conn_free(struct conn *c);
 static void conn_resume(struct conn *c);
 
+/* Draining and nothing left in flight, no TCP client open: leave the loop. */
+static void drained_check(struct rsv_server *s)
+{
+	if (s->draining && !s->stopping && !s->txns && !s->conns)
+		event_base_loopexit(s->base, NULL);
+}
+
 static void up_close(struct txn *t)
 {
 	if (t->up_ev) {
@@ -239,6 +247,7 @@ static void txn_finish(struct txn *t)
 	rsv_decision_free(&t->d);
 	free(t->upq);
 	free(t);
+	drained_check(s);
 }
 
 static void send_client(struct txn *t)
@@ -605,6 +614,7 @@ static void conn_free(struct conn *c)
 	s->n_conns--;
 	bufferevent_free(c->bev);
 	free(c);
+	drained_check(s);
 }
 
 static void conn_read_cb(struct bufferevent *bev, void *arg)
@@ -798,6 +808,31 @@ bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr
 		if (fd_is(evconnlistener_get_fd(s->tcp[i]), sa))
 			return true;
 	return false;
+}
+
+void rsv_server_drain(struct rsv_server *s)
+{
+	struct conn *c, *next;
+	size_t i;
+
+	if (s->draining || s->stopping)
+		return;
+	s->draining = true;
+	/* the sockets stay open (shared with the loader and the next
+	 * resolver, which reads what is queued): just stop reading them */
+	for (i = 0; i < s->n_udp; i++)
+		event_del(s->udp[i]->ev);
+	for (i = 0; i < s->n_tcp; i++)
+		evconnlistener_disable(s->tcp[i]);
+	/* TCP clients: answer what they asked, then close */
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		c->closing = true;
+		bufferevent_disable(c->bev, EV_READ);
+		if (c->pending == 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+			conn_free(c);
+	}
+	drained_check(s);
 }
 
 void rsv_server_free(struct rsv_server *s)

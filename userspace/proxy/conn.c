@@ -1245,7 +1245,7 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 
 /* --- accept ------------------------------------------------------------------- */
 
-void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen)
+void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen, const char *refuse)
 {
 	struct sluice_flow_key key;
 	struct conn *c = calloc(1, sizeof(*c));
@@ -1287,6 +1287,14 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 	}
 	c->have_orig = true;
 	c->form = (c->orig.flags & SLUICE_ORIG_EXPLICIT) ? PROXY_FORM_EXPLICIT : PROXY_FORM_TRANSPARENT;
+	/* at the descriptor limit: refused at once, so that the connections
+	 * already open keep the descriptors they need (upstream, pipes) */
+	if (!refuse && px->fd_cap && px->n_conns > px->fd_cap)
+		refuse = "descriptor_limit";
+	if (refuse) {
+		conn_close(c, refuse);
+		return;
+	}
 	c->over_cap = px->n_conns > px->cfg.max_conns;
 
 	c->rev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_client_io, c);

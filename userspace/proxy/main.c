@@ -104,7 +104,10 @@ static unsigned parse_uint(const char *opt, const char *s, unsigned lo, unsigned
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		      int salen, void *arg)
 {
-	proxy_accept(arg, fd, sa, (socklen_t)salen);
+	struct proxy *px = arg;
+
+	px->accept_pause_ms = 0;
+	proxy_accept(px, fd, sa, (socklen_t)salen, NULL);
 }
 
 /* arg: the proxy (a draining one has no listeners left to enable) */
@@ -116,19 +119,50 @@ static void reenable_listener(evutil_socket_t fd, short what, void *arg)
 		evconnlistener_enable(px->listeners[i]);
 }
 
+/* Out of descriptors: take one pending client with the reserved descriptor
+ * and refuse it with its line (it learns at once, instead of waiting in the
+ * queue), then get the reserve back. */
+static void refuse_one(struct proxy *px, struct evconnlistener *l)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd;
+
+	if (px->reserve_fd >= 0) {
+		close(px->reserve_fd);
+		px->reserve_fd = -1;
+	}
+	fd = accept4(evconnlistener_get_fd(l), (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0)
+		proxy_accept(px, fd, (struct sockaddr *)&ss, sl, "descriptor_limit");
+	px->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 static void on_accept_error(struct evconnlistener *l, void *arg)
 {
+	struct proxy *px = arg;
 	int err = EVUTIL_SOCKET_ERROR();
 
-	/* out of descriptors: the pending connection stays queued; pause a
-	 * little instead of spinning on it */
-	log_warnx("accept: %s", evutil_socket_error_to_string(err));
+	/* out of descriptors: refuse one (logged), then pause the listener,
+	 * 50 ms doubling to 1 s, instead of spinning on the queue */
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		struct timeval tv = { 0, 100000 };
+		struct timeval tv;
 
-		evconnlistener_disable(l);
-		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_listener, arg, &tv);
+		if (err == EMFILE || err == ENFILE)
+			refuse_one(px, l);
+		else
+			log_warnx("accept: %s", evutil_socket_error_to_string(err));
+		px->accept_pause_ms = px->accept_pause_ms ? px->accept_pause_ms * 2 : 50;
+		if (px->accept_pause_ms > 1000)
+			px->accept_pause_ms = 1000;
+		tv.tv_sec = px->accept_pause_ms / 1000;
+		tv.tv_usec = (suseconds_t)(px->accept_pause_ms % 1000) * 1000;
+		for (size_t i = 0; i < px->n_listeners; i++)
+			evconnlistener_disable(px->listeners[i]);
+		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_listener, px, &tv);
+		return;
 	}
+	log_warnx("accept: %s", evutil_socket_error_to_string(err));
 }
 
 /* SIGTERM, SIGINT: stop now; SIGQUIT: drain (drain.c). */
@@ -140,21 +174,31 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		proxy_stop_now(arg);
 }
 
-static void raise_nofile(void)
+/* Descriptors a client connection may hold at once: its socket, the
+ * upstream's, and two splice pipes while a tunnel is busy. */
+#define FDS_PER_CONN 6
+/* Kept for everything else: listeners, the log, DNS, the flow map, TLS. */
+#define FDS_RESERVED 64
+
+/* Raise RLIMIT_NOFILE as far as allowed; return the limit in force. */
+static unsigned raise_nofile(void)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return;
+		return 1024;
 	/* every tunnel needs two sockets and, while busy, two pipes */
 	if (rl.rlim_max < 262144) {
 		struct rlimit want = { 262144, 262144 };
 
 		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
-			return;
+			return 262144;
 	}
 	rl.rlim_cur = rl.rlim_max;
 	(void)setrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1024;
+	return rl.rlim_cur > 1u << 30 ? 1u << 30 : (unsigned)rl.rlim_cur;
 }
 
 static void add_listener(struct proxy *px, int fd)
@@ -355,7 +399,15 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);   /* splice() to a closed socket raises it */
-	raise_nofile();
+	{
+		unsigned nofile = raise_nofile();
+
+		/* beyond this many clients, new ones are refused (logged) so that
+		 * the open ones keep the descriptors they need */
+		px.fd_cap = nofile > FDS_RESERVED + FDS_PER_CONN ? (nofile - FDS_RESERVED) / FDS_PER_CONN : 1;
+		px.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		log_debug("descriptor limit %u: at most %u client connections", nofile, px.fd_cap);
+	}
 
 	if (cfg->log_fd > 0 && cfg->log_path)
 		fatalx("--log and --log-fd: give one");
@@ -504,5 +556,7 @@ int main(int argc, char **argv)
 	proxy_tls_free(&px);
 	sluice_policy_free(px.policy);
 	close(px.flow_fd);
+	if (px.reserve_fd >= 0)
+		close(px.reserve_fd);
 	return 0;
 }

@@ -114,12 +114,18 @@ struct proxy {
 	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
 	size_t n_listeners;
 	struct conn *conns;             /* every open client connection (drain.c) */
+	unsigned fd_cap;                /* client connections the descriptor limit leaves room for */
+	int reserve_fd;                 /* given up at EMFILE to accept (and refuse, logged) one client */
+	unsigned accept_pause_ms;       /* the listener's back-off at EMFILE (doubles, reset on success) */
 	bool draining;                  /* SIGQUIT: not accepting, finishing the open ones */
 	struct event *drain_tick, *drain_deadline;
 };
 
-/* Handle one accepted client socket (non-blocking).  Takes ownership of fd. */
-void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen);
+/* Handle one accepted client socket (non-blocking).  Takes ownership of fd.
+ * refuse: NULL, or a reason ("descriptor_limit") to close it at once with
+ * its access-log line (the kernel's flow record taken all the same).  Past
+ * px->fd_cap open connections a client is refused so, too. */
+void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen, const char *refuse);
 
 enum conn_phase {
 	PH_READ = 0, PH_RESOLVE, PH_CONNECT, PH_HELLO, PH_HTTP, PH_TUNNEL, PH_LINGER,

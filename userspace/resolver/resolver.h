@@ -100,6 +100,7 @@ struct rsv_decision {
 	const struct sluice_entry *rule; /* matching allow entry, or NULL */
 	bool tunnel_suspect;
 	const char *tunnel_why;          /* "long_label", "high_entropy", "rate", ... */
+	size_t trailing;                 /* trailing_bytes: bytes past what the header declares */
 
 	/* Answers of the final response (kept and dropped). */
 	struct rsv_answer *answers;

@@ -1,0 +1,65 @@
+"""Fault suite: strict DNS framing.  A query whose bytes go past what its
+header declares (a second question after QDCOUNT 1, trailing garbage) gets
+FORMERR, like any malformed message, and its line says what was wrong
+(trailing_bytes, sluice.dns_trailing_bytes); the same query framed exactly
+is judged by the policy.  A standalone sluice-resolver on 127.0.0.1 (its
+upstream a closed loopback port: nothing here is forwarded).
+"""
+import json
+import os
+import socket
+import struct
+import subprocess
+import time
+
+import world as W
+import dnswire as D
+
+RESOLVER = os.path.join(W.BUILD, "sluice-resolver")
+POLICY = """\
+version: 1
+name: dns-framing
+allow:
+  - host: api.example.com
+    ports: [443]
+    why: an allowed name
+"""
+
+
+def _free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_trailing_bytes_and_second_question_get_formerr(w):
+    port = _free_udp_port()
+    log = os.path.join(w.tmp, "dns-framing.jsonl")
+    pol = w.write("dns-framing.yaml", POLICY)
+    p = subprocess.Popen([RESOLVER, "--listen", "127.0.0.1:%d" % port, "--policy", pol, "--log", log,
+                          "--upstream-dns", "127.0.0.1:9"], stderr=subprocess.DEVNULL)
+    try:
+        q = D.build_query("denied.example.org", "A", qid=0x4242)
+        deadline = time.time() + 5
+        while D.udp_ask("127.0.0.1", port, q, timeout=0.2) is None:
+            assert time.time() < deadline and p.poll() is None, "the resolver did not start"
+        # QDCOUNT 1 and a second question after the first; trailing garbage
+        cases = {0x5001: (q + q[12:], len(q) - 12), 0x5002: (q + b"\xde\xad\xbe\xef", 4)}
+        for qid, (msg, _) in cases.items():
+            r = D.udp_ask("127.0.0.1", port, struct.pack("!H", qid) + msg[2:])
+            assert r is not None, "no answer to %#x" % qid
+            assert struct.unpack("!H", r[:2])[0] == qid
+            assert r[3] & 0xF == 1, "%#x: rcode %d, want FORMERR" % (qid, r[3] & 0xF)
+        ok = D.udp_ask("127.0.0.1", port, struct.pack("!H", 0x5003) + q[2:])
+        assert ok is not None and ok[3] & 0xF == 3, "the exactly framed query: want NXDOMAIN (on_deny)"
+        time.sleep(0.2)
+        lines = [json.loads(l) for l in open(log) if l.strip()]
+        by = {int(e["dns.id"]): e for e in lines if "dns.id" in e}
+        for qid, (_, extra) in cases.items():
+            e = by[qid]
+            assert e["event.reason"] == "trailing_bytes" and e["dns.response_code"] == "FORMERR", e
+            assert e["sluice.dns_trailing_bytes"] == extra, e
+        assert by[0x5003]["event.reason"] == "name_not_allowed", by[0x5003]
+    finally:
+        p.terminate()
+        p.wait(5)

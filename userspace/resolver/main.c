@@ -24,6 +24,7 @@
 #include "version.h"
 #include "policy.h"
 #include "resolver.h"
+#include "fair.h"
 #include "server.h"
 
 #define MAX_FDS 16
@@ -58,6 +59,10 @@ static void usage(FILE *f)
 "  --allow-private-answers CIDR  pass A/AAAA answers in this non-public range\n"
 "                           (repeatable; for test worlds on documentation ranges)\n"
 "  --upstream-timeout-ms N  per UDP attempt (default 2000; one retry)\n"
+"  --denied-rate N          queries answered without forwarding (denied names,\n"
+"                           refusals) per client address per second, UDP (default 200,\n"
+"                           bursts of twice that; 0: no limit); beyond, dropped and\n"
+"                           counted in dns-queries-dropped lines\n"
 "  -V, --version            the version and the libbpf it runs with\n"
 "\n"
 "Examples:\n"
@@ -132,7 +137,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
-	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD };
+	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_DENIED_RATE };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -147,6 +152,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, O_MODE },
 		{ "allow-private-answers", required_argument, NULL, O_ALLOW },
 		{ "upstream-timeout-ms", required_argument, NULL, O_TIMEOUT },
+		{ "denied-rate", required_argument, NULL, O_DENIED_RATE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -170,6 +176,8 @@ int main(int argc, char **argv)
 	static struct sluice_evlog evlog;
 	unsigned ulen;
 	long timeout_ms = 2000;
+	unsigned denied_rate = RSV_DENIED_RATE;
+	struct rsv_fair *fair;
 
 	log_init("sluice-resolver", 0);
 	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
@@ -207,6 +215,9 @@ int main(int argc, char **argv)
 				fatalx("--allow-private-answers: not a CIDR (host bits must be zero): %s",
 				       optarg);
 			n_allow++;
+			break;
+		case O_DENIED_RATE:
+			denied_rate = (unsigned)parse_int(optarg, 0, 1000000, "--denied-rate");
 			break;
 		case O_TIMEOUT:
 			timeout_ms = parse_int(optarg, 10, 60000, "--upstream-timeout-ms");
@@ -354,6 +365,11 @@ int main(int argc, char **argv)
 		sluice_evlog_init(&evlog, cfg.log_fd, log_path ? log_path : dest, "sluice-resolver", &env);
 		cfg.log = &evlog;
 	}
+	/* burst: twice the rate (a build's first lookups come at once) */
+	fair = rsv_fair_new(base, &evlog, denied_rate, denied_rate ? 2 * denied_rate : 1);
+	if (!fair)
+		fatalx("out of memory");
+	cfg.fair = fair;
 	/* the mode and policy on record before the first query; a line that
 	 * cannot be written is counted (and said on stderr), never fatal */
 	rsv_log_start(&evlog, upbuf, listen_desc);
@@ -374,6 +390,7 @@ int main(int argc, char **argv)
 
 	srv_for_drain = NULL;
 	rsv_server_free(srv);
+	rsv_fair_free(fair);   /* the last summary of dropped queries */
 	event_free(sigs[0]);
 	event_free(sigs[1]);
 	event_free(sigs[2]);

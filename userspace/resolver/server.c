@@ -28,6 +28,7 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
+#include "fair.h"
 #include "log.h"
 
 #define UDP_BATCH      64       /* datagrams read per wake-up */
@@ -50,6 +51,7 @@ struct txn {
 	struct txn *cprev, *cnext;   /* in conn->txns */
 	struct txn *sprev, *snext;   /* in rsv_server.txns (all of them) */
 	bool counted;                /* holds an in-flight slot */
+	bool silent;                 /* dropped by the rate limit: counted, no line */
 	/* upstream */
 	unsigned tries;              /* attempts on the current transport */
 	unsigned sent;               /* queries sent upstream in all (log) */
@@ -80,6 +82,8 @@ struct udpl {
 	int fd;
 	struct event *ev;
 	struct rsv_server *srv;
+	uint32_t drops;              /* the kernel's drop count (SO_RXQ_OVFL) at the last read */
+	bool have_drops;
 };
 
 struct rsv_server {
@@ -215,7 +219,8 @@ static void txn_finish(struct txn *t)
 	}
 	/* a line that cannot be written is counted lost by the writer, which
 	 * says so on stderr once per state change */
-	rsv_log_query(s->cfg->log, &t->d, &m);
+	if (!t->silent)
+		rsv_log_query(s->cfg->log, &t->d, &m);
 
 	up_close(t);
 	if (t->timer)
@@ -478,7 +483,9 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 			 const struct sockaddr_storage *from, socklen_t fromlen, int udp_fd,
 			 struct conn *c)
 {
+	enum rsv_action act;
 	struct txn *t;
+	double now;
 
 	if (s->stopping)
 		return;
@@ -514,7 +521,16 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		txn_finish(t);
 		return;
 	}
-	switch (rsv_decide(&s->cfg->ctx, msg, len, c != NULL, mono_now(), &t->d)) {
+	now = mono_now();
+	act = rsv_decide(&s->cfg->ctx, msg, len, c != NULL, now, &t->d);
+	/* a UDP flood of names the policy denies is answered (and logged) at
+	 * its client's rate; allowed names are forwarded whatever the flood */
+	if (!c && act != RSV_ACT_FORWARD && !rsv_fair_admit(s->cfg->fair, from, now)) {
+		t->silent = true;
+		txn_finish(t);
+		return;
+	}
+	switch (act) {
 	case RSV_ACT_DROP:
 		txn_finish(t);
 		return;
@@ -547,30 +563,58 @@ static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
 
 	for (i = 0; i < UDP_BATCH; i++) {
 		struct sockaddr_storage from;
-		socklen_t fromlen = sizeof(from);
-		ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fromlen);
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(uint32_t))];
+		} cbuf;
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf.b, .msg_controllen = sizeof(cbuf.b) };
+		ssize_t n = recvmsg(fd, &mh, 0);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_warn("recvfrom");
+				log_warn("recvmsg");
 			return;
 		}
-		handle_query(l->srv, buf, (size_t)n, &from, fromlen, fd, NULL);
+		/* SO_RXQ_OVFL: the socket's drop count when the datagram was
+		 * queued, sent only once it is not 0; a datagram without it
+		 * says the count was 0 then */
+		if (!l->have_drops && !(mh.msg_controllen && CMSG_FIRSTHDR(&mh))) {
+			l->have_drops = true;
+			l->drops = 0;
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL &&
+			    cm->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+				uint32_t drops;
+
+				memcpy(&drops, CMSG_DATA(cm), sizeof(drops));
+				if (!l->have_drops)
+					l->drops = drops;   /* the first we read: from before us */
+				l->have_drops = true;
+				rsv_fair_count(l->srv->cfg->fair, RSV_DROP_SOCKET_OVERFLOW, (uint32_t)(drops - l->drops));
+				l->drops = drops;
+			}
+		}
+		handle_query(l->srv, buf, (size_t)n, &from, mh.msg_namelen, fd, NULL);
 	}
 }
 
 int rsv_server_add_udp(struct rsv_server *s, int fd)
 {
 	struct udpl **arr, *n;
-	int rcvbuf = UDP_RCVBUF;
+	int rcvbuf = UDP_RCVBUF, one = 1;
 
 	if (set_nonblock(fd) < 0)
 		return -1;
 	/* a burst of queries (a build starting 300 lookups) must not overflow
 	 * the default ~200 KiB; best effort, capped by net.core.rmem_max */
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	/* each datagram then says how many the full queue dropped: counted */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
 	arr = realloc(s->udp, (s->n_udp + 1) * sizeof(*s->udp));
 	if (!arr)
 		return -1;

@@ -25,6 +25,8 @@ struct rsv_server_cfg {
 	unsigned tcp_timeout_ms;          /* per TCP attempt, and client idle (default 5000) */
 	unsigned max_inflight;            /* upstream queries at once (default 1024) */
 	unsigned max_tcp_clients;         /* default 256 */
+	struct rsv_fair *fair;            /* per-client limit on denied names, drop counts (fair.h;
+					   * not owned; NULL: none) */
 };
 
 struct rsv_server;

@@ -1010,6 +1010,53 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 }
 
+/*
+ * The sluice.seq of the last kernel line of sandbox `name` in the events
+ * file's last MiB (the one a killed daemon may have written without
+ * consuming its record).  Returns 0 and *seq, or -1 when there is none.
+ */
+static int last_written_seq(const char *name, uint64_t *seq)
+{
+	char needle[128], *buf, *p;
+	int fd = open(D.events_path, O_RDONLY | O_CLOEXEC), rc = -1;
+	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1, from;
+	ssize_t n;
+
+	if (size <= 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	from = size > (1 << 20) ? size - (1 << 20) : 0;
+	buf = malloc((size_t)(size - from) + 1);
+	n = buf ? pread(fd, buf, (size_t)(size - from), from) : -1;
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return -1;
+	}
+	buf[n] = 0;
+	snprintf(needle, sizeof(needle), "\"sluice.sandbox\":\"%s\"", name);
+	/* from the end: the last line of ours that has a sequence number */
+	for (p = buf + n; p > buf;) {
+		char *line = p, *q;
+
+		while (line > buf && line[-1] != '\n')
+			line--;
+		if (p < buf + n)
+			*p = 0;
+		if (strstr(line, needle) && strstr(line, "\"event.dataset\":\"sluice.kernel\"") &&
+		    (q = strstr(line, "\"sluice.seq\":"))) {
+			*seq = strtoull(q + strlen("\"sluice.seq\":"), NULL, 10);
+			rc = 0;
+			break;
+		}
+		p = line > buf ? line - 1 : buf;
+	}
+	free(buf);
+	return rc;
+}
+
 /* Re-adopt every sandbox a previous daemon left (pins + state files). */
 static int adopt_all(void)
 {
@@ -1092,6 +1139,13 @@ static int adopt_all(void)
 			s->consumer_ok = true;
 		/* the previous daemon's loss counts carry on: each loss reported once */
 		accounting_restore(s, st);
+		{
+			uint64_t seq;
+
+			/* and a line it wrote for a record it never consumed is not written twice */
+			if (s->consumer_ok && last_written_seq(name, &seq) == 0)
+				sluice_consumer_skip_written(&s->consumer, seq);
+		}
 		if (st)
 			json_object_put(st);
 		if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)

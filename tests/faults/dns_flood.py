@@ -2,7 +2,8 @@
 """Inside a sandbox's netns, for test_dns.py: a denied-name flood and, at
 the same time, allowed lookups.
 
-  dns_flood.py flood ADDR PORT SECONDS OUT    random names under flood.example.net, as fast as it can
+  dns_flood.py flood ADDR PORT SECONDS OUT [RATE]  random names under flood.example.net, as fast as
+                                              it can (or RATE a second)
   dns_flood.py allowed ADDR PORT SECONDS OUT  api.example.com A every 50 ms, each awaited (2 s)
 
 Writes {"sent": N} or {"latencies": [...], "failed": N} to OUT.
@@ -21,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 import dnswire as D  # noqa: E402
 
 mode, addr, port, seconds, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+rate = float(sys.argv[6]) if len(sys.argv) > 6 else 0
 res = {}
 end = time.time() + seconds
 if mode == "flood":
@@ -29,7 +31,11 @@ if mode == "flood":
     sent = 0
     rnd = random.Random(1)
     tail = D.encode_name("flood.example.net")
+    t0 = time.time()
     while time.time() < end:
+        if rate and sent > (time.time() - t0) * rate:
+            time.sleep(0.001)
+            continue
         for _ in range(200):
             label = "".join(rnd.choice(string.ascii_lowercase) for _ in range(12)).encode()
             msg = struct.pack("!HHHHHH", sent & 0xFFFF, 0x0100, 1, 0, 0, 0) + bytes([len(label)]) + label + tail + \

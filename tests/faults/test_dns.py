@@ -87,9 +87,12 @@ def test_denied_name_flood_allowed_names_answered_every_drop_counted(w):
             assert time.time() < deadline and p.poll() is None, "the resolver did not start"
             time.sleep(0.05)
         outs = [os.path.join(w.tmp, n) for n in ("flood.json", "allowed.json")]
+        # under ASan (make test SANITIZE=1) the resolver is some times slower: a
+        # flood it can read (beyond, the kernel drops allowed queries too: counted)
+        rate = "6000" if "ASAN_OPTIONS" in os.environ else "0"
         for mode, o in zip(("flood", "allowed"), outs):
             procs.append(subprocess.Popen(["ip", "netns", "exec", w.sbx, "python3", flood, mode, "127.0.0.1", str(port),
-                                           "4", o]))
+                                           "4", o] + ([rate] if mode == "flood" else [])))
         for q in procs:
             assert q.wait(30) == 0
         sent = json.load(open(outs[0]))["sent"]
@@ -103,7 +106,7 @@ def test_denied_name_flood_allowed_names_answered_every_drop_counted(w):
         ovf = sum(e["sluice.dns_dropped_socket_overflow"] for e in drops)
         print("flood: sent %d, answered %d, rate-limited %d, overflow %d; allowed p50 %.1f ms" % (
             sent, answered, rl, ovf, 1000 * sorted(allowed["latencies"] or [0])[len(allowed["latencies"]) // 2]))
-        assert sent > 20000, "the flood sent only %d queries" % sent
+        assert sent > (12000 if rate != "0" else 20000), "the flood sent only %d queries" % sent
         assert answered + rl + ovf == sent, "sent %d != answered %d + rate-limited %d + overflow %d" % (
             sent, answered, rl, ovf)
         assert answered <= 400 + 200 * 5, answered      # the burst, then 200/s

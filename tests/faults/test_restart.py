@@ -24,7 +24,7 @@ def _account(d, name):
 
 
 def test_two_kill9_restarts_account_for_every_denial(w):
-    n = 400000
+    n = 200000
     d = Daemon(w)
     name = "frst%d" % os.getpid()
     a = Workload(w, name)

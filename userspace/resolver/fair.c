@@ -24,6 +24,8 @@ struct bucket {
 struct rsv_fair {
 	struct sluice_evlog *log;
 	struct event *tick;
+	void (*poll)(void *arg);
+	void *poll_arg;
 	unsigned rate, burst;
 	uint64_t dropped[RSV_DROP__MAX], reported[RSV_DROP__MAX];
 	struct bucket b[BUCKETS];
@@ -94,6 +96,8 @@ static void report(struct rsv_fair *f)
 	uint64_t since = 0, total = 0;
 	struct sluice_line *l;
 
+	if (f->poll)
+		f->poll(f->poll_arg);
 	for (int i = 0; i < RSV_DROP__MAX; i++) {
 		since += f->dropped[i] - f->reported[i];
 		total += f->dropped[i];
@@ -140,10 +144,17 @@ struct rsv_fair *rsv_fair_new(struct event_base *base, struct sluice_evlog *log,
 	return f;
 }
 
+void rsv_fair_set_poll(struct rsv_fair *f, void (*poll)(void *arg), void *arg)
+{
+	f->poll = poll;
+	f->poll_arg = arg;
+}
+
 void rsv_fair_free(struct rsv_fair *f)
 {
 	if (!f)
 		return;
+	f->poll = NULL;   /* the server is gone: its last drops were counted as it stopped */
 	report(f);
 	event_free(f->tick);
 	free(f);

@@ -4,7 +4,7 @@
  * queries it answers itself without forwarding (denied names, refusals),
  * so that allowed names keep being answered, and the count of every query
  * dropped (rate-limited, or lost in the socket's receive queue: the
- * kernel's SO_RXQ_OVFL counter), reported in summary lines at most once a
+ * kernel's SO_MEMINFO drop counter), reported in summary lines at most once a
  * second ("dns-queries-dropped", docs/events.md).
  */
 #ifndef SLUICE_RESOLVER_FAIR_H
@@ -27,6 +27,9 @@ enum rsv_drop {
 };
 
 struct rsv_fair;
+
+/* Before each summary, poll(arg) (the server counts its sockets' drops). */
+void rsv_fair_set_poll(struct rsv_fair *f, void (*poll)(void *arg), void *arg);
 
 /* A limiter allowing `rate` locally answered queries per second per client
  * address (burst `burst`; rate 0: no limit), writing its summary lines to

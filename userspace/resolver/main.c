@@ -100,6 +100,11 @@ static void check_socket(int fd, int want_type, const char *opt)
 }
 
 static struct rsv_server *srv_for_drain;
+
+static void poll_drops(void *arg)
+{
+	rsv_server_count_drops(arg);
+}
 static const unsigned drain_ms = 10000;   /* SIGQUIT: the longest a drain takes */
 
 /* SIGTERM, SIGINT: stop now (in-flight queries get SERVFAIL, logged);
@@ -370,6 +375,7 @@ int main(int argc, char **argv)
 	if (!fair)
 		fatalx("out of memory");
 	cfg.fair = fair;
+	rsv_fair_set_poll(fair, poll_drops, srv);
 	/* the mode and policy on record before the first query; a line that
 	 * cannot be written is counted (and said on stderr), never fatal */
 	rsv_log_start(&evlog, upbuf, listen_desc);

@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,7 @@ struct udpl {
 	int fd;
 	struct event *ev;
 	struct rsv_server *srv;
-	uint32_t drops;              /* the kernel's drop count (SO_RXQ_OVFL) at the last read */
+	uint32_t drops;              /* the kernel's drop count (SO_MEMINFO) when last counted */
 	bool have_drops;
 };
 
@@ -563,58 +564,57 @@ static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
 
 	for (i = 0; i < UDP_BATCH; i++) {
 		struct sockaddr_storage from;
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(uint32_t))];
-		} cbuf;
-		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-		struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1,
-				     .msg_control = cbuf.b, .msg_controllen = sizeof(cbuf.b) };
-		ssize_t n = recvmsg(fd, &mh, 0);
+		socklen_t fromlen = sizeof(from);
+		ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fromlen);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_warn("recvmsg");
+				log_warn("recvfrom");
 			return;
 		}
-		/* SO_RXQ_OVFL: the socket's drop count when the datagram was
-		 * queued, sent only once it is not 0; a datagram without it
-		 * says the count was 0 then */
-		if (!l->have_drops && !(mh.msg_controllen && CMSG_FIRSTHDR(&mh))) {
-			l->have_drops = true;
-			l->drops = 0;
-		}
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL &&
-			    cm->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
-				uint32_t drops;
+		handle_query(l->srv, buf, (size_t)n, &from, fromlen, fd, NULL);
+	}
+}
 
-				memcpy(&drops, CMSG_DATA(cm), sizeof(drops));
-				if (!l->have_drops)
-					l->drops = drops;   /* the first we read: from before us */
-				l->have_drops = true;
-				rsv_fair_count(l->srv->cfg->fair, RSV_DROP_SOCKET_OVERFLOW, (uint32_t)(drops - l->drops));
-				l->drops = drops;
-			}
+/* The kernel's count of datagrams dropped on fd (receive queue full):
+ * SO_MEMINFO's SK_MEMINFO_DROPS (Linux 4.15+).  false when unknown. */
+static bool socket_drops(int fd, uint32_t *drops)
+{
+	uint32_t mi[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0 || len < (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t))
+		return false;
+	*drops = mi[SK_MEMINFO_DROPS];
+	return true;
+}
+
+void rsv_server_count_drops(struct rsv_server *s)
+{
+	for (size_t i = 0; i < s->n_udp; i++) {
+		struct udpl *l = s->udp[i];
+		uint32_t d;
+
+		if (l->have_drops && socket_drops(l->fd, &d)) {
+			rsv_fair_count(s->cfg->fair, RSV_DROP_SOCKET_OVERFLOW, (uint32_t)(d - l->drops));
+			l->drops = d;
 		}
-		handle_query(l->srv, buf, (size_t)n, &from, mh.msg_namelen, fd, NULL);
 	}
 }
 
 int rsv_server_add_udp(struct rsv_server *s, int fd)
 {
 	struct udpl **arr, *n;
-	int rcvbuf = UDP_RCVBUF, one = 1;
+	int rcvbuf = UDP_RCVBUF;
 
 	if (set_nonblock(fd) < 0)
 		return -1;
 	/* a burst of queries (a build starting 300 lookups) must not overflow
 	 * the default ~200 KiB; best effort, capped by net.core.rmem_max */
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	/* each datagram then says how many the full queue dropped: counted */
-	(void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)   /* root: past rmem_max */
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	arr = realloc(s->udp, (s->n_udp + 1) * sizeof(*s->udp));
 	if (!arr)
 		return -1;
@@ -624,6 +624,8 @@ int rsv_server_add_udp(struct rsv_server *s, int fd)
 		return -1;
 	n->fd = fd;
 	n->srv = s;
+	/* drops from before this resolver are not its to count */
+	n->have_drops = socket_drops(fd, &n->drops);
 	n->ev = event_new(s->base, fd, EV_READ | EV_PERSIST, udp_read_cb, n);
 	if (!n->ev || event_add(n->ev, NULL) < 0) {
 		if (n->ev)
@@ -888,6 +890,7 @@ void rsv_server_free(struct rsv_server *s)
 	if (!s)
 		return;
 	/* queries in flight get SERVFAIL and their log line: one per query */
+	rsv_server_count_drops(s);
 	s->stopping = true;
 	for (t = s->txns; t; t = tnext) {
 		tnext = t->snext;

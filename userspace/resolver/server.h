@@ -60,6 +60,10 @@ bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr
  * deadline, then calls rsv_server_free). */
 void rsv_server_drain(struct rsv_server *s);
 
+/* Count what the kernel dropped on the UDP sockets since the last call
+ * (receive queue full) into cfg->fair.  Called before each summary. */
+void rsv_server_count_drops(struct rsv_server *s);
+
 /* Stop serving: close every socket, answer nothing more (queries in flight
  * get SERVFAIL, reason "shutdown", and their line).  Frees s. */
 void rsv_server_free(struct rsv_server *s);

@@ -225,9 +225,11 @@ unit: $(UNIT_BINS)
 		echo "== $$t"; if $(SAN_ENV) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
 	echo "unit: $$pass passed, $$fail failed"; [ $$fail -eq 0 ]; $(SAN_CHECK)
 
-# The kernel integration tests and the attack suite (tests/attacks), on the
-# binaries of $(OUTPUT) (SLUICE_BUILD).
-INTEGRATION_TESTS := $(wildcard tests/integration/test_*.py) $(wildcard tests/attacks/test_*.py)
+# The kernel integration tests, the attack suite (tests/attacks) and the
+# fault suite (tests/faults, docs/reliability.md), on the binaries of
+# $(OUTPUT) (SLUICE_BUILD).
+INTEGRATION_TESTS := $(wildcard tests/integration/test_*.py) $(wildcard tests/attacks/test_*.py) \
+		     $(wildcard tests/faults/test_*.py)
 integration: all
 	@$(SAN_RESET)
 	$(SAN_ENV) SLUICE_BUILD=$(abspath $(OUTPUT)) $(PYTHON) tests/integration/run.py $(INTEGRATION_TESTS)

@@ -35,6 +35,10 @@ static const char *sock_path(void)
 	return e && *e ? e : SLUICE_CONTROL_SOCK;
 }
 
+#define CALL_TIMEOUT_S 120  /* an attach loads BPF programs and starts children: seconds */
+
+/* Send `req` (consumed) and return the parsed answer, or NULL with a
+ * message printed. */
 json_object *sluice_ctl_call(json_object *req)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -45,6 +49,13 @@ json_object *sluice_ctl_call(json_object *req)
 	json_object *resp;
 
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path());
+	{
+		/* a daemon that stopped answering must not hang its clients */
+		struct timeval tv = { .tv_sec = CALL_TIMEOUT_S };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		log_warn("cannot reach the sluice daemon at %s (is `sluice daemon` running?)", sun.sun_path);
 		json_object_put(req);
@@ -74,6 +85,13 @@ json_object *sluice_ctl_call(json_object *req)
 	for (;;) {
 		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
 
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			log_warnx("the sluice daemon did not answer within %d s", CALL_TIMEOUT_S);
+			close(fd);
+			return NULL;
+		}
 		if (n <= 0)
 			break;
 		got += (size_t)n;

@@ -7,7 +7,7 @@
  * State (root only, 0700):
  *   /run/sluice/control.sock            control socket
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
- *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode)
+ *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode), its loss accounting
  *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy of the bytes loaded)
  *   /run/sluice/sandboxes/NAME.yaml.sig its signature (--allowed-signers)
  *   /run/sluice/sandboxes/NAME.ca.pem   the sandbox CA certificate (TLS inspection; public)
@@ -47,6 +47,7 @@
 #include "cgroup.h"
 #include "children.h"
 #include "credentials.h"
+#include "ctlsrv.h"
 #include "destroy.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -62,6 +63,8 @@
 #include "run_limits.h"
 #include "sandbox_ca.h"
 #include "sandbox.h"
+
+#define ACCT_N (2 + 2 * SLUICE_DS__MAX)
 
 struct dsandbox {
 	char name[64];
@@ -97,6 +100,8 @@ struct dsandbox {
 	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
 	size_t n_secret_src;
 	struct sluice_secrets secrets;
+	uint64_t saved_acct[ACCT_N]; /* the loss counts as last written to NAME.json */
+	bool acct_warned;           /* said once that NAME.json cannot be written */
 	struct dsandbox *next;
 };
 
@@ -267,6 +272,69 @@ static const char *child_netns(const struct dsandbox *s)
 	return s->netns[0] ? s->netns : NULL;
 }
 
+/*
+ * Retired children (a reload's or SIGHUP's old proxy and resolver): sent
+ * SIGQUIT, they stop taking new work and finish what they have open (their
+ * drain deadline, 10 s by default); on_tick reaps them, and kills one
+ * still there RETIRE_KILL_MS later.
+ */
+#define RETIRE_MAX     1024
+#define RETIRE_KILL_MS 30000
+
+static struct retired {
+	pid_t pid;
+	uint64_t kill_at;
+} retired[RETIRE_MAX];
+static size_t n_retired;
+
+static void retire(pid_t pid)
+{
+	if (n_retired == RETIRE_MAX) {
+		/* a reload storm beyond any drain: the oldest goes now */
+		kill(retired[0].pid, SIGKILL);
+		waitpid(retired[0].pid, NULL, 0);
+		memmove(retired, retired + 1, (RETIRE_MAX - 1) * sizeof(retired[0]));
+		n_retired--;
+	}
+	kill(pid, SIGQUIT);
+	retired[n_retired].pid = pid;
+	retired[n_retired].kill_at = sluice_monotonic_ms() + RETIRE_KILL_MS;
+	n_retired++;
+}
+
+/* pid exited: was it a retired child?  (Then it is forgotten.) */
+static bool retired_reaped(pid_t pid)
+{
+	for (size_t i = 0; i < n_retired; i++) {
+		if (retired[i].pid == pid) {
+			retired[i] = retired[--n_retired];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Kill retired children past their deadline (reaped by on_tick later). */
+static void retired_expire(void)
+{
+	uint64_t now = sluice_monotonic_ms();
+
+	for (size_t i = 0; i < n_retired; i++)
+		if (now >= retired[i].kill_at)
+			kill(retired[i].pid, SIGKILL);
+}
+
+/* The daemon stops: every retired child stops now (SIGTERM: each open
+ * connection and query in flight is logged), and is waited for. */
+static void retired_stop_all(void)
+{
+	for (size_t i = 0; i < n_retired; i++)
+		kill(retired[i].pid, SIGTERM);
+	for (size_t i = 0; i < n_retired; i++)
+		waitpid(retired[i].pid, NULL, 0);
+	n_retired = 0;
+}
+
 /* Which children start_children() starts. */
 #define CHILD_PROXY    1u
 #define CHILD_RESOLVER 2u
@@ -305,15 +373,13 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 			return -1;
 		s->resolver_pid = p;
 	}
-	/* the new children serve the same listening sockets; retire the old */
-	if (old_proxy > 0 && old_proxy != s->proxy_pid) {
-		kill(old_proxy, SIGTERM);
-		waitpid(old_proxy, NULL, 0);
-	}
-	if (old_resolver > 0 && old_resolver != s->resolver_pid) {
-		kill(old_resolver, SIGTERM);
-		waitpid(old_resolver, NULL, 0);
-	}
+	/* the new children serve the same listening sockets; the old ones
+	 * drain (finish and log what they have open) without the daemon
+	 * waiting for them */
+	if (old_proxy > 0 && old_proxy != s->proxy_pid)
+		retire(old_proxy);
+	if (old_resolver > 0 && old_resolver != s->resolver_pid)
+		retire(old_resolver);
 	return 0;
 }
 
@@ -330,7 +396,65 @@ static void stop_children(struct dsandbox *s)
 	}
 }
 
-static int write_state(struct dsandbox *s)
+/* The loss counts to carry across a daemon restart, into v (to notice change). */
+static void accounting_now(const struct dsandbox *s, uint64_t v[ACCT_N])
+{
+	v[0] = s->consumer.lost_reported;
+	v[1] = s->consumer.write_lost;
+	for (int ds = 0; ds < SLUICE_DS__MAX; ds++) {
+		v[2 + ds] = s->log_ready ? s->log.lost[ds] : 0;
+		v[2 + SLUICE_DS__MAX + ds] = s->log_ready ? s->log.lost_outage[ds] : 0;
+	}
+}
+
+/* The loss accounting of s as JSON (NAME.json "accounting"): the ring-buffer
+ * losses already reported in events_lost lines, the denial lines and every
+ * line the writer lost, and those not yet reported (with the errno). */
+static json_object *accounting_json(const struct dsandbox *s)
+{
+	json_object *a = json_object_new_object(), *lost = json_object_new_array(), *outage = json_object_new_array();
+
+	json_object_object_add(a, "events_lost_reported", json_object_new_uint64(s->consumer.lost_reported));
+	json_object_object_add(a, "kernel_lines_lost", json_object_new_uint64(s->consumer.write_lost));
+	for (int ds = 0; ds < SLUICE_DS__MAX; ds++) {
+		json_object_array_add(lost, json_object_new_uint64(s->log_ready ? s->log.lost[ds] : 0));
+		json_object_array_add(outage, json_object_new_uint64(s->log_ready ? s->log.lost_outage[ds] : 0));
+	}
+	json_object_object_add(a, "lines_lost", lost);
+	json_object_object_add(a, "lines_lost_unreported", outage);
+	json_object_object_add(a, "outage_errno", json_object_new_int(s->log_ready ? s->log.err : 0));
+	return a;
+}
+
+/* Take the accounting a previous daemon wrote (accounting_json) into s's
+ * consumer and writer, so that a restart neither reports a loss twice nor
+ * forgets one. */
+static void accounting_restore(struct dsandbox *s, json_object *st)
+{
+	json_object *a, *v, *lost, *outage;
+	uint64_t l[SLUICE_DS__MAX] = { 0 }, o[SLUICE_DS__MAX] = { 0 };
+	int err = 0;
+
+	if (!st || !json_object_object_get_ex(st, "accounting", &a))
+		return;
+	if (json_object_object_get_ex(a, "events_lost_reported", &v))
+		s->consumer.lost_reported = json_object_get_uint64(v);
+	if (json_object_object_get_ex(a, "kernel_lines_lost", &v))
+		s->consumer.write_lost = json_object_get_uint64(v);
+	if (json_object_object_get_ex(a, "outage_errno", &v))
+		err = json_object_get_int(v);
+	if (json_object_object_get_ex(a, "lines_lost", &lost) && json_object_object_get_ex(a, "lines_lost_unreported", &outage))
+		for (size_t ds = 0; ds < SLUICE_DS__MAX; ds++) {
+			l[ds] = json_object_get_uint64(json_object_array_get_idx(lost, ds));
+			o[ds] = json_object_get_uint64(json_object_array_get_idx(outage, ds));
+		}
+	sluice_evlog_restore_lost(&s->log, l, o, err);
+	accounting_now(s, s->saved_acct);
+}
+
+/* NAME.json: what the sandbox is (cgroup, mode) and its loss accounting,
+ * written atomically.  owner: also record the daemon as its owner. */
+static int write_state(struct dsandbox *s, bool owner)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	json_object *o = json_object_new_object();
@@ -359,6 +483,7 @@ static int write_state(struct dsandbox *s)
 		json_object_object_add(o, "runtime", json_object_new_string(s->runtime));
 	if (s->upstream[0])
 		json_object_object_add(o, "upstream_netns", json_object_new_string(s->upstream));
+	json_object_object_add(o, "accounting", accounting_json(s));
 	state_path(path, sizeof(path), s->name, "json");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "we");
@@ -370,8 +495,31 @@ static int write_state(struct dsandbox *s)
 	json_object_put(o);
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
 		return -errno;
+	accounting_now(s, s->saved_acct);
 	/* `sluice gc` leaves a sandbox of a running daemon alone */
-	return sluice_owner_write(s->name, "daemon");
+	return owner ? sluice_owner_write(s->name, "daemon") : 0;
+}
+
+/* Drain s's ring buffer, then keep its loss accounting on disk if it moved
+ * (a kill -9 right after loses at most the window between the line and this). */
+static void drain(struct dsandbox *s)
+{
+	uint64_t now[ACCT_N];
+
+	if (!s->consumer_ok)
+		return;
+	sluice_consumer_drain(&s->consumer);
+	accounting_now(s, now);
+	if (memcmp(now, s->saved_acct, sizeof(now)) == 0)
+		return;
+	if (write_state(s, false) < 0) {
+		if (!s->acct_warned)
+			log_warn("sandbox %s: cannot keep its loss accounting in %s/sandboxes (a restart may report losses again)",
+				 s->name, D.state_dir);
+		s->acct_warned = true;
+	} else {
+		s->acct_warned = false;
+	}
 }
 
 /* Write `len` bytes to `dst` atomically (the policy in force and its
@@ -968,7 +1116,7 @@ static json_object *do_attach(json_object *req)
 		goto fail;
 	}
 	close(cg_fd);
-	write_state(s);
+	write_state(s, true);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
 	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s", s->name,
@@ -1037,6 +1185,7 @@ static json_object *do_status(json_object *req)
 	json_object_object_add(o, "allowed_signers", D.signed_mode ? json_object_new_string(D.signers.path) : NULL);
 	json_object_object_add(o, "boundary", D.boundary ? json_object_new_string(D.boundary_path) : NULL);
 	json_object_object_add(o, "sandboxes", arr);
+	json_object_object_add(o, "control", ctlsrv_stats_json());
 	return o;
 }
 
@@ -1131,7 +1280,7 @@ static json_object *do_reload(json_object *req)
 		emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
 		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
 	}
-	write_state(s);
+	write_state(s, true);
 	emit_signed(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)%s%s", s->name,
 		    old_digest, np->digest, s->sb.gen, who.principal[0] ? ", signed by " : "", who.principal);
 	o = json_object_new_object();
@@ -1149,84 +1298,29 @@ static json_object *do_reload(json_object *req)
 	return o;
 }
 
-static void on_client(evutil_socket_t fd, short what, void *arg)
+/* One control request (ctlsrv.c reads it and sends the answer). */
+static json_object *handle_request(json_object *req)
 {
-	struct event *ev = arg;
-	char buf[65536];
-	size_t got = 0;
-	json_object *req = NULL, *resp;
-	const char *cmd;
+	const char *cmd = req ? jstr(req, "cmd") : NULL;
 
-	event_free(ev);
-	/* one request line (SO_RCVTIMEO bounds a slow client); memchr reads
-	 * only the `got` bytes received */
-	/* cppcheck-suppress uninitvar */
-	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
-		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	if (got == 0) {
-		close(fd);
-		return;
-	}
-	buf[got] = 0;
-	req = json_tokener_parse(buf);
-	cmd = req ? jstr(req, "cmd") : NULL;
 	if (!cmd)
-		resp = reply_error("malformed request: want one JSON object with \"cmd\"");
-	else if (strcmp(cmd, "attach") == 0)
-		resp = attach_or_say_why(req);
-	else if (strcmp(cmd, "detach") == 0)
-		resp = do_detach(req);
-	else if (strcmp(cmd, "status") == 0)
-		resp = do_status(req);
-	else if (strcmp(cmd, "reload") == 0)
-		resp = do_reload(req);
-	else
-		resp = reply_error("unknown command '%s'", cmd);
-	{
-		const char *s = json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN);
-		ssize_t w = send(fd, s, strlen(s), MSG_NOSIGNAL);
-
-		if (w >= 0)
-			w = send(fd, "\n", 1, MSG_NOSIGNAL);
-		(void)w;
-	}
-	json_object_put(resp);
-	if (req)
-		json_object_put(req);
-	close(fd);
+		return reply_error("malformed request: want one JSON object with \"cmd\"");
+	if (strcmp(cmd, "attach") == 0)
+		return attach_or_say_why(req);
+	if (strcmp(cmd, "detach") == 0)
+		return do_detach(req);
+	if (strcmp(cmd, "status") == 0)
+		return do_status(req);
+	if (strcmp(cmd, "reload") == 0)
+		return do_reload(req);
+	return reply_error("unknown command '%s'", cmd);
 }
 
-static void on_accept(evutil_socket_t lfd, short what, void *arg)
+/* The control socket's summary lines (timeouts, evictions, refusals). */
+static void control_report(const char *action, const char *message)
 {
-	struct ucred cred;
-	socklen_t cl = sizeof(cred);
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	struct event *ev;
-
-	if (fd < 0)
-		return;
-	/* root only: the socket is 0600, and the peer's credentials are checked */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != 0) {
-		const char *m = "{\"ok\":false,\"error\":\"permission denied: root only\"}\n";
-		ssize_t w = send(fd, m, strlen(m), MSG_NOSIGNAL);
-
-		(void)w;
-		close(fd);
-		return;
-	}
-	{
-		struct timeval tv = { .tv_sec = 5 };
-
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	}
-	ev = event_new(D.base, fd, EV_READ, on_client, NULL);
-	event_assign(ev, D.base, fd, EV_READ, on_client, ev);
-	event_add(ev, NULL);
+	sluice_lifecycle_write(&D.log, action, message);
+	log_warnx("%s", message);
 }
 
 /* Every 100 ms: drain ring buffers (batched wakeups: poll, then consume),
@@ -1237,7 +1331,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	int status;
 	pid_t pid;
 
+	retired_expire();
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (retired_reaped(pid))
+			continue;
 		for (struct dsandbox *t = D.sandboxes; t; t = t->next) {
 			if (pid == t->proxy_pid || pid == t->resolver_pid) {
 				bool proxy = pid == t->proxy_pid;
@@ -1270,10 +1367,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			}
 		}
 	}
+	ctlsrv_tick();
 	for (; s; s = next) {
 		next = s->next;
-		if (s->consumer_ok)
-			sluice_consumer_drain(&s->consumer);
+		drain(s);
 		if (s->log_ready)
 			sluice_expiry_watch_tick(&s->expiry, &s->log, -1);
 		if (access(s->cgroup, F_OK) < 0 && errno == ENOENT) {
@@ -1348,6 +1445,53 @@ static void netns_recover(struct dsandbox *s)
 		 s->name, (int)pid, s->cgroup);
 }
 
+/*
+ * The sluice.seq of the last kernel line of sandbox `name` in the events
+ * file's last MiB (the one a killed daemon may have written without
+ * consuming its record).  Returns 0 and *seq, or -1 when there is none.
+ */
+static int last_written_seq(const char *name, uint64_t *seq)
+{
+	char needle[128], *buf, *p;
+	int fd = open(D.events_path, O_RDONLY | O_CLOEXEC), rc = -1;
+	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1, from;
+	ssize_t n;
+
+	if (size <= 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	from = size > (1 << 20) ? size - (1 << 20) : 0;
+	buf = malloc((size_t)(size - from) + 1);
+	n = buf ? pread(fd, buf, (size_t)(size - from), from) : -1;
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return -1;
+	}
+	buf[n] = 0;
+	snprintf(needle, sizeof(needle), "\"sluice.sandbox\":\"%s\"", name);
+	/* from the end: the last line of ours that has a sequence number */
+	for (p = buf + n; p > buf;) {
+		char *line = p, *q;
+
+		while (line > buf && line[-1] != '\n')
+			line--;
+		if (p < buf + n)
+			*p = 0;
+		if (strstr(line, needle) && strstr(line, "\"event.dataset\":\"sluice.kernel\"") &&
+		    (q = strstr(line, "\"sluice.seq\":"))) {
+			*seq = strtoull(q + strlen("\"sluice.seq\":"), NULL, 10);
+			rc = 0;
+			break;
+		}
+		p = line > buf ? line - 1 : buf;
+	}
+	free(buf);
+	return rc;
+}
+
 /* Re-adopt every sandbox a previous daemon left (pins + state files). */
 static int adopt_all(void)
 {
@@ -1380,6 +1524,12 @@ static int adopt_all(void)
 		buf[n] = 0;
 		st = json_tokener_parse(buf);
 		s = calloc(1, sizeof(*s));
+		if (!s) {
+			if (st)
+				json_object_put(st);
+			closedir(d);
+			return failures + 1;
+		}
 		s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 		snprintf(s->name, sizeof(s->name), "%s", name);
 		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && jstr(st, "cgroup") ? jstr(st, "cgroup") : "");
@@ -1394,8 +1544,6 @@ static int adopt_all(void)
 			snprintf(s->runtime, sizeof(s->runtime), "%s", jstr(st, "runtime"));
 		if (st && jstr(st, "upstream_netns"))
 			snprintf(s->upstream, sizeof(s->upstream), "%s", jstr(st, "upstream_netns"));
-		if (st)
-			json_object_put(st);
 		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
 		if (access(s->netns, F_OK) < 0)
@@ -1407,6 +1555,8 @@ static int adopt_all(void)
 		    sluice_policy_load_checked(s->policy_path, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer,
 					       NULL, NULL, NULL, NULL, msg, sizeof(msg)) < 0) {
 			log_warnx("cannot re-adopt sandbox %s: %s", name, msg);
+			if (st)
+				json_object_put(st);
 			failures++;
 			free_sandbox(s);
 			continue;
@@ -1431,6 +1581,8 @@ static int adopt_all(void)
 						  msg, sizeof(msg)) < 0 ||
 			    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
 				log_warnx("cannot re-adopt sandbox %s: its listeners: %s", name, msg);
+				if (st)
+					json_object_put(st);
 				failures++;
 				free_sandbox(s);
 				continue;
@@ -1439,6 +1591,17 @@ static int adopt_all(void)
 		init_meta(s);
 		if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) == 0)
 			s->consumer_ok = true;
+		/* the previous daemon's loss counts carry on: each loss reported once */
+		accounting_restore(s, st);
+		{
+			uint64_t seq;
+
+			/* and a line it wrote for a record it never consumed is not written twice */
+			if (s->consumer_ok && last_written_seq(name, &seq) == 0)
+				sluice_consumer_skip_written(&s->consumer, seq);
+		}
+		if (st)
+			json_object_put(st);
 		if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s (fail closed)", name, msg);
 		s->next = D.sandboxes;
@@ -1464,6 +1627,20 @@ static int mkdirs(void)
 	snprintf(p, sizeof(p), "%s/netns", D.state_dir);
 	if (mkdir(p, 0700) < 0 && errno != EEXIST)
 		return -errno;
+	return 0;
+}
+
+/* A decimal number in [lo, hi] (strtonum's spirit).  0 or -1. */
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
 	return 0;
 }
 
@@ -1572,6 +1749,8 @@ int cmd_daemon(int argc, char **argv)
 		{ "allowed-signers", required_argument, NULL, 'S' },
 		{ "boundary", required_argument, NULL, 'B' },
 		{ "policy-dir", required_argument, NULL, 'P' },
+		{ "control-clients", required_argument, NULL, 'C' },
+		{ "control-deadlines", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1582,6 +1761,7 @@ int cmd_daemon(int argc, char **argv)
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct event *tick, *sigs[3];
 	struct timeval tv = { 0, 100000 };
+	struct ctlsrv_limits ctl = { 0 };
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
 	snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", SLUICE_POLICY_DIR);
@@ -1600,11 +1780,28 @@ int cmd_daemon(int argc, char **argv)
 		case 'S': signers_path = optarg; break;
 		case 'B': boundary_path = optarg; break;
 		case 'P': snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", optarg); break;
+		case 'C':
+			if (parse_uint(optarg, 1, 100000, &ctl.max_clients) < 0) {
+				log_warnx("daemon: --control-clients: want a number from 1 to 100000, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'T': {
+			char *colon = strchr(optarg, ':');
+
+			if (!colon || (*colon = 0, parse_uint(optarg, 1, 3600000, &ctl.idle_ms) < 0) ||
+			    parse_uint(colon + 1, 1, 3600000, &ctl.total_ms) < 0) {
+				log_warnx("daemon: --control-deadlines: want IDLE_MS:TOTAL_MS, e.g. 2000:5000");
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
 			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
-			       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n\n"
+			       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
+			       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n\n"
 			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
 			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
 			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
@@ -1616,13 +1813,18 @@ int cmd_daemon(int argc, char **argv)
 			       "                 unix sockets and socket families would not be judged)\n"
 			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
 			       "  --metrics IP:PORT  serve Prometheus metrics at http://IP:PORT/metrics\n"
-			       "                 (e.g. 127.0.0.1:9464; numeric addresses only)\n\n"
+			       "                 (e.g. 127.0.0.1:9464; numeric addresses only)\n"
+			       "  --control-clients N  control clients open at once (default %d; more: the one\n"
+			       "                 idle the longest is closed)\n"
+			       "  --control-deadlines IDLE_MS:TOTAL_MS  a control client is closed after IDLE_MS\n"
+			       "                 without a byte, or TOTAL_MS for its request (default %d:%d)\n\n"
 			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
 			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
 			       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
 			       "Restarted, it re-adopts the sandboxes it finds pinned, or refuses to start and\n"
 			       "says why.  SIGHUP reopens the events file (the proxies and resolvers reopen\n"
-			       "theirs); SIGTERM stops it, every sandbox staying filtered.\n", SLUICE_STATE_DIR);
+			       "theirs); SIGTERM stops it, every sandbox staying filtered.\n", SLUICE_CTL_MAX_CLIENTS,
+			       SLUICE_CTL_IDLE_MS, SLUICE_CTL_TOTAL_MS, SLUICE_STATE_DIR);
 			return 0;
 		default: return 2;
 		}
@@ -1733,14 +1935,17 @@ int cmd_daemon(int argc, char **argv)
 	{
 		mode_t old = umask(0177);
 
-		if (bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(lfd, 64) < 0) {
+		if (bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(lfd, 256) < 0) {
 			umask(old);
 			log_warn("daemon: cannot listen on %s", D.sock_path);
 			return 2;
 		}
 		umask(old);
 	}
-	event_add(event_new(D.base, lfd, EV_READ | EV_PERSIST, on_accept, NULL), NULL);
+	if (ctlsrv_start(D.base, lfd, &ctl, handle_request, control_report) < 0) {
+		log_warn("daemon: cannot serve %s", D.sock_path);
+		return 2;
+	}
 	tick = event_new(D.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &tv);
 	sigs[0] = evsignal_new(D.base, SIGTERM, on_signal, NULL);
@@ -1762,15 +1967,16 @@ int cmd_daemon(int argc, char **argv)
 		sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 	}
 	event_base_dispatch(D.base);
+	ctlsrv_stop();
 
 	/* A clean stop keeps every sandbox filtered and pinned (fail closed);
 	 * `sluice detach` is how a filter is removed. */
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
-		if (s->consumer_ok)
-			sluice_consumer_drain(&s->consumer);
+		drain(s);
 		stop_children(s);
 	}
 	sluice_metrics_free(D.metrics);
+	retired_stop_all();
 	emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");
 	unlink(D.sock_path);
 	return 0;

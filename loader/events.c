@@ -207,6 +207,13 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(struct sluice_event))
 		return 0;
+	if (c->skip_first) {
+		c->skip_first = false;
+		if (e->seq == c->skip_seq) {
+			c->duplicates++;
+			return 0;
+		}
+	}
 	l = sluice_evlog_begin(c->log, SLUICE_DS_KERNEL, sluice_event_real_ns(e, c->meta));
 	sluice_event_fields(l, e, c->meta);
 	if (size >= sizeof(struct sluice_event_unix))
@@ -235,6 +242,12 @@ int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
 	if (!c->rb)
 		return -errno;
 	return 0;
+}
+
+void sluice_consumer_skip_written(struct sluice_consumer *c, uint64_t seq)
+{
+	c->skip_first = true;
+	c->skip_seq = seq;
 }
 
 int sluice_consumer_fd(struct sluice_consumer *c)

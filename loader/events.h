@@ -89,12 +89,21 @@ struct sluice_consumer {
 	/* events consumed per reason (SLUICE_REASON__MAX: an unknown one) and
 	 * verdict ([0] deny, [1] would deny), the canary's left out */
 	uint64_t by_reason[SLUICE_REASON__MAX + 1][2];
+	bool skip_first;            /* a restart: the first record may be the one whose line */
+	uint64_t skip_seq;          /* the previous daemon wrote as it was killed (this seq) */
+	uint64_t duplicates;        /* records skipped so */
 };
 
 /* Set up consumption of sb's ring buffer; lines go to `log` (written or
  * counted lost there).  Returns 0 or -errno. */
 int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
 			 const struct sluice_event_meta *meta, struct sluice_evlog *log);
+
+/* A restarted daemon: the last kernel line of the sandbox in the events
+ * file had sluice.seq `seq`; if the first record still queued has it, its
+ * line is there already (the old daemon died between writing it and
+ * consuming it): skip it, once. */
+void sluice_consumer_skip_written(struct sluice_consumer *c, uint64_t seq);
 
 /* epoll fd that becomes readable when events are ready (batched wakeups:
  * poll it with a finite timeout, then call sluice_consumer_drain). */

@@ -49,10 +49,16 @@ def cg2():
 
 
 class Daemon:
-    def __init__(self, w, extra=(), wrap=()):
+    """A daemon on a state dir of its own.  extra (or args): more daemon
+    options; wrap: a command it runs under (unshare -m: a daemon in a mount
+    namespace of its own); nofile: its RLIMIT_NOFILE (the fault suite's
+    descriptor limits)."""
+
+    def __init__(self, w, extra=(), wrap=(), args=(), nofile=None):
         self.w = w
-        self.extra = list(extra)
-        self.wrap = list(wrap)   # e.g. unshare -m: a daemon in a mount namespace of its own
+        self.extra = list(extra) + list(args)
+        self.wrap = list(wrap)
+        self.nofile = nofile
         self.state = os.path.join(w.tmp, "state-%d" % time.monotonic_ns())
         self.env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(self.state, "control.sock"))
         self.events = os.path.join(self.state, "events.jsonl")
@@ -62,7 +68,7 @@ class Daemon:
     def start(self):
         self.proc = subprocess.Popen(self.wrap + [W.SLUICE, "daemon", "--state-dir", self.state, "--upstream-dns", "192.0.2.53",
                                       "--proxy-arg", "--allow-private-upstream", "--proxy-arg", "192.0.2.0/24"]
-                                     + self.extra,
+                                     + self.extra, preexec_fn=self._limits,
                                      stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.w.tmp, "daemon.err"), "a"))
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -72,6 +78,11 @@ class Daemon:
                 raise AssertionError("daemon exited: " + open(os.path.join(self.w.tmp, "daemon.err")).read())
             time.sleep(0.05)
         raise AssertionError("daemon did not answer")
+
+    def _limits(self):
+        if self.nofile:
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def ctl(self, *args):
         return subprocess.run([W.SLUICE] + list(args), capture_output=True, text=True, env=self.env, timeout=60)

@@ -272,6 +272,47 @@ static void test_write_error_counted_then_recovery_line(void **state)
 	close(mfd);
 }
 
+/* A restarted daemon carries on an earlier writer's losses: the totals go on,
+ * and an outage it never reported is reported by the first line written. */
+static void test_restored_losses_carry_on(void **state)
+{
+	struct sluice_event e = { .hook = SLUICE_HOOK_CONNECT4, .reason = 1, .family = SLUICE_AF_INET, .protocol = 6, .pid = 5 };
+	const uint64_t lost[SLUICE_DS__MAX] = { 7, 0, 0, 1 }, outage[SLUICE_DS__MAX] = { 4, 0, 0, 0 };
+	const uint64_t none[SLUICE_DS__MAX] = { 0 };
+	struct sluice_envelope env;
+	static struct sluice_evlog w;
+	int fd = memfd_create("ev", MFD_CLOEXEC);
+	char *text, *nl;
+	json_object *o;
+
+	sluice_envelope_of(&meta, &env);
+	sluice_evlog_init(&w, fd, "memfd", "test", &env);
+	sluice_evlog_restore_lost(&w, lost, outage, ENOSPC);
+	assert_int_equal(sluice_evlog_lost(&w, SLUICE_DS_KERNEL), 7);
+	assert_int_equal(sluice_evlog_lost_total(&w), 8);
+	sluice_event_fields(sluice_evlog_begin(&w, SLUICE_DS_KERNEL, -1), &e, &meta);
+	assert_int_equal(sluice_evlog_commit(&w), 0);
+	text = slurp(fd);
+	nl = strchr(text, '\n');
+	assert_non_null(nl);
+	*nl = 0;
+	o = json_tokener_parse(text);
+	assert_string_equal(str(o, "event.action"), "events_lost");
+	assert_string_equal(str(o, "error.code"), "ENOSPC");
+	assert_int_equal(num(o, "sluice.events_lost"), 4);
+	assert_int_equal(num(o, "sluice.events_lost_total"), 7);
+	json_object_put(o);
+	o = json_tokener_parse(nl + 1);
+	assert_string_equal(str(o, "event.action"), "egress-denied");
+	json_object_put(o);
+	free(text);
+	/* nothing pending: no report line, nothing else changes */
+	sluice_evlog_init(&w, fd, "memfd", "test", &env);
+	sluice_evlog_restore_lost(&w, lost, none, 0);
+	assert_int_equal(w.err, 0);
+	close(fd);
+}
+
 /* Lines are bounded: a huge value is cut at a UTF-8 boundary, the line says
  * so and stays one strict JSON object that fits SLUICE_LINE_MAX. */
 static void test_line_is_bounded(void **state)
@@ -322,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_sock_create_has_no_destination),
 		cmocka_unit_test(test_unknown_numbers_do_not_crash),
 		cmocka_unit_test(test_write_error_counted_then_recovery_line),
+		cmocka_unit_test(test_restored_losses_carry_on),
 		cmocka_unit_test(test_line_is_bounded),
 		cmocka_unit_test(test_small_buffer_fails_cleanly),
 	};

@@ -346,6 +346,20 @@ static void test_refusal_classes(void **state)
 	memcpy(b + sizeof(base), base + 12, sizeof(base) - 12);
 	expect_respond(f, b, sizeof(base) + sizeof(base) - 12, RSV_FORMERR, "qdcount", RSV_V_REFUSE);
 
+	/* QDCOUNT 1 and a second question after it; trailing garbage: one
+	 * framing only, FORMERR (ldns alone would read the first question) */
+	memcpy(b, base, sizeof(base));
+	memcpy(b + sizeof(base), base + 12, sizeof(base) - 12);
+	expect_respond(f, b, sizeof(base) + sizeof(base) - 12, RSV_FORMERR, "trailing_bytes", RSV_V_REFUSE);
+	assert_int_equal(f->d.trailing, sizeof(base) - 12);
+	memcpy(b, base, sizeof(base));
+	b[sizeof(base)] = 0xde;
+	expect_respond(f, b, sizeof(base) + 1, RSV_FORMERR, "trailing_bytes", RSV_V_REFUSE);
+	assert_int_equal(f->d.trailing, 1);
+	decide(f, base, sizeof(base));   /* the same query, exactly framed: judged by the policy */
+	assert_string_not_equal(f->d.reason, "trailing_bytes");
+	assert_int_equal(f->d.trailing, 0);
+
 	/* truncated question, label running past the end, compression loop */
 	expect_respond(f, base, sizeof(base) - 2, RSV_FORMERR, "malformed", RSV_V_REFUSE);
 	memcpy(b, base, sizeof(base));

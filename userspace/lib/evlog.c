@@ -567,6 +567,20 @@ int sluice_evlog_commit_retry(struct sluice_evlog *w)
 	return commit(w, false);
 }
 
+void sluice_evlog_restore_lost(struct sluice_evlog *w, const uint64_t lost[SLUICE_DS__MAX],
+			       const uint64_t outage[SLUICE_DS__MAX], int err)
+{
+	bool pending = false;
+
+	for (int ds = 0; ds < SLUICE_DS__MAX; ds++) {
+		w->lost[ds] = lost[ds];
+		w->lost_outage[ds] = outage[ds];
+		pending |= outage[ds] != 0;
+	}
+	if (pending)
+		w->err = w->last_err = err > 0 ? err : EIO;
+}
+
 uint64_t sluice_evlog_lost(const struct sluice_evlog *w, enum sluice_dataset ds)
 {
 	return (unsigned)ds < SLUICE_DS__MAX ? w->lost[ds] : 0;

@@ -178,6 +178,15 @@ int sluice_evlog_commit(struct sluice_evlog *w);
  */
 int sluice_evlog_commit_retry(struct sluice_evlog *w);
 
+/*
+ * Carry on the loss counts of an earlier writer of the same lines (a
+ * restarted daemon, from its state file): lost[] since start, outage[] not
+ * yet reported in an events_lost line, err the errno of that outage (0:
+ * none).  With an outage pending, the next line written first reports it.
+ */
+void sluice_evlog_restore_lost(struct sluice_evlog *w, const uint64_t lost[SLUICE_DS__MAX],
+			       const uint64_t outage[SLUICE_DS__MAX], int err);
+
 /* Lines of `ds` lost to write errors since start. */
 uint64_t sluice_evlog_lost(const struct sluice_evlog *w, enum sluice_dataset ds);
 

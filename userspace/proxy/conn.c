@@ -199,6 +199,7 @@ void conn_finish(struct conn *c)
 	for (size_t i = 0; i < c->n_dropped; i++)
 		free(c->dropped[i]);
 	c->px->n_conns--;
+	proxy_conn_untrack(c->px, c);
 	free(c);
 }
 
@@ -409,6 +410,8 @@ void conn_keepalive(struct conn *c)
 		return;
 	}
 	event_add(c->timer, &px->tv_keepalive);
+	if (px->draining)
+		proxy_drain_idle(c);
 }
 
 void conn_fail(struct conn *c, int status, const char *reason)
@@ -1300,7 +1303,7 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 
 /* --- accept ------------------------------------------------------------------- */
 
-void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen)
+void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen, const char *refuse)
 {
 	struct sluice_flow_key key;
 	struct conn *c = calloc(1, sizeof(*c));
@@ -1311,6 +1314,7 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 		return;
 	}
 	px->n_conns++;
+	proxy_conn_track(px, c);
 	c->px = px;
 	c->cfd = fd;
 	set_nodelay(fd);
@@ -1341,6 +1345,14 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 	}
 	c->have_orig = true;
 	c->form = (c->orig.flags & SLUICE_ORIG_EXPLICIT) ? PROXY_FORM_EXPLICIT : PROXY_FORM_TRANSPARENT;
+	/* at the descriptor limit: refused at once, so that the connections
+	 * already open keep the descriptors they need (upstream, pipes) */
+	if (!refuse && px->fd_cap && px->n_conns > px->fd_cap)
+		refuse = "descriptor_limit";
+	if (refuse) {
+		conn_close(c, refuse);
+		return;
+	}
 	c->over_cap = px->n_conns > px->cfg.max_conns;
 
 	c->rev = event_new(px->base, fd, EV_READ | EV_PERSIST, on_client_io, c);
@@ -1362,6 +1374,7 @@ struct conn *conn_new_inspected(struct proxy *px, int fd, const struct conn *out
 		return NULL;
 	}
 	px->n_conns++;
+	proxy_conn_track(px, c);
 	c->px = px;
 	c->cfd = fd;
 	c->ufd = -1;
@@ -1413,4 +1426,5 @@ void proxy_config_defaults(struct proxy_config *cfg)
 	cfg->ca_cert_fd = -1;
 	cfg->ca_fd = -1;
 	cfg->limits = proxy_default_limits;
+	cfg->drain_timeout_ms = 10000;
 }

@@ -76,11 +76,15 @@ static void usage(FILE *f)
 		"  --dns-cache N              names whose answers are kept (default 1024; 0: none)\n"
 		"  --dns-max-ttl SEC          longest an answer is kept, whatever its TTL (default 60;\n"
 		"                             0: no cache)\n"
+		"  --drain-timeout MS         SIGQUIT (a reload's old proxy): stop accepting, give the\n"
+		"                             open connections this long to finish (default 10000)\n"
 		"  -v, --verbose              debug diagnostics on stderr\n"
 		"  -h, --help                 this text\n"
 		"  -V, --version              the version and the libbpf it runs with\n"
 		"\n"
-		"Exit status: 0 after SIGTERM/SIGINT, 2 usage or environment error.\n"
+		"SIGTERM/SIGINT: close every open connection now (each request logged, reason\n"
+		"proxy_stopped).  SIGQUIT: drain (above; then reason drain_deadline).\n"
+		"Exit status: 0 after SIGTERM/SIGINT/SIGQUIT, 2 usage or environment error.\n"
 		"\n"
 		"Examples:\n"
 		"  sluice-proxy --listen-fd 3 --flow-map /sys/fs/bpf/sluice/run-42/sluice_flows \\\n"
@@ -104,49 +108,101 @@ static unsigned parse_uint(const char *opt, const char *s, unsigned lo, unsigned
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		      int salen, void *arg)
 {
-	proxy_accept(arg, fd, sa, (socklen_t)salen);
+	struct proxy *px = arg;
+
+	px->accept_pause_ms = 0;
+	proxy_accept(px, fd, sa, (socklen_t)salen, NULL);
 }
 
+/* arg: the proxy (a draining one has no listeners left to enable) */
 static void reenable_listener(evutil_socket_t fd, short what, void *arg)
 {
-	evconnlistener_enable(arg);
+	struct proxy *px = arg;
+
+	for (size_t i = 0; i < px->n_listeners; i++)
+		evconnlistener_enable(px->listeners[i]);
+}
+
+/* Out of descriptors: take one pending client with the reserved descriptor
+ * and refuse it with its line (it learns at once, instead of waiting in the
+ * queue), then get the reserve back. */
+static void refuse_one(struct proxy *px, struct evconnlistener *l)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd;
+
+	if (px->reserve_fd >= 0) {
+		close(px->reserve_fd);
+		px->reserve_fd = -1;
+	}
+	fd = accept4(evconnlistener_get_fd(l), (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0)
+		proxy_accept(px, fd, (struct sockaddr *)&ss, sl, "descriptor_limit");
+	px->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 static void on_accept_error(struct evconnlistener *l, void *arg)
 {
+	struct proxy *px = arg;
 	int err = EVUTIL_SOCKET_ERROR();
 
-	/* out of descriptors: the pending connection stays queued; pause a
-	 * little instead of spinning on it */
-	log_warnx("accept: %s", evutil_socket_error_to_string(err));
+	/* out of descriptors: refuse one (logged), then pause the listener,
+	 * 50 ms doubling to 1 s, instead of spinning on the queue */
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		struct timeval tv = { 0, 100000 };
+		struct timeval tv;
 
-		evconnlistener_disable(l);
-		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_listener, l, &tv);
+		if (err == EMFILE || err == ENFILE)
+			refuse_one(px, l);
+		else
+			log_warnx("accept: %s", evutil_socket_error_to_string(err));
+		px->accept_pause_ms = px->accept_pause_ms ? px->accept_pause_ms * 2 : 50;
+		if (px->accept_pause_ms > 1000)
+			px->accept_pause_ms = 1000;
+		tv.tv_sec = px->accept_pause_ms / 1000;
+		tv.tv_usec = (suseconds_t)(px->accept_pause_ms % 1000) * 1000;
+		for (size_t i = 0; i < px->n_listeners; i++)
+			evconnlistener_disable(px->listeners[i]);
+		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_listener, px, &tv);
+		return;
 	}
+	log_warnx("accept: %s", evutil_socket_error_to_string(err));
 }
 
+/* SIGTERM, SIGINT: stop now; SIGQUIT: drain (drain.c). */
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	event_base_loopbreak(arg);
+	if (sig == SIGQUIT)
+		proxy_drain_start(arg);
+	else
+		proxy_stop_now(arg);
 }
 
-static void raise_nofile(void)
+/* Descriptors a client connection may hold at once: its socket, the
+ * upstream's, and two splice pipes while a tunnel is busy. */
+#define FDS_PER_CONN 6
+/* Kept for everything else: listeners, the log, DNS, the flow map, TLS. */
+#define FDS_RESERVED 64
+
+/* Raise RLIMIT_NOFILE as far as allowed; return the limit in force. */
+static unsigned raise_nofile(void)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return;
+		return 1024;
 	/* every tunnel needs two sockets and, while busy, two pipes */
 	if (rl.rlim_max < 262144) {
 		struct rlimit want = { 262144, 262144 };
 
 		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
-			return;
+			return 262144;
 	}
 	rl.rlim_cur = rl.rlim_max;
 	(void)setrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1024;
+	return rl.rlim_cur > 1u << 30 ? 1u << 30 : (unsigned)rl.rlim_cur;
 }
 
 static void add_listener(struct proxy *px, int fd)
@@ -161,7 +217,7 @@ static void add_listener(struct proxy *px, int fd)
 			       -1, fd);
 	if (!l)
 		fatal("listener %d", fd);
-	evconnlistener_set_error_cb(l, on_accept_error);
+	evconnlistener_set_error_cb(l, on_accept_error);   /* its arg: px, as on_accept's */
 	px->listeners[px->n_listeners++] = l;
 }
 
@@ -258,6 +314,7 @@ int main(int argc, char **argv)
 		{ "ca-cert-fd", required_argument, NULL, 'Z' },
 		{ "ca-fd", required_argument, NULL, 'Y' },
 		{ "secrets-fd", required_argument, NULL, 'S' },
+		{ "drain-timeout", required_argument, NULL, 'Q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -266,7 +323,7 @@ int main(int argc, char **argv)
 	static struct proxy px;
 	struct proxy_config *cfg = &px.cfg;
 	struct sluice_policy_error perr;
-	struct event *sigs[3];
+	struct event *sigs[4];
 	int c, secrets_fd = -1;
 
 	log_init("sluice-proxy", 0);
@@ -320,6 +377,7 @@ int main(int argc, char **argv)
 		case 'a': cfg->upstream_ca = optarg; break;
 		case 'Z': cfg->ca_cert_fd = (int)parse_uint("--ca-cert-fd", optarg, 0, INT_MAX); break;
 		case 'Y': cfg->ca_fd = (int)parse_uint("--ca-fd", optarg, 0, INT_MAX); break;
+		case 'Q': cfg->drain_timeout_ms = parse_uint("--drain-timeout", optarg, 0, 3600000); break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': sluice_version_print(stdout, "sluice-proxy"); return 0;
@@ -349,7 +407,15 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);   /* splice() to a closed socket raises it */
-	raise_nofile();
+	{
+		unsigned nofile = raise_nofile();
+
+		/* beyond this many clients, new ones are refused (logged) so that
+		 * the open ones keep the descriptors they need */
+		px.fd_cap = nofile > FDS_RESERVED + FDS_PER_CONN ? (nofile - FDS_RESERVED) / FDS_PER_CONN : 1;
+		px.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		log_debug("descriptor limit %u: at most %u client connections", nofile, px.fd_cap);
+	}
 
 	if (cfg->log_fd > 0 && cfg->log_path)
 		fatalx("--log and --log-fd: give one");
@@ -465,11 +531,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < cfg->n_listen_addrs; i++)
 		add_listener(&px, listen_on(cfg->listen_addrs[i]));
 
-	sigs[0] = evsignal_new(px.base, SIGTERM, on_signal, px.base);
-	sigs[1] = evsignal_new(px.base, SIGINT, on_signal, px.base);
+	sigs[0] = evsignal_new(px.base, SIGTERM, on_signal, &px);
+	sigs[1] = evsignal_new(px.base, SIGINT, on_signal, &px);
 	sigs[2] = evsignal_new(px.base, SIGHUP, on_hup, &px);
-	if (!sigs[0] || !sigs[1] || !sigs[2] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0 ||
-	    event_add(sigs[2], NULL) < 0)
+	sigs[3] = evsignal_new(px.base, SIGQUIT, on_signal, &px);
+	if (!sigs[0] || !sigs[1] || !sigs[2] || !sigs[3] || event_add(sigs[0], NULL) < 0 ||
+	    event_add(sigs[1], NULL) < 0 || event_add(sigs[2], NULL) < 0 || event_add(sigs[3], NULL) < 0)
 		fatalx("cannot install signal handlers");
 
 	log_debug("serving %zu listener(s), policy %s (%s), mode %s", px.n_listeners,
@@ -488,6 +555,11 @@ int main(int argc, char **argv)
 	event_free(sigs[0]);
 	event_free(sigs[1]);
 	event_free(sigs[2]);
+	event_free(sigs[3]);
+	if (px.drain_tick)
+		event_free(px.drain_tick);
+	if (px.drain_deadline)
+		event_free(px.drain_deadline);
 	proxy_upool_free(px.upool);
 	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);
@@ -501,5 +573,7 @@ int main(int argc, char **argv)
 	proxy_creds_free(&px);
 	sluice_policy_free(px.policy);
 	close(px.flow_fd);
+	if (px.reserve_fd >= 0)
+		close(px.reserve_fd);
 	return 0;
 }

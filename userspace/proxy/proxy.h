@@ -89,6 +89,7 @@ struct proxy_config {
 					 * sandbox CA (key and certificate, PEM) is read from
 					 * it at start, then the fd is closed (sandbox_ca.h) */
 	struct proxy_limits limits;
+	unsigned drain_timeout_ms;      /* SIGQUIT: open connections get this long to finish */
 	int verbose;
 };
 
@@ -119,6 +120,12 @@ struct proxy {
 	struct timeval tv_idle_plain, tv_upstream_idle;
 	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
 	size_t n_listeners;
+	struct conn *conns;             /* every open client connection (drain.c) */
+	unsigned fd_cap;                /* client connections the descriptor limit leaves room for */
+	int reserve_fd;                 /* given up at EMFILE to accept (and refuse, logged) one client */
+	unsigned accept_pause_ms;       /* the listener's back-off at EMFILE (doubles, reset on success) */
+	bool draining;                  /* SIGQUIT: not accepting, finishing the open ones */
+	struct event *drain_tick, *drain_deadline;
 };
 
 /* cred.c: credentials (docs/policy.md "Credentials") ------------------- */
@@ -152,8 +159,11 @@ const struct proxy_cred *proxy_cred_for(const struct proxy *px, const struct slu
 const struct sluice_secret *proxy_cred_misdirected(const struct proxy *px, const struct proxy_cred *allowed,
 						   const char *data, size_t len);
 
-/* Handle one accepted client socket (non-blocking).  Takes ownership of fd. */
-void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen);
+/* Handle one accepted client socket (non-blocking).  Takes ownership of fd.
+ * refuse: NULL, or a reason ("descriptor_limit") to close it at once with
+ * its access-log line (the kernel's flow record taken all the same).  Past
+ * px->fd_cap open connections a client is refused so, too. */
+void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen, const char *refuse);
 
 /* A passthrough CONNECT is dialed once its ClientHello is checked; a client
  * silent this long after the 200 speaks a server-first protocol (SSH,
@@ -253,7 +263,30 @@ struct conn {
 	int64_t req_bytes, resp_bytes;
 	struct conn_http *http;
 	struct proxy_relay *relay;
+	struct conn *all_prev, *all_next;  /* in px->conns */
 };
+
+/* drain.c: the open connections, a graceful stop (SIGQUIT: a reload's old
+ * proxy) and an immediate one (SIGTERM), each open connection logged. */
+
+/* Add c to px->conns (at accept) / remove it (conn_finish, which then lets
+ * a draining proxy end once the last one is gone). */
+void proxy_conn_track(struct proxy *px, struct conn *c);
+void proxy_conn_untrack(struct proxy *px, struct conn *c);
+
+/* SIGQUIT: stop accepting (free the listeners; the sockets stay open in the
+ * loader and the next proxy), close connections idle between requests, let
+ * the others finish; after cfg.drain_timeout_ms finish the rest with reason
+ * "drain_deadline" (each logged), then leave the event loop. */
+void proxy_drain_start(struct proxy *px);
+
+/* SIGTERM: finish every open connection now, reason "proxy_stopped" (each
+ * request in progress logged), then leave the event loop. */
+void proxy_stop_now(struct proxy *px);
+
+/* Draining: close c if it is idle between requests with nothing pending
+ * (no line: no request).  May free c. */
+void proxy_drain_idle(struct conn *c);
 
 /* conn.c, also used by http.c.  Each of these may free `c`: call last. */
 

@@ -10,6 +10,8 @@
  *   opcode other than QUERY .............. NOTIMP    opcode_not_query
  *   QDCOUNT != 1 ......................... FORMERR   qdcount
  *   unparseable, or answer/authority RRs . FORMERR   malformed
+ *   bytes past the sections the header    FORMERR   trailing_bytes
+ *   declares (a second question, garbage)
  *   EDNS version > 0 ..................... BADVERS   edns_version     (RFC 6891 6.1.3)
  *   class CH / other than IN ............. REFUSED   class_chaos / class_not_in
  *   qtype 0 or OPT ....................... FORMERR   qtype_meta
@@ -269,6 +271,31 @@ static enum rsv_action policy_deny(const struct rsv_ctx *ctx, struct rsv_decisio
 	return respond(d, RSV_V_DENY, rcode, reason);
 }
 
+/*
+ * Where the message ends by its header: the offset after the QDCOUNT
+ * questions and the ANCOUNT + NSCOUNT + ARCOUNT records (ldns reads each,
+ * compression pointers included).  Returns it, or 0 when a section does not
+ * parse.  ldns_wire2pkt() itself ignores what follows.
+ */
+static size_t declared_len(const uint8_t *msg, size_t len)
+{
+	static const ldns_pkt_section sec[4] = { LDNS_SECTION_QUESTION, LDNS_SECTION_ANSWER,
+						 LDNS_SECTION_AUTHORITY, LDNS_SECTION_ADDITIONAL };
+	unsigned count[4] = { LDNS_QDCOUNT(msg), LDNS_ANCOUNT(msg), LDNS_NSCOUNT(msg), LDNS_ARCOUNT(msg) };
+	size_t pos = LDNS_HEADER_SIZE;
+
+	for (int i = 0; i < 4; i++) {
+		for (unsigned n = 0; n < count[i]; n++) {
+			ldns_rr *rr = NULL;
+
+			if (ldns_wire2rr(&rr, msg, len, &pos, sec[i]) != LDNS_STATUS_OK)
+				return 0;
+			ldns_rr_free(rr);
+		}
+	}
+	return pos;
+}
+
 enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t len,
 			   bool tcp, double now, struct rsv_decision *d)
 {
@@ -313,6 +340,17 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 	}
 	if (ldns_pkt_ancount(d->query) || ldns_pkt_nscount(d->query))
 		return respond(d, RSV_V_REFUSE, RSV_FORMERR, "malformed");
+	{
+		/* one framing only: what the header declares is the whole message */
+		size_t end = declared_len(msg, len);
+
+		if (end == 0)
+			return respond(d, RSV_V_REFUSE, RSV_FORMERR, "malformed");
+		if (end < len) {
+			d->trailing = len - end;
+			return respond(d, RSV_V_REFUSE, RSV_FORMERR, "trailing_bytes");
+		}
+	}
 	if (ldns_pkt_edns(d->query) && ldns_pkt_edns_version(d->query) > 0)
 		return respond(d, RSV_V_REFUSE, RSV_BADVERS, "edns_version");
 	if (d->qclass == LDNS_RR_CLASS_CH)

@@ -24,6 +24,7 @@
 #include "version.h"
 #include "policy.h"
 #include "resolver.h"
+#include "fair.h"
 #include "server.h"
 
 #define MAX_FDS 16
@@ -59,6 +60,10 @@ static void usage(FILE *f)
 "  --allow-private-answers CIDR  pass A/AAAA answers in this non-public range\n"
 "                           (repeatable; for test worlds on documentation ranges)\n"
 "  --upstream-timeout-ms N  per UDP attempt (default 2000; one retry)\n"
+"  --denied-rate N          queries answered without forwarding (denied names,\n"
+"                           refusals) per client address per second, UDP (default 200,\n"
+"                           bursts of twice that; 0: no limit); beyond, dropped and\n"
+"                           counted in dns-queries-dropped lines\n"
 "  -V, --version            the version and the libbpf it runs with\n"
 "\n"
 "Examples:\n"
@@ -66,7 +71,10 @@ static void usage(FILE *f)
 "      --upstream-dns 127.0.0.1:5300 --allow-private-answers 192.0.2.0/24\n"
 "  dig @127.0.0.1 -p 5353 api.example.com A\n"
 "\n"
-"Exit status: 0 after SIGTERM/SIGINT, 2 on a usage or environment error.\n");
+"SIGTERM/SIGINT: stop now (queries in flight get SERVFAIL, each logged).  SIGQUIT\n"
+"(a reload's old resolver): read no new query, answer and log those in flight,\n"
+"exit once none is left (at most 10 s; then as SIGTERM).\n"
+"Exit status: 0 after SIGTERM/SIGINT/SIGQUIT, 2 on a usage or environment error.\n");
 }
 
 static int parse_int(const char *s, long lo, long hi, const char *what)
@@ -92,8 +100,25 @@ static void check_socket(int fd, int want_type, const char *opt)
 		fatalx("%s %d: not a %s socket", opt, fd, want_type == SOCK_DGRAM ? "UDP" : "TCP");
 }
 
+static struct rsv_server *srv_for_drain;
+
+static void poll_drops(void *arg)
+{
+	rsv_server_count_drops(arg);
+}
+static const unsigned drain_ms = 10000;   /* SIGQUIT: the longest a drain takes */
+
+/* SIGTERM, SIGINT: stop now (in-flight queries get SERVFAIL, logged);
+ * SIGQUIT: drain, at most drain_ms (rsv_server_drain). */
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
+	if (sig == SIGQUIT && srv_for_drain) {
+		struct timeval tv = { .tv_sec = drain_ms / 1000, .tv_usec = (suseconds_t)(drain_ms % 1000) * 1000 };
+
+		event_base_loopexit(arg, &tv);
+		rsv_server_drain(srv_for_drain);
+		return;
+	}
 	event_base_loopexit(arg, NULL);
 }
 
@@ -118,7 +143,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
-	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS };
+	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -134,6 +159,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, O_MODE },
 		{ "allow-private-answers", required_argument, NULL, O_ALLOW },
 		{ "upstream-timeout-ms", required_argument, NULL, O_TIMEOUT },
+		{ "denied-rate", required_argument, NULL, O_DENIED_RATE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -153,12 +179,14 @@ int main(int argc, char **argv)
 	struct rsv_server_cfg cfg;
 	struct rsv_server *srv;
 	struct event_base *base;
-	struct event *sigs[3];
+	struct event *sigs[4];
 	static struct hup_log hup_log;
 	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600];
 	static struct sluice_evlog evlog;
 	unsigned ulen;
 	long timeout_ms = 2000;
+	unsigned denied_rate = RSV_DENIED_RATE;
+	struct rsv_fair *fair;
 
 	log_init("sluice-resolver", 0);
 	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
@@ -197,6 +225,9 @@ int main(int argc, char **argv)
 				fatalx("--allow-private-answers: not a CIDR (host bits must be zero): %s",
 				       optarg);
 			n_allow++;
+			break;
+		case O_DENIED_RATE:
+			denied_rate = (unsigned)parse_int(optarg, 0, 1000000, "--denied-rate");
 			break;
 		case O_TIMEOUT:
 			timeout_ms = parse_int(optarg, 10, 60000, "--upstream-timeout-ms");
@@ -330,8 +361,10 @@ int main(int argc, char **argv)
 	hup_log.fd = cfg.log_fd;
 	hup_log.path = log_path;
 	sigs[2] = evsignal_new(base, SIGHUP, on_hup, &hup_log);
-	if (!sigs[0] || !sigs[1] || !sigs[2] || event_add(sigs[0], NULL) < 0 || event_add(sigs[1], NULL) < 0 ||
-	    event_add(sigs[2], NULL) < 0)
+	sigs[3] = evsignal_new(base, SIGQUIT, on_signal, base);
+	srv_for_drain = srv;
+	if (!sigs[0] || !sigs[1] || !sigs[2] || !sigs[3] || event_add(sigs[0], NULL) < 0 ||
+	    event_add(sigs[1], NULL) < 0 || event_add(sigs[2], NULL) < 0 || event_add(sigs[3], NULL) < 0)
 		fatalx("cannot handle signals");
 
 	{
@@ -347,6 +380,12 @@ int main(int argc, char **argv)
 		sluice_evlog_init(&evlog, cfg.log_fd, log_path ? log_path : dest, "sluice-resolver", &env);
 		cfg.log = &evlog;
 	}
+	/* burst: twice the rate (a build's first lookups come at once) */
+	fair = rsv_fair_new(base, &evlog, denied_rate, denied_rate ? 2 * denied_rate : 1);
+	if (!fair)
+		fatalx("out of memory");
+	cfg.fair = fair;
+	rsv_fair_set_poll(fair, poll_drops, srv);
 	/* the mode and policy on record before the first query; a line that
 	 * cannot be written is counted (and said on stderr), never fatal */
 	rsv_log_start(&evlog, upbuf, listen_desc);
@@ -365,10 +404,13 @@ int main(int argc, char **argv)
 	if (event_base_dispatch(base) < 0)
 		fatalx("event loop failed");
 
+	srv_for_drain = NULL;
 	rsv_server_free(srv);
+	rsv_fair_free(fair);   /* the last summary of dropped queries */
 	event_free(sigs[0]);
 	event_free(sigs[1]);
 	event_free(sigs[2]);
+	event_free(sigs[3]);
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
 	if (sluice_evlog_lost_total(&evlog)) {

@@ -191,6 +191,8 @@ void rsv_log_fields(struct sluice_line *l, const struct rsv_decision *d, const s
 		SL_BOOL(l, "sluice.dns_tunnel_suspect", true);
 		SL_STR(l, "sluice.dns_tunnel_reason", d->tunnel_why);
 	}
+	if (d->trailing)
+		SL_U64(l, "sluice.dns_trailing_bytes", d->trailing);
 
 	if (m->src_ip) {
 		SL_STR(l, "source.ip", m->src_ip);

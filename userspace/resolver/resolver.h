@@ -105,6 +105,7 @@ struct rsv_decision {
 					  * (reason credential_misdirected), or NULL */
 	bool tunnel_suspect;
 	const char *tunnel_why;          /* "long_label", "high_entropy", "rate", ... */
+	size_t trailing;                 /* trailing_bytes: bytes past what the header declares */
 
 	/* Answers of the final response (kept and dropped). */
 	struct rsv_answer *answers;

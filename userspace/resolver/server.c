@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
+#include "fair.h"
 #include "log.h"
 
 #define UDP_BATCH      64       /* datagrams read per wake-up */
@@ -50,6 +52,7 @@ struct txn {
 	struct txn *cprev, *cnext;   /* in conn->txns */
 	struct txn *sprev, *snext;   /* in rsv_server.txns (all of them) */
 	bool counted;                /* holds an in-flight slot */
+	bool silent;                 /* dropped by the rate limit: counted, no line */
 	/* upstream */
 	unsigned tries;              /* attempts on the current transport */
 	unsigned sent;               /* queries sent upstream in all (log) */
@@ -80,6 +83,8 @@ struct udpl {
 	int fd;
 	struct event *ev;
 	struct rsv_server *srv;
+	uint32_t drops;              /* the kernel's drop count (SO_MEMINFO) when last counted */
+	bool have_drops;
 };
 
 struct rsv_server {
@@ -92,6 +97,7 @@ struct rsv_server {
 	struct conn *conns;
 	struct txn *txns;            /* every query not yet finished */
 	bool stopping;
+	bool draining;               /* rsv_server_drain: reading nothing new */
 	unsigned n_conns;
 	unsigned inflight;
 	char upstream_str[64];
@@ -166,6 +172,13 @@ static void addr_ip_port(const struct sockaddr_storage *ss, char *ip, size_t ipl
 static void conn_free(struct conn *c);
 static void conn_resume(struct conn *c);
 
+/* Draining and nothing left in flight, no TCP client open: leave the loop. */
+static void drained_check(struct rsv_server *s)
+{
+	if (s->draining && !s->stopping && !s->txns && !s->conns)
+		event_base_loopexit(s->base, NULL);
+}
+
 static void up_close(struct txn *t)
 {
 	if (t->up_ev) {
@@ -207,7 +220,8 @@ static void txn_finish(struct txn *t)
 	}
 	/* a line that cannot be written is counted lost by the writer, which
 	 * says so on stderr once per state change */
-	rsv_log_query(s->cfg->log, &t->d, &m);
+	if (!t->silent)
+		rsv_log_query(s->cfg->log, &t->d, &m);
 
 	up_close(t);
 	if (t->timer)
@@ -239,6 +253,7 @@ static void txn_finish(struct txn *t)
 	rsv_decision_free(&t->d);
 	free(t->upq);
 	free(t);
+	drained_check(s);
 }
 
 static void send_client(struct txn *t)
@@ -469,7 +484,9 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 			 const struct sockaddr_storage *from, socklen_t fromlen, int udp_fd,
 			 struct conn *c)
 {
+	enum rsv_action act;
 	struct txn *t;
+	double now;
 
 	if (s->stopping)
 		return;
@@ -505,7 +522,16 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		txn_finish(t);
 		return;
 	}
-	switch (rsv_decide(&s->cfg->ctx, msg, len, c != NULL, mono_now(), &t->d)) {
+	now = mono_now();
+	act = rsv_decide(&s->cfg->ctx, msg, len, c != NULL, now, &t->d);
+	/* a UDP flood of names the policy denies is answered (and logged) at
+	 * its client's rate; allowed names are forwarded whatever the flood */
+	if (!c && act != RSV_ACT_FORWARD && !rsv_fair_admit(s->cfg->fair, from, now)) {
+		t->silent = true;
+		txn_finish(t);
+		return;
+	}
+	switch (act) {
 	case RSV_ACT_DROP:
 		txn_finish(t);
 		return;
@@ -552,6 +578,32 @@ static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* The kernel's count of datagrams dropped on fd (receive queue full):
+ * SO_MEMINFO's SK_MEMINFO_DROPS (Linux 4.15+).  false when unknown. */
+static bool socket_drops(int fd, uint32_t *drops)
+{
+	uint32_t mi[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0 || len < (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t))
+		return false;
+	*drops = mi[SK_MEMINFO_DROPS];
+	return true;
+}
+
+void rsv_server_count_drops(struct rsv_server *s)
+{
+	for (size_t i = 0; i < s->n_udp; i++) {
+		struct udpl *l = s->udp[i];
+		uint32_t d;
+
+		if (l->have_drops && socket_drops(l->fd, &d)) {
+			rsv_fair_count(s->cfg->fair, RSV_DROP_SOCKET_OVERFLOW, (uint32_t)(d - l->drops));
+			l->drops = d;
+		}
+	}
+}
+
 int rsv_server_add_udp(struct rsv_server *s, int fd)
 {
 	struct udpl **arr, *n;
@@ -561,7 +613,8 @@ int rsv_server_add_udp(struct rsv_server *s, int fd)
 		return -1;
 	/* a burst of queries (a build starting 300 lookups) must not overflow
 	 * the default ~200 KiB; best effort, capped by net.core.rmem_max */
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)   /* root: past rmem_max */
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	arr = realloc(s->udp, (s->n_udp + 1) * sizeof(*s->udp));
 	if (!arr)
 		return -1;
@@ -571,6 +624,8 @@ int rsv_server_add_udp(struct rsv_server *s, int fd)
 		return -1;
 	n->fd = fd;
 	n->srv = s;
+	/* drops from before this resolver are not its to count */
+	n->have_drops = socket_drops(fd, &n->drops);
 	n->ev = event_new(s->base, fd, EV_READ | EV_PERSIST, udp_read_cb, n);
 	if (!n->ev || event_add(n->ev, NULL) < 0) {
 		if (n->ev)
@@ -605,6 +660,7 @@ static void conn_free(struct conn *c)
 	s->n_conns--;
 	bufferevent_free(c->bev);
 	free(c);
+	drained_check(s);
 }
 
 static void conn_read_cb(struct bufferevent *bev, void *arg)
@@ -800,6 +856,31 @@ bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr
 	return false;
 }
 
+void rsv_server_drain(struct rsv_server *s)
+{
+	struct conn *c, *next;
+	size_t i;
+
+	if (s->draining || s->stopping)
+		return;
+	s->draining = true;
+	/* the sockets stay open (shared with the loader and the next
+	 * resolver, which reads what is queued): just stop reading them */
+	for (i = 0; i < s->n_udp; i++)
+		event_del(s->udp[i]->ev);
+	for (i = 0; i < s->n_tcp; i++)
+		evconnlistener_disable(s->tcp[i]);
+	/* TCP clients: answer what they asked, then close */
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		c->closing = true;
+		bufferevent_disable(c->bev, EV_READ);
+		if (c->pending == 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+			conn_free(c);
+	}
+	drained_check(s);
+}
+
 void rsv_server_free(struct rsv_server *s)
 {
 	struct conn *c, *next;
@@ -809,6 +890,7 @@ void rsv_server_free(struct rsv_server *s)
 	if (!s)
 		return;
 	/* queries in flight get SERVFAIL and their log line: one per query */
+	rsv_server_count_drops(s);
 	s->stopping = true;
 	for (t = s->txns; t; t = tnext) {
 		tnext = t->snext;

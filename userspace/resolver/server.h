@@ -25,6 +25,8 @@ struct rsv_server_cfg {
 	unsigned tcp_timeout_ms;          /* per TCP attempt, and client idle (default 5000) */
 	unsigned max_inflight;            /* upstream queries at once (default 1024) */
 	unsigned max_tcp_clients;         /* default 256 */
+	struct rsv_fair *fair;            /* per-client limit on denied names, drop counts (fair.h;
+					   * not owned; NULL: none) */
 };
 
 struct rsv_server;
@@ -52,7 +54,18 @@ int rsv_listen(const struct sockaddr *sa, socklen_t len, int type);
  * that is the resolver itself would forward each query to itself forever.) */
 bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr *sa);
 
-/* Stop serving: close every socket, answer nothing more.  Frees s. */
+/* Drain (a reload's old resolver, SIGQUIT): read no new query (the sockets
+ * stay open for the next resolver), answer and log each one in flight, and
+ * leave the event loop once none is left (the caller bounds it with a
+ * deadline, then calls rsv_server_free). */
+void rsv_server_drain(struct rsv_server *s);
+
+/* Count what the kernel dropped on the UDP sockets since the last call
+ * (receive queue full) into cfg->fair.  Called before each summary. */
+void rsv_server_count_drops(struct rsv_server *s);
+
+/* Stop serving: close every socket, answer nothing more (queries in flight
+ * get SERVFAIL, reason "shutdown", and their line).  Frees s. */
 void rsv_server_free(struct rsv_server *s);
 
 #endif /* SLUICE_RESOLVER_SERVER_H */

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * drain.c - the proxy's open connections and how it stops (proxy.h).
+ *
+ * A reload starts a new proxy on the same listening sockets, then sends
+ * the old one SIGQUIT: it stops accepting and lets every open connection
+ * finish under the policy it was decided by (the kernel judges new ones by
+ * the new generation, the new proxy decides new requests), within
+ * cfg.drain_timeout_ms; what is still open then is closed with reason
+ * "drain_deadline".  SIGTERM closes everything at once (reason
+ * "proxy_stopped").  Either way each request in progress gets its
+ * access-log line: none is dropped.
+ */
+#include <errno.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "log.h"
+#include "proxy.h"
+#include "tls_pump.h"
+
+#define DRAIN_TICK_MS 100
+
+void proxy_conn_track(struct proxy *px, struct conn *c)
+{
+	c->all_prev = NULL;
+	c->all_next = px->conns;
+	if (px->conns)
+		px->conns->all_prev = c;
+	px->conns = c;
+}
+
+void proxy_conn_untrack(struct proxy *px, struct conn *c)
+{
+	if (c->all_prev)
+		c->all_prev->all_next = c->all_next;
+	else if (px->conns == c)
+		px->conns = c->all_next;
+	if (c->all_next)
+		c->all_next->all_prev = c->all_prev;
+	c->all_prev = c->all_next = NULL;
+	if (px->draining && !px->conns && !tls_pump_live())
+		event_base_loopbreak(px->base);
+}
+
+/* Idle between requests (READ after a request, nothing buffered) and the
+ * client has sent nothing more (a request already on its way is served). */
+static bool idle_between_requests(struct conn *c)
+{
+	char b;
+
+	if (c->phase != PH_READ || !c->nreq || c->len)
+		return false;
+	return recv(c->cfd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+void proxy_drain_idle(struct conn *c)
+{
+	if (!idle_between_requests(c))
+		return;
+	c->logged = true;   /* nothing was asked on it since its last line */
+	conn_finish(c);
+}
+
+/* Finish every open connection: a request in progress is logged with
+ * `reason` (a failure); one idle between requests closes without a line. */
+static void finish_all(struct proxy *px, const char *reason)
+{
+	while (px->conns) {
+		struct conn *c = px->conns;
+
+		if (c->phase == PH_READ && c->nreq && !c->len) {
+			c->logged = true;
+		} else if (!c->logged) {
+			c->failed = true;
+			c->reason = reason;
+		}
+		conn_finish(c);   /* untracks c (and any connection it owns) */
+	}
+}
+
+static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+	struct conn *c = px->conns, *next;
+
+	for (; c; c = next) {
+		next = c->all_next;
+		/* closing c frees no other connection: an inspected one's outer
+		 * TLS side is in a phase past READ */
+		proxy_drain_idle(c);
+	}
+	/* the last TLS relays (an inspected connection's answer on its way
+	 * out) free themselves: done when they are gone too */
+	if (!px->conns && !tls_pump_live())
+		event_base_loopbreak(px->base);
+}
+
+static void on_drain_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+	unsigned n = px->n_conns;
+
+	if (n)
+		log_warnx("drain: %u connection(s) still open after %u ms: closed (drain_deadline)", n,
+			  px->cfg.drain_timeout_ms);
+	finish_all(px, "drain_deadline");
+	event_base_loopbreak(px->base);
+}
+
+static void stop_accepting(struct proxy *px)
+{
+	for (size_t i = 0; i < px->n_listeners; i++)
+		evconnlistener_free(px->listeners[i]);
+	px->n_listeners = 0;
+}
+
+void proxy_drain_start(struct proxy *px)
+{
+	struct timeval tick = { 0, DRAIN_TICK_MS * 1000 };
+	struct timeval dl = { .tv_sec = px->cfg.drain_timeout_ms / 1000,
+			      .tv_usec = (suseconds_t)(px->cfg.drain_timeout_ms % 1000) * 1000 };
+
+	if (px->draining)
+		return;
+	px->draining = true;
+	stop_accepting(px);
+	log_debug("drain: %u open connection(s), deadline %u ms", px->n_conns, px->cfg.drain_timeout_ms);
+	px->drain_tick = event_new(px->base, -1, EV_PERSIST, on_drain_tick, px);
+	px->drain_deadline = evtimer_new(px->base, on_drain_deadline, px);
+	if (!px->drain_tick || !px->drain_deadline || event_add(px->drain_tick, &tick) < 0 ||
+	    event_add(px->drain_deadline, &dl) < 0) {
+		proxy_stop_now(px);
+		return;
+	}
+	on_drain_tick(-1, 0, px);
+}
+
+void proxy_stop_now(struct proxy *px)
+{
+	stop_accepting(px);
+	px->draining = false;   /* no loopbreak from each untrack: one below */
+	finish_all(px, "proxy_stopped");
+	event_base_loopbreak(px->base);
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fair.c - per-client token buckets for the queries the resolver answers
+ * itself, and the dropped-query accounting (fair.h).
+ */
+#include "fair.h"
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "evlog.h"
+
+#define BUCKETS 1024            /* clients tracked at once (a sandbox has a few addresses) */
+
+struct bucket {
+	uint8_t key[17];            /* family byte + address (16 bytes; IPv4 in the first 4) */
+	bool used;
+	double tokens, at;
+};
+
+struct rsv_fair {
+	struct sluice_evlog *log;
+	struct event *tick;
+	void (*poll)(void *arg);
+	void *poll_arg;
+	unsigned rate, burst;
+	uint64_t dropped[RSV_DROP__MAX], reported[RSV_DROP__MAX];
+	struct bucket b[BUCKETS];
+};
+
+static void key_of(const struct sockaddr_storage *ss, uint8_t key[17])
+{
+	memset(key, 0, 17);
+	key[0] = (uint8_t)ss->ss_family;
+	if (ss->ss_family == AF_INET)
+		memcpy(key + 1, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	else if (ss->ss_family == AF_INET6)
+		memcpy(key + 1, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+}
+
+/* FNV-1a over the key */
+static unsigned slot_of(const uint8_t key[17])
+{
+	uint32_t h = 2166136261u;
+
+	for (int i = 0; i < 17; i++)
+		h = (h ^ key[i]) * 16777619u;
+	return h % BUCKETS;
+}
+
+bool rsv_fair_admit(struct rsv_fair *f, const struct sockaddr_storage *client, double now)
+{
+	uint8_t key[17];
+	struct bucket *b;
+
+	if (!f || !f->rate)
+		return true;
+	key_of(client, key);
+	b = &f->b[slot_of(key)];
+	if (!b->used || memcmp(b->key, key, sizeof(key)) != 0) {
+		/* a new client (or one that shares the slot): a full bucket */
+		memcpy(b->key, key, sizeof(key));
+		b->used = true;
+		b->tokens = f->burst;
+		b->at = now;
+	}
+	b->tokens += (now - b->at) * f->rate;
+	if (b->tokens > f->burst)
+		b->tokens = f->burst;
+	b->at = now;
+	if (b->tokens >= 1) {
+		b->tokens -= 1;
+		return true;
+	}
+	f->dropped[RSV_DROP_RATE_LIMITED]++;
+	return false;
+}
+
+void rsv_fair_count(struct rsv_fair *f, enum rsv_drop why, uint64_t n)
+{
+	if (f && (unsigned)why < RSV_DROP__MAX)
+		f->dropped[why] += n;
+}
+
+uint64_t rsv_fair_dropped(const struct rsv_fair *f, enum rsv_drop why)
+{
+	return f && (unsigned)why < RSV_DROP__MAX ? f->dropped[why] : 0;
+}
+
+/* One line for what was dropped since the last one: per reason, since and in all. */
+static void report(struct rsv_fair *f)
+{
+	uint64_t since = 0, total = 0;
+	struct sluice_line *l;
+
+	if (f->poll)
+		f->poll(f->poll_arg);
+	for (int i = 0; i < RSV_DROP__MAX; i++) {
+		since += f->dropped[i] - f->reported[i];
+		total += f->dropped[i];
+	}
+	if (!since)
+		return;
+	l = sluice_evlog_begin(f->log, SLUICE_DS_RESOLVER, -1);
+	SL_STR(l, "sluice.component", "resolver");
+	SL_STR(l, "event.kind", "metric");
+	SL_STR(l, "event.action", "dns-queries-dropped");
+	SL_STR(l, "event.outcome", "failure");
+	SL_U64(l, "sluice.dns_dropped", since);
+	SL_U64(l, "sluice.dns_dropped_total", total);
+	SL_U64(l, "sluice.dns_dropped_rate_limited", f->dropped[RSV_DROP_RATE_LIMITED] - f->reported[RSV_DROP_RATE_LIMITED]);
+	SL_U64(l, "sluice.dns_dropped_socket_overflow",
+	       f->dropped[RSV_DROP_SOCKET_OVERFLOW] - f->reported[RSV_DROP_SOCKET_OVERFLOW]);
+	/* kept until written: a count is never lost with its line */
+	if (sluice_evlog_commit_retry(f->log) == 0)
+		memcpy(f->reported, f->dropped, sizeof(f->reported));
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	report(arg);
+}
+
+struct rsv_fair *rsv_fair_new(struct event_base *base, struct sluice_evlog *log, unsigned rate, unsigned burst)
+{
+	struct rsv_fair *f = calloc(1, sizeof(*f));
+	struct timeval tv = { 1, 0 };
+
+	if (!f)
+		return NULL;
+	f->log = log;
+	f->rate = rate;
+	f->burst = burst ? burst : 1;
+	f->tick = event_new(base, -1, EV_PERSIST, on_tick, f);
+	if (!f->tick || event_add(f->tick, &tv) < 0) {
+		if (f->tick)
+			event_free(f->tick);
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void rsv_fair_set_poll(struct rsv_fair *f, void (*poll)(void *arg), void *arg)
+{
+	f->poll = poll;
+	f->poll_arg = arg;
+}
+
+void rsv_fair_free(struct rsv_fair *f)
+{
+	if (!f)
+		return;
+	f->poll = NULL;   /* the server is gone: its last drops were counted as it stopped */
+	report(f);
+	event_free(f->tick);
+	free(f);
+}

@@ -971,9 +971,12 @@ static json_object *do_attach(json_object *req)
 	write_state(s);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
-	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s", s->name,
+	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s%s", s->name,
 		    s->cgroup, s->mode, s->policy->name, s->policy->digest, s->signer.principal[0] ? ", signed by " : "",
-		    s->signer.principal);
+		    s->signer.principal,
+		    /* the container's runtime decides its files; say so, not nothing */
+		    s->policy->fs.present ? "; its filesystem section is not applied (it is sluice run's: "
+					    "attach confines the network only)" : "");
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));

@@ -72,14 +72,16 @@ static int fs_list(struct ctx *c, const struct ynode *map, const char *what, boo
 		if (fs_path(c, kn, v->kids[i], what, not_root, &(*out)[i]) < 0)
 			return -1;
 		*n = i + 1;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp((*out)[j].path, (*out)[i].path) == 0)
-				return sluice_yfail(c, v->kids[i], "filesystem.%s: %s is already listed at line %u", what,
-						    (*out)[i].path, (*out)[j].line);
-		for (size_t j = 0; j < n_other; j++)
-			if (strcmp(other[j].path, (*out)[i].path) == 0)
+		const char *pi = (*out)[i].path;   /* set by fs_path */
+
+		for (size_t j = 0; pi && j < i; j++)
+			if ((*out)[j].path && strcmp((*out)[j].path, pi) == 0)
+				return sluice_yfail(c, v->kids[i], "filesystem.%s: %s is already listed at line %u", what, pi,
+						    (*out)[j].line);
+		for (size_t j = 0; pi && j < n_other; j++)
+			if (other[j].path && strcmp(other[j].path, pi) == 0)
 				return sluice_yfail(c, v->kids[i], "filesystem.%s: %s is also %s (line %u): one role per path",
-						    what, (*out)[i].path, other_what, other[j].line);
+						    what, pi, other_what, other[j].line);
 	}
 	return 0;
 }

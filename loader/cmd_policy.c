@@ -248,6 +248,18 @@ static void print_table(const struct sluice_policy *p)
 	for (size_t i = 0; i < p->n_dns_qtypes; i++)
 		printf(" %s", qtype_str(p->dns_qtypes[i], q, sizeof(q)));
 	printf("%s\n", p->n_dns_qtypes ? "" : " (none)");
+	if (p->fs.present) {
+		/* sluice run's sandbox profile: what CMD may see and write */
+		static const char *const what[] = { "read-only", "writable", "hidden" };
+		const struct sluice_fs_path *l[] = { p->fs.read_only, p->fs.read_write, p->fs.hide };
+		const size_t n[] = { p->fs.n_read_only, p->fs.n_read_write, p->fs.n_hide };
+
+		printf("files   workdir %s", p->fs.workdir.path ? p->fs.workdir.path : "(the current directory)");
+		for (int k = 0; k < 3; k++)
+			for (size_t i = 0; i < n[k]; i++)
+				printf("; %s %s", what[k], l[k][i].path);
+		printf("\n");
+	}
 	if (p->n_entries == 0) {
 		printf("allows  nothing (default deny)\n");
 		return;
@@ -835,6 +847,49 @@ static void diff_credential_defs(struct diff_out *d, const struct sluice_policy 
 	}
 }
 
+/* The `filesystem:` sections (sluice run's sandbox profile): each path
+ * added or removed, and the workdir, as other changes (they change what
+ * CMD may read and write, never where it may connect). */
+static void diff_filesystem(struct diff_out *d, const struct sluice_policy *a, const struct sluice_policy *b)
+{
+	static const char *const names[] = { "read_only", "read_write", "hide" };
+	static const char *const plus[] = { "CMD sees it read-only", "CMD may now write there",
+					    "hidden from CMD now" };
+	static const char *const minus[] = { "no longer bound read-only", "CMD may no longer write there",
+					     "no longer hidden: CMD sees it again" };
+	const struct sluice_fs_path *la[] = { a->fs.read_only, a->fs.read_write, a->fs.hide };
+	const struct sluice_fs_path *lb[] = { b->fs.read_only, b->fs.read_write, b->fs.hide };
+	const size_t na[] = { a->fs.n_read_only, a->fs.n_read_write, a->fs.n_hide };
+	const size_t nb[] = { b->fs.n_read_only, b->fs.n_read_write, b->fs.n_hide };
+	const char *wa = a->fs.workdir.path ? a->fs.workdir.path : "", *wb = b->fs.workdir.path ? b->fs.workdir.path : "";
+	char text[4400], what[64];
+
+	for (int k = 0; k < 3; k++) {
+		for (int dir = 0; dir < 2; dir++) {
+			const struct sluice_fs_path *from = dir ? la[k] : lb[k], *in = dir ? lb[k] : la[k];
+			size_t nf = dir ? na[k] : nb[k], ni = dir ? nb[k] : na[k];
+
+			for (size_t i = 0; i < nf; i++) {
+				bool found = false;
+
+				for (size_t j = 0; j < ni && !found; j++)
+					found = strcmp(from[i].path, in[j].path) == 0;
+				if (found)
+					continue;
+				snprintf(what, sizeof(what), "filesystem.%s", names[k]);
+				snprintf(text, sizeof(text), "%s %c %s (%s)", what, dir ? '-' : '+', from[i].path,
+					 dir ? minus[k] : plus[k]);
+				other_change(d, what, dir ? from[i].path : "", dir ? "" : from[i].path, text);
+			}
+		}
+	}
+	if (strcmp(wa, wb) != 0) {
+		snprintf(text, sizeof(text), "filesystem.workdir %s -> %s", wa[0] ? wa : "(the current directory)",
+			 wb[0] ? wb : "(the current directory)");
+		other_change(d, "filesystem.workdir", wa, wb, text);
+	}
+}
+
 static int diff(bool json, const char *oldf, const char *newf)
 {
 	struct sluice_policy *a = NULL, *b = NULL;
@@ -922,6 +977,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 		other_change(&d, "dns.on_deny", o, n, text);
 	}
 	diff_credential_defs(&d, a, b);
+	diff_filesystem(&d, a, b);
 	for (size_t i = 0; i < b->n_entries; i++) {
 		const struct sluice_entry *e = &b->entries[i], *o;
 

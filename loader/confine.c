@@ -34,6 +34,7 @@
 
 #include "events.h"
 #include "landlock.h"
+#include "policy.h"
 #include "seccomp_baseline.h"
 
 #ifndef MOUNT_ATTR_RDONLY
@@ -133,6 +134,53 @@ int sluice_confine_option(struct sluice_confine *c, int opt, const char *arg, ch
 		return -1;
 	}
 	list[(*n)++] = arg;
+	return 0;
+}
+
+int sluice_confine_from_policy(struct sluice_confine *c, const struct sluice_policy *p, char *err, size_t errlen)
+{
+	const struct sluice_policy_fs *fs = &p->fs;
+	struct {
+		const struct sluice_fs_path *l;
+		size_t n;
+		const char **arg;
+		char **from;
+		size_t *count;
+		const char *what;
+	} roles[] = {
+		{ fs->read_only, fs->n_read_only, c->ro_arg, c->ro_from, &c->n_ro, "read_only" },
+		{ fs->read_write, fs->n_read_write, c->rw_arg, c->rw_from, &c->n_rw, "read_write" },
+		{ fs->hide, fs->n_hide, c->hide_arg, c->hide_from, &c->n_hide, "hide" },
+	};
+
+	if (!fs->present)
+		return 0;
+	if (c->profile == SLUICE_PROFILE_EGRESS_ONLY) {
+		snprintf(err, errlen, "%s:%u: the policy's filesystem section needs --profile sandbox (egress-only would "
+			 "ignore it)", p->path ? p->path : "policy", fs->line);
+		return -1;
+	}
+	if (fs->workdir.path && !c->workdir_arg) {
+		c->workdir_arg = fs->workdir.path;
+		if (asprintf(&c->workdir_from, "%s:%u: filesystem.workdir", p->path, fs->workdir.line) < 0)
+			c->workdir_from = NULL;
+	}
+	for (size_t r = 0; r < sizeof(roles) / sizeof(roles[0]); r++) {
+		for (size_t i = 0; i < roles[r].n; i++) {
+			size_t k = *roles[r].count;
+
+			if (k >= SLUICE_CONFINE_MAX_PATHS) {
+				snprintf(err, errlen, "%s:%u: filesystem.%s: with the command line's, more than %d paths",
+					 p->path, roles[r].l[i].line, roles[r].what, SLUICE_CONFINE_MAX_PATHS);
+				return -1;
+			}
+			roles[r].arg[k] = roles[r].l[i].path;
+			if (asprintf(&roles[r].from[k], "%s:%u: filesystem.%s", p->path, roles[r].l[i].line,
+				     roles[r].what) < 0)
+				roles[r].from[k] = NULL;
+			(*roles[r].count)++;
+		}
+	}
 	return 0;
 }
 
@@ -324,14 +372,16 @@ int sluice_confine_prepare(struct sluice_confine *c, char *err, size_t errlen)
 		snprintf(err, errlen, "--keep-caps keeps root's capabilities: it needs --user root (or --profile egress-only)");
 		return -1;
 	}
-	wd = canonical("--workdir", c->workdir_arg ? c->workdir_arg : ".", true, c->force_rw, err, errlen);
+	wd = canonical(c->workdir_from ? c->workdir_from : "--workdir", c->workdir_arg ? c->workdir_arg : ".", true,
+		       c->force_rw, err, errlen);
 	if (!wd)
 		return -1;
 	{
 		struct stat sb;
 
 		if (stat(wd, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-			snprintf(err, errlen, "--workdir %s: not a directory", c->workdir_arg ? c->workdir_arg : wd);
+			snprintf(err, errlen, "%s %s: not a directory", c->workdir_from ? c->workdir_from : "--workdir",
+				 c->workdir_arg ? c->workdir_arg : wd);
 			free(wd);
 			return -1;
 		}
@@ -339,10 +389,11 @@ int sluice_confine_prepare(struct sluice_confine *c, char *err, size_t errlen)
 	snprintf(c->workdir, sizeof(c->workdir), "%s", wd);
 	free(wd);
 	for (size_t i = 0; i < c->n_rw; i++)
-		if (!(c->rw[i] = canonical("--rw", c->rw_arg[i], true, c->force_rw, err, errlen)))
+		if (!(c->rw[i] = canonical(c->rw_from[i] ? c->rw_from[i] : "--rw", c->rw_arg[i], true, c->force_rw, err,
+					   errlen)))
 			return -1;
 	for (size_t i = 0; i < c->n_ro; i++)
-		if (!(c->ro[i] = canonical("--ro", c->ro_arg[i], false, false, err, errlen)))
+		if (!(c->ro[i] = canonical(c->ro_from[i] ? c->ro_from[i] : "--ro", c->ro_arg[i], false, false, err, errlen)))
 			return -1;
 	/* a resolv.conf that links into /run (systemd-resolved's stub) stays
 	 * readable through the fresh /run */
@@ -355,7 +406,8 @@ int sluice_confine_prepare(struct sluice_confine *c, char *err, size_t errlen)
 			free(rc);
 	}
 	for (size_t i = 0; i < c->n_hide; i++) {
-		if (!(c->hide[i] = canonical("--hide", c->hide_arg[i], false, false, err, errlen)))
+		if (!(c->hide[i] = canonical(c->hide_from[i] ? c->hide_from[i] : "--hide", c->hide_arg[i], false, false, err,
+					     errlen)))
 			return -1;
 		if (strcmp(c->hide[i], "/") == 0) {
 			snprintf(err, errlen, "--hide /: nothing would be left to run");
@@ -392,7 +444,13 @@ void sluice_confine_free(struct sluice_confine *c)
 		free(c->rw[i]);
 		free(c->hide[i]);
 		c->ro[i] = c->rw[i] = c->hide[i] = NULL;
+		free(c->ro_from[i]);
+		free(c->rw_from[i]);
+		free(c->hide_from[i]);
+		c->ro_from[i] = c->rw_from[i] = c->hide_from[i] = NULL;
 	}
+	free(c->workdir_from);
+	c->workdir_from = NULL;
 }
 
 void sluice_confine_meta(const struct sluice_confine *c, struct sluice_event_meta *m)

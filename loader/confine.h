@@ -63,6 +63,11 @@ struct sluice_confine {
 	const char *rw_arg[SLUICE_CONFINE_MAX_PATHS];
 	const char *hide_arg[SLUICE_CONFINE_MAX_PATHS];
 	size_t n_ro, n_rw, n_hide;
+	/* where a path came from, for messages: NULL for the command line,
+	 * else "FILE:LINE: filesystem.read_only" and so on (the policy's
+	 * `filesystem:` section; owned, freed by sluice_confine_free) */
+	char *ro_from[SLUICE_CONFINE_MAX_PATHS], *rw_from[SLUICE_CONFINE_MAX_PATHS];
+	char *hide_from[SLUICE_CONFINE_MAX_PATHS], *workdir_from;
 	bool force_rw, require_landlock, keep_caps;
 	int seccomp_sock;               /* a sluice_seccomp_monitor's command end, or -1 */
 
@@ -91,6 +96,19 @@ void sluice_confine_init(struct sluice_confine *c);
  * or -1 with a message in err (a bad profile name, too many paths).
  */
 int sluice_confine_option(struct sluice_confine *c, int opt, const char *arg, char *err, size_t errlen);
+
+struct sluice_policy;
+
+/*
+ * Add the policy's `filesystem:` section (policy.h, struct sluice_policy_fs)
+ * to the options given so far: its read_only, read_write and hide paths
+ * after the command line's, its workdir unless --workdir was given.  Call
+ * after the options, before sluice_confine_prepare(); the paths are
+ * borrowed from p until sluice_confine_free.  Returns 0, or -1 with a
+ * message in err: a section under --profile egress-only (it would be
+ * ignored), too many paths.
+ */
+int sluice_confine_from_policy(struct sluice_confine *c, const struct sluice_policy *p, char *err, size_t errlen);
 
 /*
  * Check and resolve the options in the loader, before anything is created:

@@ -1119,9 +1119,12 @@ static json_object *do_attach(json_object *req)
 	write_state(s, true);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
-	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s", s->name,
+	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s%s", s->name,
 		    s->cgroup, s->mode, s->policy->name, s->policy->digest, s->signer.principal[0] ? ", signed by " : "",
-		    s->signer.principal);
+		    s->signer.principal,
+		    /* the container's runtime decides its files; say so, not nothing */
+		    s->policy->fs.present ? "; its filesystem section is not applied (it is sluice run's: "
+					    "attach confines the network only)" : "");
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
@@ -1242,17 +1245,16 @@ static json_object *do_reload(json_object *req)
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
 				       &n_sig, msg, sizeof(msg)) < 0)
 		np = NULL;   /* msg says why */
-	else if (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
+	else if ((D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) ||
+		 reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0) {
 		sluice_policy_free(np);
-	else if (reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0)
-		sluice_policy_free(np);
-	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
+		np = NULL;
+	} else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
 		sluice_secrets_clear(&nsec);
 		sluice_policy_free(np);
-	} else {
-		msg[0] = 0;
+		np = NULL;
 	}
-	if (msg[0]) {
+	if (!np) {
 		/* the sandbox keeps its policy; the refusal is in its stream too */
 		free(bytes);
 		free(sig);

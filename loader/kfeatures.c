@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "landlock.h"
 #include "sandbox.h"
 
 #ifndef BPF_FS_MAGIC
@@ -90,6 +91,16 @@ void sluice_features_print(FILE *f)
 	} else {
 		fprintf(f, "  bpf_set_retval       unknown (needs root)\n");
 		fprintf(f, "  ring buffer          unknown (needs root)\n");
+	}
+	{
+		/* what `sluice run`'s sandbox profile gets (confine.h) */
+		int abi = sluice_landlock_abi();
+
+		if (abi > 0)
+			fprintf(f, "  Landlock ABI         %d%s\n", abi,
+				abi >= 6 ? " (abstract unix sockets and signals scoped)" : "");
+		else
+			fprintf(f, "  Landlock ABI         none (the sandbox profile relies on its mounts alone)\n");
 	}
 	if (cg2_find_mount("/proc/mounts", path, sizeof(path)) == 0)
 		fprintf(f, "  cgroup2 mount        %s\n", path);

@@ -454,14 +454,19 @@ static void confine_fields(struct sluice_line *l, const struct sluice_event_meta
 }
 
 /* A lifecycle line of the sandbox, with its confinement fields. */
-static void lifecycle_line(struct sluice_evlog *log, const struct sluice_event_meta *m, const char *action,
-			   const char *message)
+/* A limit-exceeded line: which limit (sluice.limit: "memory", "pids"), its
+ * value, and how often it struck (OOM kills, refused forks). */
+static void limit_line(struct sluice_evlog *log, const struct sluice_event_meta *m, const char *limit,
+		       uint64_t value, uint64_t hits, const char *message)
 {
 	struct sluice_line *l = sluice_evlog_begin(log, SLUICE_DS_LIFECYCLE, -1);
 
 	SL_STR(l, "event.kind", "state");
-	SL_STR(l, "event.action", action);
+	SL_STR(l, "event.action", "limit-exceeded");
 	SL_STR(l, "message", message);
+	SL_STR(l, "sluice.limit", limit);
+	SL_U64(l, "sluice.limit_value", value);
+	SL_U64(l, "sluice.limit_hits", hits);
 	confine_fields(l, m);
 	sluice_evlog_commit(log);
 }
@@ -821,7 +826,8 @@ int cmd_run(int argc, char **argv)
 	}
 	/* the confinement: user, workdir and paths checked before anything is made */
 	conf.keep_caps = keep_caps;
-	if (sluice_confine_prepare(&conf, msg, sizeof(msg)) < 0) {
+	if (sluice_confine_from_policy(&conf, st.policy, msg, sizeof(msg)) < 0 ||
+	    sluice_confine_prepare(&conf, msg, sizeof(msg)) < 0) {
 		log_warnx("run: %s", msg);
 		goto out;
 	}
@@ -1347,12 +1353,12 @@ int cmd_run(int argc, char **argv)
 			if (hit.oom_kills) {
 				snprintf(lm, sizeof(lm), "memory: the --memory limit (%llu bytes) OOM-killed %llu process(es)",
 					 (unsigned long long)lim.memory_bytes, hit.oom_kills);
-				lifecycle_line(&st.log, &meta, "limit-exceeded", lm);
+				limit_line(&st.log, &meta, "memory", lim.memory_bytes, hit.oom_kills, lm);
 			}
 			if (hit.forks_refused) {
 				snprintf(lm, sizeof(lm), "pids: the --pids limit (%llu) refused %llu fork(s)",
 					 (unsigned long long)lim.pids, hit.forks_refused);
-				lifecycle_line(&st.log, &meta, "limit-exceeded", lm);
+				limit_line(&st.log, &meta, "pids", lim.pids, hit.forks_refused, lm);
 			}
 		}
 		/* leftovers in the cgroup are killed before the final drain, and

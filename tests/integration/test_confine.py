@@ -199,6 +199,65 @@ def test_ro_rw_and_hide(w):
             assert f.read() == "TOKEN\n"
 
 
+FS_POLICY = """\
+version: 1
+name: confine-fs
+filesystem:
+  workdir: %(wd)s
+  read_only: [%(ro)s]
+  read_write: [%(rw)s]
+  hide: [%(secret)s]
+allow: []
+"""
+
+
+def test_policy_filesystem_section(w):
+    """The policy's `filesystem:` section does what --workdir, --ro, --rw
+    and --hide do; the command line adds to it and --workdir replaces its
+    workdir; a path it names wrongly is refused with its file:line."""
+    with _workdir() as wd, _workdir() as rw, _workdir() as other:
+        ro, secret = os.path.join(wd, "ro"), os.path.join(wd, "secret")
+        os.makedirs(ro)
+        os.makedirs(secret)
+        os.chown(ro, NOBODY, NOBODY)
+        with open(os.path.join(secret, "token"), "w") as f:
+            f.write("TOKEN\n")
+        pol = w.write("fs-policy.yaml", FS_POLICY % {"wd": wd, "ro": ro, "rw": rw, "secret": secret})
+        script = "pwd; (echo x > ro/f) 2>&1; ls -A secret | grep -c . ; echo y > %s/f && echo RW-OK; echo z > w && echo WD-OK" % rw
+        r = _run(w, ["sh", "-c", script], policy=pol)
+        assert r.rc == 0, r
+        out = r.stdout.split("\n")
+        assert out[0] == wd, r.stdout                       # CMD starts in the policy's workdir
+        assert "Read-only file system" in out[1], r.stdout
+        assert out[2] == "0", r.stdout                      # secret/ is empty inside
+        assert "RW-OK" in r.stdout and "WD-OK" in r.stdout, r.stdout
+        assert os.path.exists(os.path.join(rw, "f")) and os.path.exists(os.path.join(wd, "w"))
+        assert not os.path.exists(os.path.join(ro, "f"))
+        # --workdir replaces the policy's; the policy's paths stay in force
+        r = _run(w, ["sh", "-c", "pwd; ls -A %s | grep -c . ; true" % secret], workdir=other, policy=pol)
+        assert r.rc == 0 and r.stdout.split() == [other, "0"], r
+        # the sandbox-start line says the profile; egress-only would drop the section: refused
+        events = os.path.join(w.tmp, "fs-egress.jsonl")
+        p = subprocess.run([W.SLUICE, "run", "--events", events, "--profile", "egress-only", "--policy", pol, "--",
+                            "true"], capture_output=True, text=True, env=_env(), timeout=30)
+        assert p.returncode == 2 and "%s:3: the policy's filesystem section needs --profile sandbox" % pol in p.stderr, p
+        assert not os.path.exists(events)
+        # a path that does not exist, named by its line
+        bad = w.write("fs-bad.yaml", FS_POLICY % {"wd": wd, "ro": "/nonexistent-sluice-ro", "rw": rw,
+                                                  "secret": secret})
+        p = subprocess.run([W.SLUICE, "run", "--events", events, "--policy", bad, "--", "true"], capture_output=True,
+                           text=True, env=_env(), timeout=30)
+        assert p.returncode == 2 and "%s:5: filesystem.read_only /nonexistent-sluice-ro: No such file" % bad \
+            in p.stderr, p
+        # a system directory made writable by the policy needs --force-rw on the command line
+        sysrw = w.write("fs-sys.yaml", FS_POLICY % {"wd": wd, "ro": ro, "rw": "/usr/local", "secret": secret})
+        p = subprocess.run([W.SLUICE, "run", "--events", events, "--policy", sysrw, "--", "true"],
+                           capture_output=True, text=True, env=_env(), timeout=30)
+        assert p.returncode == 2 and "%s:6: filesystem.read_write /usr/local" % sysrw in p.stderr \
+            and "--force-rw" in p.stderr, p
+        assert not os.path.exists(events)
+
+
 def _unix_listener(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(path)

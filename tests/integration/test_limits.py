@@ -114,6 +114,7 @@ def test_pids_limit_contains_a_fork_bomb(w):
     assert forked < 16, (_where("pids"), r)
     hit = [e for e in r.events if e.get("event.action") == "limit-exceeded"]
     assert hit and hit[0]["message"].startswith("pids:"), r.events
+    assert hit[0]["sluice.limit"] == "pids" and hit[0]["sluice.limit_value"] == 16 and hit[0]["sluice.limit_hits"] >= 1
     _no_v1_leftovers(name)
 
 
@@ -126,6 +127,8 @@ def test_memory_limit_kills_a_hog(w):
     assert "survived" not in r.stdout and r.rc == 128 + 9, (_where("memory"), r)   # SIGKILL by the OOM killer
     hit = [e for e in r.events if e.get("event.action") == "limit-exceeded"]
     assert hit and hit[0]["message"].startswith("memory:"), r.events
+    assert hit[0]["sluice.limit"] == "memory" and hit[0]["sluice.limit_value"] == 64 << 20, hit
+    assert hit[0]["sluice.limit_hits"] >= 1, hit
     _no_v1_leftovers(name)
     # the control: the same program without the limit survives
     r = w.sluice_run(["python3", "-c", "b = bytearray(256 << 20); b[::4096] = b'x' * len(b[::4096]); print('survived')"],

@@ -390,6 +390,47 @@ static void test_err_ports(void **state)
 	bad(HEAD "allow:\n  - url: http://a.example:/\n    why: x\n", 4, 10, "port out of range");
 }
 
+/* `filesystem:` (policy_fs.c): the paths kept with their lines, in the
+ * digest (order included: the bind mounts are made in that order), absent
+ * from it when not written; wrong forms refused at their position. */
+static void test_filesystem_section(void **state)
+{
+	const char *base = "version: 1\nname: t\nallow: []\n";
+	struct sluice_policy *none = load(base);
+	struct sluice_policy *a = load("version: 1\nname: t\nfilesystem:\n  workdir: /srv/a\n"
+				       "  read_only: [/opt/x, /opt/y]\n  read_write: [/var/cache/z]\n  hide: [/etc/k]\n"
+				       "allow: []\n");
+	struct sluice_policy *b = load("version: 1\nname: t\nfilesystem:\n  workdir: /srv/a\n"
+				       "  read_only: [/opt/y, /opt/x]\n  read_write: [/var/cache/z]\n  hide: [/etc/k]\n"
+				       "allow: []\n");
+	struct sluice_policy *empty = load("version: 1\nname: t\nfilesystem:\nallow: []\n");
+
+	assert_false(none->fs.present);
+	assert_true(a->fs.present && empty->fs.present);
+	assert_string_equal(a->fs.workdir.path, "/srv/a");
+	assert_int_equal(a->fs.n_read_only, 2);
+	assert_string_equal(a->fs.read_only[1].path, "/opt/y");
+	assert_int_equal(a->fs.read_only[1].line, 5);
+	assert_string_equal(a->fs.read_write[0].path, "/var/cache/z");
+	assert_string_equal(a->fs.hide[0].path, "/etc/k");
+	assert_string_not_equal(a->digest, b->digest);
+	assert_string_not_equal(a->digest, none->digest);
+	assert_string_not_equal(empty->digest, none->digest);
+	sluice_policy_free(none);
+	sluice_policy_free(a);
+	sluice_policy_free(b);
+	sluice_policy_free(empty);
+	(void)base;
+	bad("version: 1\nname: t\nfilesystem:\n  read_only: [rel/x]\nallow: []\n", 4, 15, "not an absolute path");
+	bad("version: 1\nname: t\nfilesystem:\n  hide: [/a/..]\nallow: []\n", 4, 10, "'..' segment");
+	bad("version: 1\nname: t\nfilesystem:\n  read_write: [//]\nallow: []\n", 4, 16, "cannot be writable");
+	bad("version: 1\nname: t\nfilesystem:\n  workdir: /\nallow: []\n", 4, 12, "cannot be writable");
+	bad("version: 1\nname: t\nfilesystem:\n  read_write: [/a]\n  hide: [/a]\nallow: []\n", 5, 10,
+	    "also read_write");
+	bad("version: 1\nname: t\nfilesystem: [/a]\nallow: []\n", 3, 13, "must be a mapping");
+	bad("version: 1\nname: t\nfilesystem:\n  mounts: [/a]\nallow: []\n", 4, 3, "unknown key 'mounts'");
+}
+
 static void test_err_cidr(void **state)
 {
 	(void)state;
@@ -909,6 +950,7 @@ int main(void)
 		cmocka_unit_test(test_err_missing),
 		cmocka_unit_test(test_err_ports),
 		cmocka_unit_test(test_err_cidr),
+		cmocka_unit_test(test_filesystem_section),
 		cmocka_unit_test(test_err_ip_literal_in_host),
 		cmocka_unit_test(test_err_bad_wildcards),
 		cmocka_unit_test(test_err_bad_host_bytes),

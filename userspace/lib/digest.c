@@ -105,7 +105,7 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 
 	if (!p)
 		return NULL;
-	/* keys in byte order: allow, dns, mode, name, version */
+	/* keys in byte order: allow, credentials, dns, filesystem, mode, name, version */
 	sb_str(&b, "{\"allow\":[");
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
@@ -223,7 +223,32 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 			sb_str(&b, ",");
 		sb_uint(&b, p->dns_qtypes[i]);
 	}
-	sb_str(&b, "]},\"mode\":");
+	sb_str(&b, "]}");
+	/* filesystem (only when written, so that policies from before it keep
+	 * their digest): hide, read_only, read_write, workdir; lists in file
+	 * order (bind mounts are made in that order) */
+	if (p->fs.present) {
+		static const char *const names[] = { "hide", "read_only", "read_write" };
+		const struct sluice_fs_path *lists[] = { p->fs.hide, p->fs.read_only, p->fs.read_write };
+		const size_t ns[] = { p->fs.n_hide, p->fs.n_read_only, p->fs.n_read_write };
+
+		sb_str(&b, ",\"filesystem\":{");
+		for (int k = 0; k < 3; k++) {
+			sb_str(&b, k ? ",\"" : "\"");
+			sb_str(&b, names[k]);
+			sb_str(&b, "\":[");
+			for (size_t i = 0; i < ns[k]; i++) {
+				if (i)
+					sb_str(&b, ",");
+				sb_json(&b, lists[k][i].path);
+			}
+			sb_str(&b, "]");
+		}
+		sb_str(&b, ",\"workdir\":");
+		sb_json(&b, p->fs.workdir.path ? p->fs.workdir.path : "");
+		sb_str(&b, "}");
+	}
+	sb_str(&b, ",\"mode\":");
 	sb_json(&b, p->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	sb_str(&b, ",\"name\":");
 	sb_json(&b, p->name ? p->name : "");

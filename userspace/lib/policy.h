@@ -117,6 +117,29 @@ struct sluice_credential {
 	unsigned file_line, file_column;  /* of the `file:` value (0 when absent) */
 };
 
+/* A path of the `filesystem:` section and where it was written. */
+struct sluice_fs_path {
+	char *path;               /* absolute, no ".." segment, no NUL, as written */
+	unsigned line, column;
+};
+
+#define SLUICE_POLICY_MAX_FS_PATHS 32   /* each of read_only, read_write, hide */
+
+/*
+ * `filesystem:` (userspace/lib/policy_fs.c, docs/filesystem.md): what
+ * `sluice run`'s sandbox profile lets CMD see and write, as --workdir,
+ * --ro, --rw and --hide do (the command line adds to it; --workdir
+ * replaces the policy's).  The paths are checked for form at load; for
+ * existence, and for system directories made writable, by `sluice run`.
+ */
+struct sluice_policy_fs {
+	bool present;             /* the section was written (even empty) */
+	struct sluice_fs_path workdir;   /* path NULL: not set */
+	struct sluice_fs_path *read_only, *read_write, *hide;
+	size_t n_read_only, n_read_write, n_hide;
+	unsigned line;            /* of the `filesystem:` key */
+};
+
 struct sluice_policy {
 	char *path;               /* file it came from, or "<built-in>" */
 	char *name;               /* `name:`; appears in every log line */
@@ -129,6 +152,7 @@ struct sluice_policy {
 	size_t n_entries;
 	struct sluice_credential *credentials;   /* `credentials:`, in file order */
 	size_t n_credentials;
+	struct sluice_policy_fs fs;              /* `filesystem:` (sluice run's sandbox profile) */
 	char digest[SLUICE_DIGEST_HEX_LEN + 1]; /* SHA-256 of the canonical form, hex */
 };
 

@@ -60,6 +60,11 @@ int sluice_cred_parse(struct ctx *c, const struct ynode *root, struct sluice_pol
 int sluice_cred_parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e);
 void sluice_cred_free(struct sluice_policy *p);
 
+/* policy_fs.c: the `filesystem:` section of `root` into p->fs, and its
+ * release.  0 or -1 with c->err set. */
+int sluice_fs_parse(struct ctx *c, const struct ynode *root, struct sluice_policy *p);
+void sluice_fs_free(struct sluice_policy *p);
+
 /* digest.c: compute p->digest from the canonical serialisation. */
 int sluice_policy_compute_digest(struct sluice_policy *p);
 

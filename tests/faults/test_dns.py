@@ -97,6 +97,7 @@ def test_denied_name_flood_allowed_names_answered_every_drop_counted(w):
             assert q.wait(30) == 0
         sent = json.load(open(outs[0]))["sent"]
         allowed = json.load(open(outs[1]))
+        time.sleep(1.5)         # the resolver reads what is still queued
         p.terminate()           # its last summary line is written at exit
         p.wait(10)
         lines = [json.loads(l) for l in open(log) if l.strip()]

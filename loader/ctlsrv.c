@@ -69,14 +69,15 @@ static void on_client(evutil_socket_t fd, short what, void *arg);
 
 static void list_unlink(struct client *c)
 {
-	if (c->prev)
-		c->prev->next = c->next;
-	else
+	/* head and tail by identity: what the analyzer (and a reader) can follow */
+	if (C.head == c)
 		C.head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
+	else if (c->prev)
+		c->prev->next = c->next;
+	if (C.tail == c)
 		C.tail = c->prev;
+	else if (c->next)
+		c->next->prev = c->prev;
 	c->prev = c->next = NULL;
 }
 

@@ -70,7 +70,8 @@ def test_denied_name_flood_allowed_names_answered_every_drop_counted(w):
     another looks up an allowed name every 50 ms, in the sandbox netns: the
     allowed lookups are all answered, fast; the flood is answered at its
     client's rate (--denied-rate 200) and every query sent is a line or
-    counted in a dns-queries-dropped summary (rate_limited, socket_overflow)."""
+    counted in a dns-queries-dropped summary (rate_limited, socket_overflow,
+    shutdown)."""
     from test_proxy import Env
     Env(w)   # the world's upstream DNS server (192.0.2.53) and origins
     log = os.path.join(w.tmp, "dns-flood.jsonl")
@@ -89,7 +90,7 @@ def test_denied_name_flood_allowed_names_answered_every_drop_counted(w):
         outs = [os.path.join(w.tmp, n) for n in ("flood.json", "allowed.json")]
         # under ASan (make test SANITIZE=1) the resolver is some times slower: a
         # flood it can read (beyond, the kernel drops allowed queries too: counted)
-        rate = "6000" if "ASAN_OPTIONS" in os.environ else "0"
+        rate = "2000" if "ASAN_OPTIONS" in os.environ else "0"
         for mode, o in zip(("flood", "allowed"), outs):
             procs.append(subprocess.Popen(["ip", "netns", "exec", w.sbx, "python3", flood, mode, "127.0.0.1", str(port),
                                            "4", o] + ([rate] if mode == "flood" else [])))
@@ -97,23 +98,28 @@ def test_denied_name_flood_allowed_names_answered_every_drop_counted(w):
             assert q.wait(30) == 0
         sent = json.load(open(outs[0]))["sent"]
         allowed = json.load(open(outs[1]))
+        time.sleep(1.5)         # the resolver reads what is still queued
         p.terminate()           # its last summary line is written at exit
         p.wait(10)
         lines = [json.loads(l) for l in open(log) if l.strip()]
         answered = sum(1 for e in lines if e.get("dns.question.name", "").endswith(".flood.example.net"))
+        # the allowed client's queries share the socket (the kernel may drop them too, counted)
+        answered_allowed = sum(1 for e in lines if e.get("dns.question.name") == "api.example.com")
         drops = [e for e in lines if e.get("event.action") == "dns-queries-dropped"]
         rl = sum(e["sluice.dns_dropped_rate_limited"] for e in drops)
-        ovf = sum(e["sluice.dns_dropped_socket_overflow"] for e in drops)
+        ovf = sum(e["sluice.dns_dropped_socket_overflow"] + e.get("sluice.dns_dropped_shutdown", 0) for e in drops)
         print("flood: sent %d, answered %d, rate-limited %d, overflow %d; allowed p50 %.1f ms" % (
             sent, answered, rl, ovf, 1000 * sorted(allowed["latencies"] or [0])[len(allowed["latencies"]) // 2]))
-        assert sent > (12000 if rate != "0" else 20000), "the flood sent only %d queries" % sent
-        assert answered + rl + ovf == sent, "sent %d != answered %d + rate-limited %d + overflow %d" % (
-            sent, answered, rl, ovf)
-        assert answered <= 400 + 200 * 5, answered      # the burst, then 200/s
+        assert sent > (6000 if rate != "0" else 20000), "the flood sent only %d queries" % sent
+        assert answered + answered_allowed + rl + ovf == sent + allowed["sent"], \
+            "sent %d + %d != answered %d + %d + rate-limited %d + overflow/shutdown %d" % (
+                sent, allowed["sent"], answered, answered_allowed, rl, ovf)
+        assert answered <= 400 + 200 * 6, answered      # the burst, then 200/s
         assert len(drops) <= 8, len(drops)              # summaries, at most one a second
         lat = sorted(allowed["latencies"])
-        assert allowed["failed"] == 0 and len(lat) >= 40, allowed
-        assert lat[len(lat) // 2] < 0.05 and lat[int(len(lat) * 0.9)] < 0.2, lat
+        assert allowed["failed"] == 0 and len(lat) >= (20 if rate != "0" else 40), allowed
+        slow = 4 if "ASAN_OPTIONS" in os.environ else 1
+        assert lat[len(lat) // 2] < 0.05 * slow and lat[int(len(lat) * 0.9)] < 0.2 * slow, lat
     finally:
         for q in procs:
             if q.poll() is None:

@@ -114,6 +114,7 @@ static void report(struct rsv_fair *f)
 	SL_U64(l, "sluice.dns_dropped_rate_limited", f->dropped[RSV_DROP_RATE_LIMITED] - f->reported[RSV_DROP_RATE_LIMITED]);
 	SL_U64(l, "sluice.dns_dropped_socket_overflow",
 	       f->dropped[RSV_DROP_SOCKET_OVERFLOW] - f->reported[RSV_DROP_SOCKET_OVERFLOW]);
+	SL_U64(l, "sluice.dns_dropped_shutdown", f->dropped[RSV_DROP_SHUTDOWN] - f->reported[RSV_DROP_SHUTDOWN]);
 	/* kept until written: a count is never lost with its line */
 	if (sluice_evlog_commit_retry(f->log) == 0)
 		memcpy(f->reported, f->dropped, sizeof(f->reported));

@@ -23,6 +23,7 @@ struct sluice_evlog;
 enum rsv_drop {
 	RSV_DROP_RATE_LIMITED,      /* over its client's rate of denied names: not answered, no line */
 	RSV_DROP_SOCKET_OVERFLOW,   /* the kernel dropped it: the receive queue was full */
+	RSV_DROP_SHUTDOWN,          /* still queued, unread, when the resolver stopped (SIGTERM) */
 	RSV_DROP__MAX,
 };
 

@@ -591,6 +591,22 @@ static bool socket_drops(int fd, uint32_t *drops)
 	return true;
 }
 
+/* Stopping for good (not a drain, whose sockets the next resolver reads):
+ * the datagrams still queued will never be answered: take them off and
+ * count them (RSV_DROP_SHUTDOWN), a bounded number. */
+static void count_unread(struct rsv_server *s)
+{
+	static uint8_t sink[512];
+
+	for (size_t i = 0; i < s->n_udp; i++) {
+		uint64_t n = 0;
+
+		while (n < (1u << 20) && recv(s->udp[i]->fd, sink, sizeof(sink), MSG_DONTWAIT | MSG_TRUNC) >= 0)
+			n++;
+		rsv_fair_count(s->cfg->fair, RSV_DROP_SHUTDOWN, n);
+	}
+}
+
 void rsv_server_count_drops(struct rsv_server *s)
 {
 	for (size_t i = 0; i < s->n_udp; i++) {
@@ -891,6 +907,8 @@ void rsv_server_free(struct rsv_server *s)
 		return;
 	/* queries in flight get SERVFAIL and their log line: one per query */
 	rsv_server_count_drops(s);
+	if (!s->draining)
+		count_unread(s);
 	s->stopping = true;
 	for (t = s->txns; t; t = tnext) {
 		tnext = t->snext;

@@ -36,7 +36,8 @@ def test_proxy_at_its_descriptor_limit_refuses_with_a_line(w):
     for c in HATCH:
         hatch += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
                   "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
-    d = Daemon(w, args=hatch, nofile=1024)
+    # idle clients are held (no header timeout within the case, even under ASan)
+    d = Daemon(w, args=hatch + ["--proxy-arg", "--header-timeout", "--proxy-arg", "60"], nofile=1024)
     name = "ffd%d" % os.getpid()
     a = Workload(w, name)
     out = os.path.join(a.dir, "fd.json")

@@ -370,6 +370,10 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--mode";
 		argv[argc++] = (char *)o->mode;
 	}
+	if (o->ocsf) {
+		argv[argc++] = "--events-format";
+		argv[argc++] = "ocsf";
+	}
 	if (is_proxy && o->ca) {
 		int err = ca_pipe(o->ca, &cafd);
 

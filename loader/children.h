@@ -80,6 +80,7 @@ struct sluice_child_opts {
 				    * children share one open file; 0: none (the child's default) */
 	const char *upstream_dns;  /* NULL: /etc/resolv.conf */
 	const char *mode;          /* "enforce" / "audit" */
+	bool ocsf;                 /* --events-format ocsf: the children write OCSF events too */
 	const struct sluice_secrets *secrets;  /* may be NULL: the credentials' secrets, handed to
 				    * the proxy as content (`--secrets-fd N`, a sealed memfd),
 				    * to the resolver as placeholders only */

@@ -27,6 +27,7 @@
 #include "sandbox.h"
 #include "inspect.h"
 #include "log.h"
+#include "ocsf.h"
 
 static const char *sock_path(void)
 {
@@ -632,10 +633,12 @@ int cmd_events(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "follow", no_argument, NULL, 'f' }, { "sandbox", required_argument, NULL, 's' },
-		{ "file", required_argument, NULL, 'F' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "file", required_argument, NULL, 'F' }, { "format", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },   { 0 },
 	};
 	const char *sandbox = NULL, *file = SLUICE_STATE_DIR "/events.jsonl";
-	int follow = 0, c;
+	int follow = 0, ocsf = 0, c;
+	static char conv[2 * 4096 + 1024];
 	char *line = NULL, needle[128];
 	size_t cap = 0;
 	FILE *f;
@@ -646,9 +649,19 @@ int cmd_events(int argc, char **argv)
 		case 'f': follow = 1; break;
 		case 's': sandbox = optarg; break;
 		case 'F': file = optarg; break;
+		case 'o':
+			if (strcmp(optarg, "ocsf") != 0 && strcmp(optarg, "ecs") != 0) {
+				log_warnx("events: --format must be ecs or ocsf, not '%s'", optarg);
+				return 2;
+			}
+			ocsf = strcmp(optarg, "ocsf") == 0;
+			break;
 		case 'h':
-			printf("usage: sluice events [--follow] [--sandbox NAME] [--file FILE]\n\n"
-			       "Print the daemon's JSON event lines (kernel denials, proxy and resolver logs).\n");
+			printf("usage: sluice events [--follow] [--sandbox NAME] [--file FILE] [--format ecs|ocsf]\n\n"
+			       "Print the daemon's JSON event lines (kernel denials, proxy and resolver logs).\n"
+			       "--format ocsf: each line as an OCSF %s event (4001 Network Activity, 4002 HTTP\n"
+			       "Activity, 4003 DNS Activity, 6002 Application Lifecycle; docs/events.md).\n",
+			       SLUICE_OCSF_VERSION);
 			return 0;
 		default: return 2;
 		}
@@ -670,8 +683,19 @@ int cmd_events(int argc, char **argv)
 			poll(NULL, 0, 100);
 			continue;
 		}
-		if (!sandbox || strstr(line, needle))
-			fputs(line, stdout);
+		if (sandbox && !strstr(line, needle))
+			continue;
+		if (ocsf) {
+			long m = sluice_ocsf_convert(line, (size_t)n, conv, sizeof(conv));
+
+			/* a line that is not JSON (torn by a crash) is said, not dropped silently */
+			if (m < 0)
+				log_warnx("events: %s: a line that is not a JSON object (left out)", file);
+			else
+				printf("%s\n", conv);
+			continue;
+		}
+		fputs(line, stdout);
 	}
 	free(line);
 	fclose(f);

@@ -347,7 +347,7 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 	struct sluice_child_opts co = {
 		.policy_path = s->policy_path, .netns_path = child_netns(s), .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
-		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets,
+		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets, .ocsf = D.log.ocsf,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
@@ -1742,6 +1742,7 @@ int cmd_daemon(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "events", required_argument, NULL, 'e' },
+		{ "events-format", required_argument, NULL, 'O' },
 		{ "upstream-dns", required_argument, NULL, 'u' },
 		{ "proxy-arg", required_argument, NULL, 'x' },
 		{ "resolver-arg", required_argument, NULL, 'y' },
@@ -1773,6 +1774,13 @@ int cmd_daemon(int argc, char **argv)
 		switch (c) {
 		case 's': snprintf(D.state_dir, sizeof(D.state_dir), "%s", optarg); break;
 		case 'e': snprintf(D.events_path, sizeof(D.events_path), "%s", optarg); break;
+		case 'O':
+			if (strcmp(optarg, "ecs") != 0 && strcmp(optarg, "ocsf") != 0) {
+				log_warnx("daemon: --events-format must be ecs or ocsf, not '%s'", optarg);
+				return 2;
+			}
+			sluice_evlog_use_ocsf(strcmp(optarg, "ocsf") == 0);
+			break;
 		case 'u': D.upstream_dns = optarg; break;
 		case 'x': if (npx < 31) px[npx++] = optarg; break;
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;

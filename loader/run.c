@@ -87,6 +87,7 @@ static void usage_run(FILE *f)
 		"                       resolver query log, lifecycle): a FILE (appended), - for\n"
 		"                       stdout; default stderr.  CMD's stdout is never written to\n"
 		"                       unless DEST is -\n"
+		"  --events-format ecs|ocsf  the lines as ECS (default) or as OCSF events (docs/events.md)\n"
 		"  --name NAME          sandbox name (default: run-<pid>)\n"
 		"  --netns PATH         run CMD in this network namespace (e.g. /run/netns/NAME);\n"
 		"                       the proxy and resolver listen and dial there too\n"
@@ -583,6 +584,7 @@ int cmd_run(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
 		{ "events", required_argument, NULL, 'e' },
+		{ "events-format", required_argument, NULL, 1201 },
 		{ "name", required_argument, NULL, 'n' },
 		{ "netns", required_argument, NULL, 'N' },
 		{ "upstream-netns", required_argument, NULL, 'U' },
@@ -649,6 +651,13 @@ int cmd_run(int argc, char **argv)
 		switch (c) {
 		case 'p': policy_path = optarg; break;
 		case 'e': events_path = optarg; break;
+		case 1201:
+			if (strcmp(optarg, "ecs") != 0 && strcmp(optarg, "ocsf") != 0) {
+				fprintf(stderr, "sluice: run: --events-format must be ecs or ocsf, not '%s'\n", optarg);
+				return 2;
+			}
+			sluice_evlog_use_ocsf(strcmp(optarg, "ocsf") == 0);
+			break;
 		case 'n':
 			if (sluice_name_check(optarg, msg, sizeof(msg)) < 0) {
 				fprintf(stderr, "sluice: run: --name: %s\n", msg);
@@ -988,7 +997,7 @@ int cmd_run(int argc, char **argv)
 		struct sluice_child_opts co = {
 			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = child_netns, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
-			.secrets = &st.secrets,
+			.secrets = &st.secrets, .ocsf = st.log.ocsf,
 		};
 
 		snprintf(st.flow_map, sizeof(st.flow_map), "%s/sluice_flows", st.sb.pin_dir);

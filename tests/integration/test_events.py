@@ -213,6 +213,39 @@ def test_denied_connect_records_the_requested_port(w):
     assert all("destination.ip" not in l for l in conns), conns   # nothing was dialed
 
 
+def test_events_format_ocsf_from_every_writer(w):
+    """`sluice run --events-format ocsf`: the loader, the proxy and the
+    resolver all write OCSF events (one JSON object a line), each of the
+    class its source says, with the base event's required attributes."""
+    path = os.path.join(w.tmp, "ocsf-%d.jsonl" % time.monotonic_ns())
+    r = run_raw(w, ["sh", "-c", "%s tcp 192.0.2.10 8080; curl -sS --max-time 10 -x $SLUICE_PROXY "
+                    "http://api.example.com:%d/ocsf -o /dev/null; "
+                    "python3 -c 'import socket\ntry: socket.getaddrinfo(\"denied.example.org\", 80)\n"
+                    "except OSError: pass'; true" % (W.PROBE, TP.HTTP_PORT)],
+                events=path, extra=["--events-format", "ocsf"])
+    assert r.returncode == 0, r
+    events = [json.loads(l) for l in open(path) if l.strip()]
+    assert events and all("@timestamp" not in e for e in events), events[:2]   # no ECS line slipped through
+    by_class = {}
+    for e in events:
+        for k in ("class_uid", "category_uid", "activity_id", "type_uid", "severity_id", "time", "metadata"):
+            assert k in e, (k, e)
+        assert e["type_uid"] == e["class_uid"] * 100 + e["activity_id"], e
+        by_class.setdefault(e["class_uid"], []).append(e)
+    # the loader's: the kernel denial and the lifecycle lines
+    deny = [e for e in by_class.get(4001, []) if e.get("dst_endpoint", {}).get("port") == 8080]
+    assert deny and deny[0]["activity_id"] == 5 and deny[0]["action_id"] == 2, by_class.get(4001)
+    assert {"sandbox-start", "sandbox-stop"} <= {e["metadata"].get("event_code") for e in by_class.get(6002, [])}
+    # the proxy's request and the resolver's refusal
+    http = [e for e in by_class.get(4002, []) if e["http_request"].get("url", {}).get("url_string", "").endswith("/ocsf")]
+    assert http and http[0]["http_response"]["code"] == 200 and http[0]["activity_id"] == 3, by_class.get(4002)
+    dns = [e for e in by_class.get(4003, []) if e["query"]["hostname"] == "denied.example.org"]
+    assert dns and dns[0]["action_id"] == 2 and dns[0]["rcode"] in ("NXDOMAIN", "REFUSED"), by_class.get(4003)
+    # a bad value is refused before anything runs
+    bad = run_raw(w, ["true"], extra=["--events-format", "cef"])
+    assert bad.returncode == 2 and "--events-format must be ecs or ocsf" in bad.stderr, bad
+
+
 def test_403_reason_phrase_names_the_policy_and_reason(w):
     """What apt, pip, wget and git print is the status line: it says that
     sluice's policy refused, and why."""

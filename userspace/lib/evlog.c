@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "evlog.h"
+#include "ocsf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -341,6 +342,13 @@ static void read_machine_id(char *out, size_t len)
 	out[strcspn(out, "\r\n")] = '\0';
 }
 
+static bool use_ocsf;
+
+void sluice_evlog_use_ocsf(bool on)
+{
+	use_ocsf = on;
+}
+
 void sluice_evlog_init(struct sluice_evlog *w, int fd, const char *dest, const char *who,
 		       const struct sluice_envelope *env)
 {
@@ -349,6 +357,7 @@ void sluice_evlog_init(struct sluice_evlog *w, int fd, const char *dest, const c
 
 	memset(w, 0, sizeof(*w));
 	w->fd = fd;
+	w->ocsf = use_ocsf;
 	w->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	snprintf(w->dest, sizeof(w->dest), "%s", dest ? dest : "?");
 	snprintf(w->who, sizeof(w->who), "%s", who ? who : "sluice");
@@ -455,10 +464,23 @@ static void take_back(struct sluice_evlog *w, const char *line, size_t done)
 	(void)!ftruncate(w->fd, end - (off_t)done);
 }
 
-/* Write line (len bytes, newline included) whole, or not at all: 0 or -errno. */
+/* Write line (len bytes, newline included) whole, or not at all: 0 or -errno.
+ * With the OCSF format, the line written is the ECS line's OCSF event. */
 static int write_whole(struct sluice_evlog *w, const char *line, size_t len)
 {
+	static char ocsf[SLUICE_LINE_MAX];   /* one thread per process (evlog.h) */
 	size_t off = 0;
+
+	if (w->ocsf) {
+		long n = sluice_ocsf_convert(line, len - 1, ocsf, sizeof(ocsf) - 1);
+
+		/* cannot fail for a line of ours; if it did, the ECS line goes */
+		if (n > 0) {
+			ocsf[n++] = '\n';
+			line = ocsf;
+			len = (size_t)n;
+		}
+	}
 
 	while (off < len) {
 		ssize_t n = write(w->fd, line + off, len - off);

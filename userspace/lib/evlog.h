@@ -141,6 +141,7 @@ struct sluice_evlog {
 	uint64_t written[SLUICE_DS__MAX];
 	uint64_t lost[SLUICE_DS__MAX];        /* since start */
 	uint64_t lost_outage[SLUICE_DS__MAX]; /* since the destination began failing */
+	bool ocsf;                /* lines written as OCSF events (ocsf.h), not ECS */
 	int err;                  /* errno of the current outage; 0: writable */
 	int last_err;             /* errno of the latest loss (0: none ever) */
 };
@@ -153,6 +154,10 @@ struct sluice_evlog {
  */
 void sluice_evlog_init(struct sluice_evlog *w, int fd, const char *dest, const char *who,
 		       const struct sluice_envelope *env);
+
+/* Write OCSF events (ocsf.h) instead of ECS lines from every writer this
+ * process sets up after the call (`--events-format ocsf`). */
+void sluice_evlog_use_ocsf(bool on);
 
 /* Render a new envelope (a reload changed the policy); counters are kept. */
 void sluice_evlog_set_envelope(struct sluice_evlog *w, const struct sluice_envelope *env);

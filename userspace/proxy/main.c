@@ -296,6 +296,7 @@ int main(int argc, char **argv)
 		{ "sandbox", required_argument, NULL, 's' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "log-fd", required_argument, NULL, 'G' },
+		{ "events-format", required_argument, NULL, 'J' },
 		{ "upstream-dns", required_argument, NULL, 'd' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "mode", required_argument, NULL, 'M' },
@@ -347,6 +348,13 @@ int main(int argc, char **argv)
 		case 's': cfg->sandbox = optarg; break;
 		case 'l': cfg->log_path = optarg; break;
 		case 'G': cfg->log_fd = (int)parse_uint("--log-fd", optarg, 1, INT_MAX); break;
+		case 'J':
+			if (strcmp(optarg, "ecs") != 0 && strcmp(optarg, "ocsf") != 0) {
+				fprintf(stderr, "sluice-proxy: --events-format must be ecs or ocsf\n");
+				return 2;
+			}
+			sluice_evlog_use_ocsf(strcmp(optarg, "ocsf") == 0);
+			break;
 		case 'd': cfg->upstream_dns = optarg; break;
 		case 'r': cfg->ready_fd = (int)parse_uint("--ready-fd", optarg, 0, INT_MAX); break;
 		case 'M':

@@ -143,7 +143,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
-	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE };
+	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -154,6 +154,7 @@ int main(int argc, char **argv)
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
 		{ "log", required_argument, NULL, O_LOG },
 		{ "log-fd", required_argument, NULL, O_LOG_FD },
+		{ "events-format", required_argument, NULL, O_EVENTS_FORMAT },
 		{ "upstream-dns", required_argument, NULL, O_UPSTREAM },
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "mode", required_argument, NULL, O_MODE },
@@ -211,6 +212,13 @@ int main(int argc, char **argv)
 		case O_SANDBOX: sandbox = optarg; break;
 		case O_LOG: log_path = optarg; break;
 		case O_LOG_FD: log_fd = parse_int(optarg, 1, INT_MAX, "--log-fd"); break;
+		case O_EVENTS_FORMAT:
+			if (strcmp(optarg, "ecs") != 0 && strcmp(optarg, "ocsf") != 0) {
+				fprintf(stderr, "sluice-resolver: --events-format must be ecs or ocsf\n");
+				return 2;
+			}
+			sluice_evlog_use_ocsf(strcmp(optarg, "ocsf") == 0);
+			break;
 		case O_UPSTREAM: upstream = optarg; break;
 		case O_READY: ready_fd = parse_int(optarg, 0, INT_MAX, "--ready-fd"); break;
 		case O_MODE:

@@ -201,28 +201,54 @@ static __always_inline void ctx_set_port(struct bpf_sock_addr *ctx, __u16 port_h
 	ctx->user_port = bpf_htons(port_host);
 }
 
-static __always_inline bool rules_match(const struct sluice_cidr_rules *r, __u8 proto, __u16 port)
+/* What the cidr rules say of (proto, port): CIDR_NO (no rule), CIDR_YES (a
+ * live rule allows it), CIDR_EXPIRED (only rules whose `expires:` passed). */
+enum { CIDR_NO = 0, CIDR_YES = 1, CIDR_EXPIRED = 2 };
+
+static __always_inline int rules_match(const struct sluice_cidr_rules *r, __u8 proto, __u16 port)
 {
 	__u32 n = r->n;
+	__u64 now_s = 0;
+	int res = CIDR_NO;
 
 	for (int i = 0; i < SLUICE_MAX_PORT_RULES; i++) {
+		__u32 exp;
+
 		if (i >= n)
 			break;
-		if (r->rules[i].proto == proto && port >= r->rules[i].lo && port <= r->rules[i].hi)
-			return true;
+		if (r->rules[i].proto != proto || port < r->rules[i].lo || port > r->rules[i].hi)
+			continue;
+		exp = r->rules[i].expires_s;
+		if (!exp)
+			return CIDR_YES;
+		/* an expiring rule: CLOCK_TAI follows the wall clock (steps
+		 * included) without the leap-second ambiguity; no TAI clock,
+		 * no allowing (the loader refuses such a policy anyway) */
+		if (sluice_cfg.have_tai) {
+			if (!now_s)
+				now_s = bpf_ktime_get_tai_ns() / 1000000000ULL;
+			if (now_s < exp)
+				return CIDR_YES;
+		}
+		res = CIDR_EXPIRED;
 	}
-	return false;
+	return res;
 }
 
-static __always_inline bool cidr_allowed4(__u32 gen, __u32 addr, __u8 proto, __u16 port)
+static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u16 port)
 {
 	struct sluice_lpm4_key key = { .prefixlen = 64, .gen = gen, .addr = addr };
 	struct sluice_cidr_rules *r = bpf_map_lookup_elem(&sluice_allow4, &key);
 
-	return r && rules_match(r, proto, port);
+	return r ? rules_match(r, proto, port) : CIDR_NO;
 }
 
-static __always_inline bool cidr_allowed6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port)
+static __always_inline bool cidr_allowed4(__u32 gen, __u32 addr, __u8 proto, __u16 port)
+{
+	return cidr_verdict4(gen, addr, proto, port) == CIDR_YES;
+}
+
+static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port)
 {
 	struct sluice_lpm6_key key = { .prefixlen = 160, .gen = gen };
 	struct sluice_cidr_rules *r;
@@ -232,7 +258,12 @@ static __always_inline bool cidr_allowed6(__u32 gen, const __u32 addr[4], __u8 p
 	key.addr[2] = addr[2];
 	key.addr[3] = addr[3];
 	r = bpf_map_lookup_elem(&sluice_allow6, &key);
-	return r && rules_match(r, proto, port);
+	return r ? rules_match(r, proto, port) : CIDR_NO;
+}
+
+static __always_inline bool cidr_allowed6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port)
+{
+	return cidr_verdict6(gen, addr, proto, port) == CIDR_YES;
 }
 
 static __always_inline bool port_proxied(__u32 gen, __u16 port)
@@ -390,7 +421,7 @@ static __always_inline bool addr6_eq(const __u32 *a, const volatile __u32 *b)
  * is it the sandbox's proxy.  Returns a D_* decision; on D_DENY,
  * v->reason says why.
  */
-static __always_inline int decide(__u32 gen, struct verdict_ctx *v, bool in_cidr, bool is_dns, bool is_proxy)
+static __always_inline int decide(__u32 gen, struct verdict_ctx *v, int in_cidr, bool is_dns, bool is_proxy)
 {
 	/* sluice's own addresses first: a cidr entry that happens to cover
 	 * them does not skip the check that the socket there is sluice's */
@@ -398,7 +429,7 @@ static __always_inline int decide(__u32 gen, struct verdict_ctx *v, bool in_cidr
 		return D_DIRECT_DNS;
 	if (v->protocol == SLUICE_IPPROTO_TCP && is_proxy)
 		return D_EXPLICIT;
-	if (in_cidr)
+	if (in_cidr == CIDR_YES)
 		return D_ALLOW;
 	if (v->dport == 53 && (v->protocol == SLUICE_IPPROTO_UDP || v->protocol == SLUICE_IPPROTO_TCP)) {
 		if (sluice_cfg.have_dns)
@@ -413,10 +444,11 @@ static __always_inline int decide(__u32 gen, struct verdict_ctx *v, bool in_cidr
 			v->reason = SLUICE_REASON_NO_PROXY;
 			return D_DENY;
 		}
-		v->reason = SLUICE_REASON_TCP_PORT;
+		v->reason = in_cidr == CIDR_EXPIRED ? SLUICE_REASON_ENTRY_EXPIRED : SLUICE_REASON_TCP_PORT;
 		return D_DENY;
 	}
-	v->reason = v->protocol == SLUICE_IPPROTO_UDP ? SLUICE_REASON_UDP : SLUICE_REASON_PROTO;
+	v->reason = in_cidr == CIDR_EXPIRED ? SLUICE_REASON_ENTRY_EXPIRED :
+		    v->protocol == SLUICE_IPPROTO_UDP ? SLUICE_REASON_UDP : SLUICE_REASON_PROTO;
 	return D_DENY;
 }
 
@@ -424,7 +456,7 @@ static __always_inline int decide4(__u32 gen, struct verdict_ctx *v)
 {
 	__u32 addr = v->daddr[0];
 
-	return decide(gen, v, cidr_allowed4(gen, addr, v->protocol, v->dport),
+	return decide(gen, v, cidr_verdict4(gen, addr, v->protocol, v->dport),
 		      sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && v->dport == sluice_cfg.dns4_port,
 		      sluice_cfg.have_proxy && addr == sluice_cfg.proxy4_addr && v->dport == sluice_cfg.proxy4_port);
 }
@@ -433,7 +465,7 @@ static __always_inline int decide6(__u32 gen, struct verdict_ctx *v)
 {
 	const __u32 *a = v->daddr;
 
-	return decide(gen, v, cidr_allowed6(gen, a, v->protocol, v->dport),
+	return decide(gen, v, cidr_verdict6(gen, a, v->protocol, v->dport),
 		      sluice_cfg.have_dns && v->dport == sluice_cfg.dns6_port && addr6_eq(a, sluice_cfg.dns6_addr),
 		      sluice_cfg.have_proxy && v->dport == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr));
 }

@@ -106,6 +106,8 @@ enum sluice_reason {
 					      * send to a socket made outside the sandbox (a host daemon) */
 	SLUICE_REASON_UNIX_NOT_ALLOWED  = 14, /* "unix_not_allowed": a unix connect or sendto of a path or abstract
 					      * name no `unix:` entry names (cgroup/connect_unix, 6.7+) */
+	SLUICE_REASON_ENTRY_EXPIRED     = 15, /* "entry_expired": only a cidr entry whose `expires:` has passed
+					      * would have allowed it (CLOCK_TAI, bpf_ktime_get_tai_ns, 6.1+) */
 	SLUICE_REASON__MAX,
 };
 
@@ -172,8 +174,11 @@ struct sluice_port_rule {
 	__u8  proto;   /* SLUICE_IPPROTO_TCP or SLUICE_IPPROTO_UDP */
 	__u8  pad;
 	__u16 rule;    /* index of the policy entry (for logs), 0-based */
+	__u32 expires_s; /* `expires:` of the entry as CLOCK_TAI seconds (the loader adds the TAI
+			  * offset to the Unix time); from that second on the rule allows
+			  * nothing; 0: never expires */
 };
-_Static_assert(sizeof(struct sluice_port_rule) == 8, "sluice_port_rule size");
+_Static_assert(sizeof(struct sluice_port_rule) == 12, "sluice_port_rule size");
 
 /*
  * Value of an LPM entry: the port rules of this prefix AND of every shorter
@@ -185,7 +190,7 @@ struct sluice_cidr_rules {
 	__u32 pad;
 	struct sluice_port_rule rules[SLUICE_MAX_PORT_RULES];
 };
-_Static_assert(sizeof(struct sluice_cidr_rules) == 8 + 8 * SLUICE_MAX_PORT_RULES, "sluice_cidr_rules size");
+_Static_assert(sizeof(struct sluice_cidr_rules) == 8 + 12 * SLUICE_MAX_PORT_RULES, "sluice_cidr_rules size");
 
 /*
  * Ports that host/url entries name, as a bitmap: bit (port & 31) of word
@@ -221,7 +226,9 @@ struct sluice_bpf_config {
 	__u8  have_set_retval; /* kernel has bpf_set_retval (5.18+) */
 	__u8  have_lsm;        /* the BPF LSM programs are loaded (bpf LSM active) */
 	__u8  have_unix;       /* cgroup/connect_unix and sendmsg_unix are loaded (6.7+) */
-	__u8  pad[3];
+	__u8  have_tai;        /* bpf_ktime_get_tai_ns (6.1+): expiring cidr rules can be judged;
+				* without it a rule with expires_s allows nothing (fail closed) */
+	__u8  pad[2];
 };
 _Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size");
 

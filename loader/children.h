@@ -69,6 +69,9 @@ bool sluice_restart_allowed(struct sluice_restarts *r, uint64_t now_ms);
 /* Options passed to both children. */
 struct sluice_child_opts {
 	const char *policy_path;   /* NULL: built-in default */
+	int policy_fd;             /* > 0: a memfd holding the policy's bytes (the ones the loader
+				    * parsed and verified); the child reads /dev/fd/N instead of
+				    * policy_path, so a file changed meanwhile is never what it loads */
 	const char *netns_path;    /* NULL: the loader's */
 	const char *sandbox;
 	const char *flow_map;      /* pinned sluice_flows (proxy only) */
@@ -81,10 +84,10 @@ struct sluice_child_opts {
 				    * the proxy as content (`--secrets-fd N`, a sealed memfd),
 				    * to the resolver as placeholders only */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
-	char **ca_pem;             /* proxy only, may be NULL: receives the sandbox CA's
-				    * certificate (PEM, malloc'd; NULL when the policy
-				    * inspects no name), read from the proxy through a pipe
-				    * (--ca-cert-fd) before it reports ready */
+	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
+				    * its certificate: sluice_ca_make()), handed to the proxy
+				    * through a pipe (--ca-fd), so that every proxy of the
+				    * sandbox signs with the one CA its workload trusts */
 };
 
 /*

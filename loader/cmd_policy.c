@@ -10,6 +10,7 @@
  * --json prints the same as one JSON document on stdout (json-c).
  */
 #include "cmd_policy.h"
+#include "cmd_sign.h"
 #include "cmd_suggest.h"
 
 #include <errno.h>
@@ -18,27 +19,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "credentials.h"
 #include "policy.h"
+#include "policy_within.h"
 
 #define EXIT_CLEAN    0
 #define EXIT_FINDINGS 1
 #define EXIT_ERROR    2
 
+#define EXPIRY_WARN_S (7 * 86400)   /* `check` warns about entries expiring within 7 days */
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: sluice policy check [--json] [--relays FILE] FILE...\n"
+		"usage: sluice policy check [--json] [--relays FILE] [--within BOUNDARY] FILE...\n"
 		"       sluice policy diff [--json] OLD NEW\n"
 		"       sluice policy suggest [--name NAME] [--against POLICY] [-o FILE] EVENTS.jsonl...\n"
+		"       sluice policy sign --key KEY POLICY...\n"
+		"       sluice policy verify --allowed-signers FILE POLICY...\n"
 		"\n"
 		"check  validate policy files, print each digest (sha256), a table of what\n"
 		"       the policy lets out, and lint warnings.\n"
 		"       exit 0 clean, 1 warnings only, 2 errors (file:line:column: message)\n"
+		"       --within BOUNDARY: also prove that everything FILE allows, BOUNDARY allows\n"
+		"       (decided exactly); each excess is an error with an example\n"
 		"diff   show what NEW opens and closes compared with OLD, for reviewers.\n"
 		"       exit 0 no change, 1 changes, 2 errors\n"
 		"suggest  a policy from observed traffic (`sluice policy suggest --help`)\n"
+		"sign     sign a policy's digest (POLICY.sig); verify: check it (`sluice policy sign --help`)\n"
 		"\n"
 		"options:\n"
 		"  --json         print one JSON document instead of text\n"
@@ -188,6 +198,15 @@ static json_object *entry_json(const struct sluice_entry *e)
 		json_object_object_add(o, "ports", ports_json(e));
 		json_object_object_add(o, "protocol", jstr(proto_str(e)));
 	}
+	if (e->expires) {
+		char t[32];
+
+		json_object_object_add(o, "expires", jstr(sluice_rfc3339_str(e->expires, t, sizeof(t))));
+	}
+	if (e->owner)
+		json_object_object_add(o, "owner", jstr(e->owner));
+	if (e->ticket)
+		json_object_object_add(o, "ticket", jstr(e->ticket));
 	json_object_object_add(o, "via", jstr(via_str(e)));
 	json_object_object_add(o, "inspect", json_object_new_boolean(strcmp(via_str(e), "inspect") == 0));
 	json_object_object_add(o, "why", jstr(e->why));
@@ -255,6 +274,13 @@ static void print_table(const struct sluice_policy *p)
 			 e->why, nl && nl[1] ? " ..." : "");
 		printf("  %-4zu %-5s %-40s %-14s %-6s %-9s %s\n", i, sluice_entry_kind_name(e->kind),
 		       target, ports, e->kind == SLUICE_ENTRY_UNIX ? "-" : proto_str(e), via_str(e), why);
+		if (e->expires || e->owner || e->ticket) {
+			char t[32];
+
+			printf("       %s%s%s%s%s%s\n", e->expires ? "expires " : "",
+			       e->expires ? sluice_rfc3339_str(e->expires, t, sizeof(t)) : "", e->owner ? "  owner " : "",
+			       e->owner ? e->owner : "", e->ticket ? "  ticket " : "", e->ticket ? e->ticket : "");
+		}
 	}
 	for (size_t i = 0; i < p->n_credentials; i++) {
 		const struct sluice_credential *cr = &p->credentials[i];
@@ -269,18 +295,70 @@ static void print_table(const struct sluice_policy *p)
 	}
 }
 
-static int check(bool json, const char *relays, char **files, int n_files)
+/* An entry that expired (an error: it allows nothing) or expires within
+ * EXPIRY_WARN_S (a warning). */
+struct expiry_finding {
+	unsigned entry;
+	bool expired;
+	char message[256];
+};
+
+static int expiry_findings(const struct sluice_policy *p, struct expiry_finding **out)
+{
+	time_t now = time(NULL);
+	int n = 0;
+
+	*out = calloc(p->n_entries ? p->n_entries : 1, sizeof(**out));
+	if (!*out)
+		return 0;
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+		struct expiry_finding *f = &(*out)[n];
+		char t[32];
+
+		if (!e->expires || e->expires - now > EXPIRY_WARN_S)
+			continue;
+		f->entry = (unsigned)i;
+		f->expired = e->expires <= now;
+		sluice_rfc3339_str(e->expires, t, sizeof(t));
+		if (f->expired)
+			snprintf(f->message, sizeof(f->message), "%s expired at %s: it allows nothing (remove or renew it)",
+				 e->name, t);
+		else
+			snprintf(f->message, sizeof(f->message), "%s expires at %s, in %lld h%s%s", e->name, t,
+				 (long long)((e->expires - now + 3599) / 3600), e->owner ? "; owner " : "",
+				 e->owner ? e->owner : "");
+		n++;
+	}
+	return n;
+}
+
+static int check(bool json, const char *relays, const char *within, char **files, int n_files)
 {
 	json_object *root = json ? json_object_new_object() : NULL;
 	json_object *arr = json ? json_object_new_array() : NULL;
+	struct sluice_policy *boundary = NULL;
 	int worst = EXIT_CLEAN;
+
+	if (within) {
+		char msg[1024];
+
+		if (sluice_boundary_load(within, &boundary, msg, sizeof(msg)) < 0) {
+			fprintf(stderr, "%s\n", msg);
+			json_object_put(root);
+			json_object_put(arr);
+			return EXIT_ERROR;
+		}
+	}
 
 	for (int i = 0; i < n_files; i++) {
 		struct sluice_policy *p = NULL;
 		struct sluice_policy_error err;
 		struct sluice_lint *lints = NULL;
+		struct expiry_finding *exp = NULL;
+		struct sluice_excess *outside = NULL;
 		json_object *fo = json ? json_object_new_object() : NULL;
-		int n;
+		int n, n_exp = 0, n_err = 0, n_out = 0;
 
 		if (fo)
 			json_object_object_add(fo, "file", jstr(files[i]));
@@ -342,6 +420,20 @@ static int check(bool json, const char *relays, char **files, int n_files)
 		}
 		if (n > 0 && worst < EXIT_FINDINGS)
 			worst = EXIT_FINDINGS;
+		if (boundary) {
+			n_out = sluice_policy_within(p, boundary, &outside);
+			if (n_out < 0) {
+				fprintf(stderr, "sluice policy check: out of memory\n");
+				n_out = 0;
+				worst = EXIT_ERROR;
+			}
+			if (n_out > 0)
+				worst = EXIT_ERROR;
+		}
+		n_exp = expiry_findings(p, &exp);
+		for (int k = 0; k < n_exp; k++)
+			if (worst < (exp[k].expired ? EXIT_ERROR : EXIT_FINDINGS))
+				worst = exp[k].expired ? EXIT_ERROR : EXIT_FINDINGS;
 		if (fo) {
 			json_object *ents = json_object_new_array(), *ws = json_object_new_array();
 			json_object *dns = json_object_new_object(), *qt = json_object_new_array();
@@ -389,7 +481,37 @@ static int check(bool json, const char *relays, char **files, int n_files)
 				json_object_object_add(w, "message", jstr(lints[k].message));
 				json_object_array_add(ws, w);
 			}
+			for (int k = 0; k < n_exp; k++) {
+				const struct sluice_entry *e = &p->entries[exp[k].entry];
+				json_object *w = json_object_new_object();
+
+				json_object_object_add(w, "code", jstr(exp[k].expired ? "expired" : "expiring"));
+				json_object_object_add(w, "error", json_object_new_boolean(exp[k].expired));
+				json_object_object_add(w, "entry", json_object_new_int((int)e->index));
+				json_object_object_add(w, "rule", jstr(e->name));
+				json_object_object_add(w, "line", json_object_new_int((int)e->line));
+				json_object_object_add(w, "column", json_object_new_int((int)e->column));
+				json_object_object_add(w, "message", jstr(exp[k].message));
+				json_object_array_add(ws, w);
+			}
 			json_object_object_add(fo, "warnings", ws);
+			if (boundary) {
+				json_object *xs = json_object_new_array();
+
+				for (int k = 0; k < n_out; k++) {
+					json_object *x = json_object_new_object();
+					bool whole = outside[k].entry == SLUICE_EXCESS_POLICY;
+
+					json_object_object_add(x, "rule", whole ? NULL : jstr(p->entries[outside[k].entry].name));
+					json_object_object_add(x, "line", json_object_new_int((int)outside[k].line));
+					json_object_object_add(x, "column", json_object_new_int((int)outside[k].column));
+					json_object_object_add(x, "what", jstr(outside[k].what));
+					json_object_object_add(x, "example", jstr(outside[k].example));
+					json_object_array_add(xs, x);
+				}
+				json_object_object_add(fo, "boundary", jstr(within));
+				json_object_object_add(fo, "outside", xs);
+			}
 			json_object_array_add(arr, fo);
 		} else {
 			print_table(p);
@@ -398,13 +520,49 @@ static int check(bool json, const char *relays, char **files, int n_files)
 			for (int k = 0; k < n; k++)
 				printf("%s:%u:%u: warning: [%s] %s\n", files[i], lints[k].line,
 				       lints[k].column, lints[k].code_name, lints[k].message);
-			printf("%sresult  %s", n ? "" : "\n", n ? "" : "ok, no warnings\n");
-			if (n)
+			for (int k = 0; k < n_exp; k++) {
+				const struct sluice_entry *e = &p->entries[exp[k].entry];
+
+				if (exp[k].expired) {
+					fprintf(stderr, "%s:%u:%u: %s\n", files[i], e->line, e->column, exp[k].message);
+					n_err++;
+				} else {
+					if (!n)
+						printf("\n");
+					printf("%s:%u:%u: warning: [expiring] %s\n", files[i], e->line, e->column,
+					       exp[k].message);
+					n++;
+				}
+			}
+			for (int k = 0; k < n_out; k++) {
+				if (outside[k].entry == SLUICE_EXCESS_POLICY)
+					fprintf(stderr, "%s: outside the boundary %s: the policy allows %s\n", files[i], within,
+						outside[k].example);
+				else
+					fprintf(stderr, "%s:%u:%u: outside the boundary %s: %s allows %s\n", files[i],
+						outside[k].line, outside[k].column, within,
+						p->entries[outside[k].entry].name, outside[k].example);
+			}
+			if (boundary)
+				printf("%sboundary %s: %s\n", n || n_err ? "" : "\n", within,
+				       n_out ? "OUTSIDE (see the lines above; `sluice run --boundary` refuses it)" :
+					       "within (everything it allows, the boundary allows)");
+			if (n_out)
+				printf("result  error: %d thing%s allowed beyond the boundary\n", n_out, n_out == 1 ? "" : "s");
+			else if (n_err)
+				printf("%sresult  error: %d expired entr%s (they allow nothing: remove or renew them)\n",
+				       n ? "" : "\n", n_err, n_err == 1 ? "y" : "ies");
+			else
+				printf("%sresult  %s", n || boundary ? "" : "\n", n ? "" : "ok, no warnings\n");
+			if (n && !n_err && !n_out)
 				printf("%d warning%s\n", n, n == 1 ? "" : "s");
 		}
 		free(lints);
+		free(exp);
+		free(outside);
 		sluice_policy_free(p);
 	}
+	sluice_policy_free(boundary);
 	if (root) {
 		json_object_object_add(root, "files", arr);
 		json_object_object_add(root, "exit", json_object_new_int(worst));
@@ -784,6 +942,31 @@ static int diff(bool json, const char *oldf, const char *newf)
 					      "TLS now passes through undecrypted");
 			other_change(&d, "inspect", o->inspect ? "true" : "false", e->inspect ? "true" : "false", text);
 		}
+		if (o->expires != e->expires || strcmp(o->owner ? o->owner : "", e->owner ? e->owner : "") ||
+		    strcmp(o->ticket ? o->ticket : "", e->ticket ? e->ticket : "")) {
+			char ot[32] = "never", nt[32] = "never";
+
+			if (o->expires)
+				sluice_rfc3339_str(o->expires, ot, sizeof(ot));
+			if (e->expires)
+				sluice_rfc3339_str(e->expires, nt, sizeof(nt));
+			if (o->expires != e->expires) {
+				snprintf(text, sizeof(text), "expires of %s: %s -> %s (%s)", key, ot, nt,
+					 !e->expires ? "it no longer ends by itself" :
+					 !o->expires || e->expires > o->expires ? "it allows for longer" : "it ends sooner");
+				other_change(&d, "expires", ot, nt, text);
+			}
+			if (strcmp(o->owner ? o->owner : "", e->owner ? e->owner : "")) {
+				snprintf(text, sizeof(text), "owner of %s: \"%s\" -> \"%s\"", key, o->owner ? o->owner : "",
+					 e->owner ? e->owner : "");
+				other_change(&d, "owner", o->owner ? o->owner : "", e->owner ? e->owner : "", text);
+			}
+			if (strcmp(o->ticket ? o->ticket : "", e->ticket ? e->ticket : "")) {
+				snprintf(text, sizeof(text), "ticket of %s: \"%s\" -> \"%s\"", key,
+					 o->ticket ? o->ticket : "", e->ticket ? e->ticket : "");
+				other_change(&d, "ticket", o->ticket ? o->ticket : "", e->ticket ? e->ticket : "", text);
+			}
+		}
 		if (o->index != e->index) {
 			snprintf(text, sizeof(text), "%s is now %s (rule names in logs change)", o->name, e->name);
 			other_change(&d, "rule", o->name, e->name, text);
@@ -830,7 +1013,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 
 int cmd_policy(int argc, char **argv)
 {
-	const char *relays = NULL;
+	const char *relays = NULL, *within = NULL;
 	bool json = false, opts = true;
 	char **files;
 	int n = 0, rc;
@@ -846,6 +1029,8 @@ int cmd_policy(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "suggest") == 0)
 		return cmd_suggest(argc - 1, argv + 1);
+	if (strcmp(argv[1], "sign") == 0 || strcmp(argv[1], "verify") == 0)
+		return cmd_policy_sign(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "diff") != 0) {
 		fprintf(stderr, "sluice policy: unknown subcommand '%s'\n", argv[1]);
 		usage(stderr);
@@ -876,6 +1061,13 @@ int cmd_policy(int argc, char **argv)
 			relays = argv[++i];
 		} else if (opts && strncmp(a, "--relays=", 9) == 0 && strcmp(argv[1], "check") == 0) {
 			relays = a + 9;
+		} else if (opts && strcmp(a, "--within") == 0 && strcmp(argv[1], "check") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "sluice policy: --within needs a BOUNDARY file\n");
+				free(files);
+				return EXIT_ERROR;
+			}
+			within = argv[++i];
 		} else if (opts && a[0] == '-' && a[1] != '\0') {
 			fprintf(stderr, "sluice policy %s: unknown option '%s'\n", argv[1], a);
 			usage(stderr);
@@ -891,7 +1083,7 @@ int cmd_policy(int argc, char **argv)
 			usage(stderr);
 			rc = EXIT_ERROR;
 		} else {
-			rc = check(json, relays, files, n);
+			rc = check(json, relays, within, files, n);
 		}
 	} else if (n != 2) {
 		fprintf(stderr, "sluice policy diff: need exactly OLD and NEW\n");

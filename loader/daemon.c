@@ -8,7 +8,8 @@
  *   /run/sluice/control.sock            control socket
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
  *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode)
- *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy)
+ *   /run/sluice/sandboxes/NAME.yaml     the policy in force (a copy of the bytes loaded)
+ *   /run/sluice/sandboxes/NAME.yaml.sig its signature (--allowed-signers)
  *   /run/sluice/sandboxes/NAME.ca.pem   the sandbox CA certificate (TLS inspection; public)
  *   /run/sluice/netns/NAME              bind mount of the sandbox's netns
  *   /sys/fs/bpf/sluice/NAME/            pinned links and maps
@@ -52,8 +53,14 @@
 #include "owner.h"
 #include "inspect.h"
 #include "log.h"
+#include "metrics.h"
 #include "policy.h"
+#include "policy_sig.h"
+#include "expiry_watch.h"
+#include "policy_within.h"
+#include "policy_ref.h"
 #include "run_limits.h"
+#include "sandbox_ca.h"
 #include "sandbox.h"
 
 struct dsandbox {
@@ -62,18 +69,28 @@ struct dsandbox {
 	char netns[PATH_MAX];       /* bind mount under state dir */
 	char policy_path[PATH_MAX]; /* copy under state dir */
 	char mode[16];
+	/* the container it is (sluice oci-hook, attach --container); "" none */
+	char container_id[128], container_name[128], runtime[16];
+	/* where its proxy and resolver dial from: "" the sandbox's netns, "host"
+	 * the daemon's, else a bind mount under the state dir (--upstream-netns) */
+	char upstream[PATH_MAX];
 	uint64_t cgroup_id;
 	struct sluice_sandbox sb;
 	struct sluice_policy *policy;
+	struct sluice_signer signer; /* --allowed-signers: who signed the policy in force */
+	struct sluice_expiry_watch expiry; /* entry-expired lines of the policy in force */
 	struct sluice_listeners l;  /* kept: children are restarted on reload */
 	pid_t proxy_pid, resolver_pid;
 	struct sluice_restarts proxy_restarts, resolver_restarts;
 	char ca_path[PATH_MAX];     /* the sandbox CA's certificate (TLS inspection); "" none */
+	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h); NULL none */
+	char *ca_permitted;         /* the names it permits (sluice_ca_permitted) */
 	struct sluice_event_meta meta;
 	struct sluice_evlog log;    /* this sandbox's lines (its envelope, its loss counts) */
 	bool log_ready;
 	struct sluice_consumer consumer;
 	bool consumer_ok;
+	uint64_t reloads_ok, reloads_refused; /* since the daemon started (metrics) */
 	/* credentials: `--secret NAME=FILE` sources (paths, kept: each reload
 	 * reads them again) and the secrets read from them (credentials.h) */
 	char *secret_arg[SLUICE_SECRET_ARGS_MAX];
@@ -96,6 +113,13 @@ static struct {
 	char **proxy_extra, **resolver_extra;
 	bool use_lsm;               /* load the BPF LSM programs where the kernel has the BPF LSM */
 	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
+	const char *metrics_addr;   /* --metrics IP:PORT, or NULL */
+	struct sluice_metrics *metrics;
+	bool signed_mode;           /* --allowed-signers: every policy must carry a valid signature */
+	struct sluice_signers signers;
+	struct sluice_policy *boundary; /* --boundary: every policy must be within it; NULL none */
+	char boundary_path[PATH_MAX];
+	char policy_dir[PATH_MAX];  /* where policy names resolve (attach "policy_name", the OCI hook) */
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -110,6 +134,29 @@ static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	sluice_lifecycle_write(s && s->log_ready ? &s->log : &D.log, action, msg);
+	log_info("%s", msg);
+}
+
+/* A lifecycle line that names who signed s's policy (attach, reload, adopt). */
+static void emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
+{
+	struct sluice_evlog *w = s->log_ready ? &s->log : &D.log;
+	struct sluice_line *l;
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	l = sluice_evlog_begin(w, SLUICE_DS_LIFECYCLE, -1);
+	SL_STR(l, "event.kind", "state");
+	SL_STR(l, "event.action", action);
+	SL_STR(l, "message", msg);
+	sluice_signer_fields(l, &s->signer);
+	sluice_evlog_commit(w);
 	log_info("%s", msg);
 }
 
@@ -158,6 +205,68 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 }
 
 
+/*
+ * The CA s's proxies sign with (TLS inspection): made at the first start,
+ * the same for every restart and for reloads that inspect the same names; a
+ * reload that changes them re-issues the certificate for the same key
+ * (sandbox_ca.h), published again with a `ca-reissued` line.  Returns 0 or
+ * -1 with msg.
+ */
+static int sandbox_ca(struct dsandbox *s, char *msg, size_t msglen)
+{
+	char *want = sluice_ca_permitted(s->policy), *pem = NULL;
+	const char *why = "";
+	bool had = s->ca != NULL;
+	int rc;
+
+	if (!want) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	if (s->ca_permitted && strcmp(want, s->ca_permitted) == 0) {
+		free(want);
+		return 0;
+	}
+	rc = sluice_ca_make(s->policy, s->name, s->ca, &pem, &why);
+	if (rc < 0) {
+		snprintf(msg, msglen, "sandbox CA: %s", why);
+		free(want);
+		return -1;
+	}
+	if (rc > 0) {
+		/* nothing inspected now: no certificate to trust; the key (if
+		 * any) is kept for a reload back */
+		free(s->ca_permitted);
+		s->ca_permitted = want;
+		return publish_ca(s, NULL, msg, msglen);
+	}
+	if (publish_ca(s, sluice_ca_cert_part(pem), msg, msglen) < 0) {
+		sluice_ca_pem_free(pem);
+		free(want);
+		return -1;
+	}
+	sluice_ca_pem_free(s->ca);
+	s->ca = pem;
+	free(s->ca_permitted);
+	s->ca_permitted = want;
+	if (had)
+		emit(s, "ca-reissued", "sandbox %s: the inspected names changed; the CA certificate in %s was re-issued "
+		     "for the same key (names both permit keep validating; new ones once the workload trusts it)",
+		     s->name, s->ca_path);
+	return 0;
+}
+
+/* The netns the proxy and resolver join, so dial from: the upstream one
+ * (--upstream-netns), else the sandbox's; NULL: the daemon's own. */
+static const char *child_netns(const struct dsandbox *s)
+{
+	if (strcmp(s->upstream, "host") == 0)
+		return NULL;
+	if (s->upstream[0])
+		return s->upstream;
+	return s->netns[0] ? s->netns : NULL;
+}
+
 /* Which children start_children() starts. */
 #define CHILD_PROXY    1u
 #define CHILD_RESOLVER 2u
@@ -167,28 +276,24 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 {
 	char flow_map[PATH_MAX];
-	char *ca_pem = NULL;
 	struct sluice_child_opts co = {
-		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
+		.policy_path = s->policy_path, .netns_path = child_netns(s), .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
-		.mode = s->mode, .extra = D.proxy_extra, .ca_pem = &ca_pem, .secrets = &s->secrets,
+		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
 	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
 	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
-		pid_t p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
-		int rc;
+		pid_t p;
 
+		if (sandbox_ca(s, msg, msglen) < 0)
+			return -1;
+		co.ca = s->ca_path[0] ? s->ca : NULL;
+		p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
 		if (p < 0)
 			return -1;
 		s->proxy_pid = p;
-		/* a new proxy, a new CA: the workload must trust this one */
-		rc = publish_ca(s, ca_pem, msg, msglen);
-		free(ca_pem);
-		co.ca_pem = NULL;
-		if (rc < 0)
-			return -1;
 	}
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
@@ -246,6 +351,14 @@ static int write_state(struct dsandbox *s)
 		}
 		json_object_object_add(o, "secret_sources", a);
 	}
+	if (s->container_id[0])
+		json_object_object_add(o, "container_id", json_object_new_string(s->container_id));
+	if (s->container_name[0])
+		json_object_object_add(o, "container_name", json_object_new_string(s->container_name));
+	if (s->runtime[0])
+		json_object_object_add(o, "runtime", json_object_new_string(s->runtime));
+	if (s->upstream[0])
+		json_object_object_add(o, "upstream_netns", json_object_new_string(s->upstream));
 	state_path(path, sizeof(path), s->name, "json");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "we");
@@ -261,25 +374,24 @@ static int write_state(struct dsandbox *s)
 	return sluice_owner_write(s->name, "daemon");
 }
 
-/* Copy `src` to `dst` atomically (the policy in force, kept by the daemon). */
-static int copy_file(const char *src, const char *dst)
+/* Write `len` bytes to `dst` atomically (the policy in force and its
+ * signature: the bytes that were parsed and verified, not the file again). */
+static int write_bytes(const char *dst, const char *buf, size_t len)
 {
-	char tmp[PATH_MAX + 8], buf[65536];
-	FILE *in = fopen(src, "re"), *out;
-	size_t n;
+	char tmp[PATH_MAX + 8];
+	int fd;
 
-	if (!in)
-		return -errno;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
-	out = fopen(tmp, "we");
-	if (!out) {
-		fclose(in);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
 		return -errno;
+	if ((len && sluice_write_all(fd, buf, len) < 0) || close(fd) < 0) {
+		int e = errno;
+
+		unlink(tmp);
+		return -e;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		fwrite(buf, 1, n, out);
-	fclose(in);
-	if (fclose(out) != 0 || rename(tmp, dst) < 0)
+	if (rename(tmp, dst) < 0)
 		return -errno;
 	return 0;
 }
@@ -340,6 +452,21 @@ static int load_secrets(const struct dsandbox *s, const struct sluice_policy *p,
 	return 0;
 }
 
+/* Keep the policy's bytes (and, signed, its signature) as s's state copy. */
+static int keep_policy(struct dsandbox *s, const char *bytes, size_t n, const char *sig, size_t n_sig)
+{
+	char sigpath[PATH_MAX + 8];
+	int err = write_bytes(s->policy_path, bytes, n);
+
+	if (err)
+		return err;
+	sluice_policy_sig_path(s->policy_path, sigpath, sizeof(sigpath));
+	if (sig)
+		return write_bytes(sigpath, sig, n_sig);
+	unlink(sigpath);
+	return 0;
+}
+
 static void free_sandbox(struct dsandbox *s)
 {
 	sluice_secrets_clear(&s->secrets);
@@ -347,8 +474,11 @@ static void free_sandbox(struct dsandbox *s)
 	if (s->consumer_ok)
 		sluice_consumer_free(&s->consumer);
 	sluice_listeners_close(&s->l);
+	sluice_expiry_watch_free(&s->expiry);
 	if (s->policy)
 		sluice_policy_free(s->policy);
+	sluice_ca_pem_free(s->ca);
+	free(s->ca_permitted);
 	free(s);
 }
 
@@ -376,6 +506,12 @@ static void teardown(struct dsandbox *s, bool keep_state)
 			unlink(s->netns);
 			fdstore_forget(s->name);
 		}
+		if (s->upstream[0] && strcmp(s->upstream, "host") != 0) {
+			umount2(s->upstream, MNT_DETACH);
+			unlink(s->upstream);
+			snprintf(path, sizeof(path), "%s.upstream", s->name);
+			fdstore_forget(path);
+		}
 	}
 }
 
@@ -397,7 +533,15 @@ static void init_meta(struct dsandbox *s)
 	s->meta.policy_name = s->policy->name;
 	s->meta.policy_digest = s->policy->digest;
 	s->meta.mode = s->mode;
+	s->meta.container_id = s->container_id[0] ? s->container_id : NULL;
+	s->meta.container_name = s->container_name[0] ? s->container_name : NULL;
+	s->meta.container_runtime = s->runtime[0] ? s->runtime : NULL;
 	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
+	/* a new policy, new expiries (a failed allocation: no lines, the
+	 * kernel, proxy and resolver still stop at the time) */
+	sluice_expiry_watch_free(&s->expiry);
+	if (sluice_expiry_watch_init(&s->expiry, s->policy) < 0)
+		log_warnx("sandbox %s: out of memory: its entry-expired lines are not written", s->name);
 	sluice_envelope_of(&s->meta, &env);
 	if (!s->log_ready)
 		sluice_evlog_init(&s->log, D.events, D.events_path, "sluice", &env);
@@ -472,8 +616,12 @@ static int fdstore_restore(void)
 		if (nm && strncmp(nm, NETNS_FDNAME, strlen(NETNS_FDNAME)) == 0) {
 			const char *name = nm + strlen(NETNS_FDNAME);
 
+			size_t nl = strlen(name);
+			/* NAME.upstream: the sandbox NAME's upstream netns (--upstream-netns) */
+			int base = nl > 9 && strcmp(name + nl - 9, ".upstream") == 0 ? (int)(nl - 9) : (int)nl;
+
 			snprintf(path, sizeof(path), "%s/netns/%s", D.state_dir, name);
-			state_path(json, sizeof(json), name, "json");
+			snprintf(json, sizeof(json), "%s/sandboxes/%.*s.json", D.state_dir, base, name);
 			if (access(json, F_OK) < 0) {
 				fdstore_forget(name); /* detached meanwhile */
 			} else if (statfs(path, &sfs) == 0 && sfs.f_type == NSFS_MAGIC) {
@@ -565,6 +713,44 @@ static const char *jstr(json_object *req, const char *key)
 	return json_object_get_string(v);
 }
 
+static int cmp_expiry(const void *a, const void *b)
+{
+	const struct sluice_entry *x = *(const struct sluice_entry *const *)a, *y = *(const struct sluice_entry *const *)b;
+
+	return x->expires < y->expires ? -1 : x->expires > y->expires;
+}
+
+/* The policy's expiring entries, soonest first: rule, expires, owner,
+ * ticket, expired (status: what expires next). */
+static json_object *expiries_json(const struct sluice_policy *p)
+{
+	json_object *a = json_object_new_array();
+	const struct sluice_entry **v = calloc(p->n_entries ? p->n_entries : 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return a;
+	for (size_t i = 0; i < p->n_entries; i++)
+		if (p->entries[i].expires)
+			v[n++] = &p->entries[i];
+	qsort(v, n, sizeof(*v), cmp_expiry);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+		char t[32];
+
+		json_object_object_add(o, "rule", json_object_new_string(v[i]->name));
+		json_object_object_add(o, "expires", json_object_new_string(sluice_rfc3339_str(v[i]->expires, t, sizeof(t))));
+		json_object_object_add(o, "expired", json_object_new_boolean(sluice_entry_expired(v[i], -1)));
+		if (v[i]->owner)
+			json_object_object_add(o, "owner", json_object_new_string(v[i]->owner));
+		if (v[i]->ticket)
+			json_object_object_add(o, "ticket", json_object_new_string(v[i]->ticket));
+		json_object_array_add(a, o);
+	}
+	free(v);
+	return a;
+}
+
 static json_object *sandbox_json(struct dsandbox *s)
 {
 	json_object *o = json_object_new_object(), *hooks = json_object_new_array();
@@ -576,6 +762,12 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "policy_name", json_object_new_string(s->policy->name));
 	json_object_object_add(o, "policy_sha256", json_object_new_string(s->policy->digest));
 	json_object_object_add(o, "policy_generation", json_object_new_int64(s->sb.gen));
+	json_object_object_add(o, "policy_signature", json_object_new_string(s->signer.principal[0] ? "verified" : "unsigned"));
+	json_object_object_add(o, "expires", expiries_json(s->policy));
+	if (s->signer.principal[0]) {
+		json_object_object_add(o, "policy_signer", json_object_new_string(s->signer.principal));
+		json_object_object_add(o, "policy_signer_key", json_object_new_string(s->signer.key));
+	}
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
 		char path[PATH_MAX];
 
@@ -592,6 +784,11 @@ static json_object *sandbox_json(struct dsandbox *s)
 	if (s->sb.cfg.have_dns)
 		json_object_object_add(o, "resolver_port", json_object_new_int(s->sb.cfg.dns4_port));
 	json_object_object_add(o, "netns", json_object_new_string(s->netns));
+	json_object_object_add(o, "upstream_netns", s->upstream[0] ? json_object_new_string(s->upstream) : NULL);
+	json_object_object_add(o, "runtime", s->runtime[0] ? json_object_new_string(s->runtime) : NULL);
+	json_object_object_add(o, "container_id", s->container_id[0] ? json_object_new_string(s->container_id) : NULL);
+	json_object_object_add(o, "container_name",
+			       s->container_name[0] ? json_object_new_string(s->container_name) : NULL);
 	json_object_object_add(o, "ca_cert", s->ca_path[0] ? json_object_new_string(s->ca_path) : NULL);
 	json_object_object_add(o, "proxy_pid", json_object_new_int(s->proxy_pid));
 	json_object_object_add(o, "resolver_pid", json_object_new_int(s->resolver_pid));
@@ -609,12 +806,22 @@ static json_object *do_attach(json_object *req)
 {
 	const char *name = jstr(req, "name"), *cg = jstr(req, "cgroup"), *netns = jstr(req, "netns");
 	const char *policy = jstr(req, "policy"), *mode = jstr(req, "mode");
-	char cg2[PATH_MAX], msg[1024];
-	struct sluice_policy_error perr;
+	const char *cid = jstr(req, "container_id"), *cname = jstr(req, "container_name");
+	const char *runtime = jstr(req, "runtime"), *upstream = jstr(req, "upstream_netns");
+	const char *pname = jstr(req, "policy_name");
+	char cg2[PATH_MAX], msg[1536], ppath[PATH_MAX], *bytes = NULL, *sig = NULL;
+	size_t n_bytes = 0, n_sig = 0;
 	struct dsandbox *s;
 	int cg_fd = -1;
 	json_object *o;
 
+	if (!policy && pname) {
+		/* by name, in the admin's directory: the OCI hook's annotation */
+		if (sluice_policy_ref_resolve(D.policy_dir, pname, "policy name", ppath, sizeof(ppath), msg,
+					      sizeof(msg)) < 0)
+			return reply_error("%s", msg);
+		policy = ppath;
+	}
 	if (!name || !cg || !policy)
 		return reply_error("attach needs name, cgroup and policy");
 	if (sluice_name_check(name, msg, sizeof(msg)) < 0)
@@ -637,34 +844,56 @@ static json_object *do_attach(json_object *req)
 	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
-	if (sluice_policy_load_file(policy, &s->policy, &perr) < 0) {
-		o = reply_error("%s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+	snprintf(s->container_id, sizeof(s->container_id), "%s", cid ? cid : "");
+	snprintf(s->container_name, sizeof(s->container_name), "%s", cname ? cname : "");
+	snprintf(s->runtime, sizeof(s->runtime), "%s", runtime ? runtime : "");
+	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, &bytes,
+				       &n_bytes, &sig, &n_sig, msg, sizeof(msg)) < 0) {
+		o = reply_error("%s", msg);
 		free_sandbox(s);
 		return o;
 	}
 	if (mode && strcmp(mode, "audit") != 0 && strcmp(mode, "enforce") != 0) {
+		free(bytes);
+		free(sig);
 		free_sandbox(s);
 		return reply_error("mode must be audit or enforce");
 	}
 	if (mode)
 		s->policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	snprintf(s->mode, sizeof(s->mode), "%s", s->policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
+	if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) {
+		free(bytes);
+		free(sig);
+		free_sandbox(s);
+		return reply_error("%s", msg);
+	}
 	if (set_secret_args(s, json_object_object_get(req, "secrets"), msg, sizeof(msg)) < 0 ||
 	    load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0) {
+		free(bytes);
+		free(sig);
 		free_sandbox(s);
 		return reply_error("%s (nothing attached)", msg);
 	}
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
 		o = reply_error("cannot open cgroup %s: %s", cg, strerror(errno));
+		free(bytes);
+		free(sig);
 		free_sandbox(s);
 		return o;
 	}
 	s->cgroup_id = cg_id(cg);
 	state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
-	if (copy_file(policy, s->policy_path) < 0) {
-		o = reply_error("cannot copy policy to %s: %s", s->policy_path, strerror(errno));
-		goto fail;
+	{
+		int err = keep_policy(s, bytes, n_bytes, sig, n_sig);
+
+		free(bytes);
+		free(sig);
+		if (err) {
+			o = reply_error("cannot copy policy to %s: %s", s->policy_path, strerror(-err));
+			goto fail;
+		}
 	}
 	if (netns) {
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
@@ -676,6 +905,22 @@ static json_object *do_attach(json_object *req)
 			goto fail;
 		}
 		fdstore_netns(name, s->netns);
+	}
+	if (upstream && strcmp(upstream, "host") == 0) {
+		snprintf(s->upstream, sizeof(s->upstream), "host");
+	} else if (upstream) {
+		char kept[PATH_MAX];
+		int err;
+
+		snprintf(kept, sizeof(kept), "%s/netns/%s.upstream", D.state_dir, name);
+		err = keep_netns(upstream, kept);
+		if (err) {
+			o = reply_error("cannot hold upstream network namespace %s: %s", upstream, strerror(-err));
+			goto fail;
+		}
+		snprintf(s->upstream, sizeof(s->upstream), "%s", kept);
+		snprintf(msg, sizeof(msg), "%s.upstream", name);
+		fdstore_netns(msg, kept);
 	}
 	{
 		struct sluice_bpf_config cfg;
@@ -726,8 +971,9 @@ static json_object *do_attach(json_object *req)
 	write_state(s);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
-	emit(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)", s->name, s->cgroup,
-	     s->mode, s->policy->name, s->policy->digest);
+	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s", s->name,
+		    s->cgroup, s->mode, s->policy->name, s->policy->digest, s->signer.principal[0] ? ", signed by " : "",
+		    s->signer.principal);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
@@ -744,6 +990,20 @@ fail:
 		close(cg_fd);
 	teardown(s, false);
 	free_sandbox(s);
+	return o;
+}
+
+/* An attach refused is a line too (the OCI hook's container does not start). */
+static json_object *attach_or_say_why(json_object *req)
+{
+	json_object *o = do_attach(req), *ok;
+
+	if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_get_boolean(ok)) {
+		const char *cid = jstr(req, "container_id");
+
+		emit(NULL, "sandbox-attach-refused", "attach of %s%s%s%s refused: %s", jstr(req, "name") ? jstr(req, "name") : "?",
+		     cid ? " (container " : "", cid ? cid : "", cid ? ")" : "", jstr(o, "error") ? jstr(o, "error") : "?");
+	}
 	return o;
 }
 
@@ -772,6 +1032,10 @@ static json_object *do_status(json_object *req)
 		json_object_array_add(arr, sandbox_json(s));
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "events", json_object_new_string(D.events_path));
+	/* signed mode: which allowed-signers file every policy is checked against */
+	json_object_object_add(o, "policy_signatures", json_object_new_string(D.signed_mode ? "required" : "not required"));
+	json_object_object_add(o, "allowed_signers", D.signed_mode ? json_object_new_string(D.signers.path) : NULL);
+	json_object_object_add(o, "boundary", D.boundary ? json_object_new_string(D.boundary_path) : NULL);
 	json_object_object_add(o, "sandboxes", arr);
 	return o;
 }
@@ -779,14 +1043,46 @@ static json_object *do_status(json_object *req)
 /* Reload: validate first (an invalid policy changes nothing), then switch
  * the kernel generation atomically, then restart the children on the same
  * listening sockets with the new policy. */
+/*
+ * The secrets again for a reload of s to np, from the sources given now
+ * (req's "secrets") or at attach: a rotated secret is used from then on; a
+ * missing one refuses the reload and the old stays.  Returns 0 with *nsec,
+ * or -1 with msg (nothing of s changed).
+ */
+static int reload_secrets(struct dsandbox *s, json_object *req, const struct sluice_policy *np,
+			  struct sluice_secrets *nsec, char *msg, size_t msglen)
+{
+	struct dsandbox tmp = *s;
+	json_object *arr = json_object_object_get(req, "secrets");
+	int rc;
+
+	memset(tmp.secret_arg, 0, sizeof(tmp.secret_arg));
+	tmp.n_secret_src = 0;
+	rc = arr ? set_secret_args(&tmp, arr, msg, msglen) : 0;
+	if (rc == 0)
+		rc = load_secrets(arr ? &tmp : s, np, nsec, msg, msglen);
+	if (rc < 0) {
+		free_secret_args(&tmp);
+		return -1;
+	}
+	if (arr) {
+		free_secret_args(s);
+		memcpy(s->secret_arg, tmp.secret_arg, sizeof(s->secret_arg));
+		memcpy(s->secret_src, tmp.secret_src, sizeof(s->secret_src));
+		s->n_secret_src = tmp.n_secret_src;
+	}
+	return 0;
+}
+
 static json_object *do_reload(json_object *req)
 {
 	const char *name = jstr(req, "name"), *policy = jstr(req, "policy");
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
-	struct sluice_policy_error perr;
+	struct sluice_signer who;
 	struct sluice_secrets nsec = { NULL, 0 };
-	char msg[1024], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128];
+	char msg[1536], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128], *bytes = NULL, *sig = NULL;
+	size_t n_bytes = 0, n_sig = 0;
 	const char *children = "restarted on the new policy";
 	json_object *o, *r;
 
@@ -794,43 +1090,37 @@ static json_object *do_reload(json_object *req)
 		return reply_error("no sandbox named '%s'", name ? name : "");
 	if (!policy)
 		return reply_error("reload needs a policy");
-	if (sluice_policy_load_file(policy, &np, &perr) < 0)
-		return reply_error("%s (nothing changed)", sluice_policy_error_str(&perr, msg, sizeof(msg)));
-	{
-		/* the secrets again, from the sources given now or at attach:
-		 * a rotated secret is used from here on, a missing one refuses
-		 * the reload and the old stays */
-		struct dsandbox tmp = *s;
-		json_object *arr = json_object_object_get(req, "secrets");
-		int rc;
-
-		memset(tmp.secret_arg, 0, sizeof(tmp.secret_arg));
-		tmp.n_secret_src = 0;
-		rc = arr ? set_secret_args(&tmp, arr, msg, sizeof(msg)) : 0;
-		if (rc == 0)
-			rc = load_secrets(arr ? &tmp : s, np, &nsec, msg, sizeof(msg));
-		if (rc < 0) {
-			free_secret_args(&tmp);
-			sluice_policy_free(np);
-			return reply_error("%s (nothing changed)", msg);
-		}
-		if (arr) {
-			free_secret_args(s);
-			memcpy(s->secret_arg, tmp.secret_arg, sizeof(s->secret_arg));
-			memcpy(s->secret_src, tmp.secret_src, sizeof(s->secret_src));
-			s->n_secret_src = tmp.n_secret_src;
-		}
-	}
-	if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
+	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
+				       &n_sig, msg, sizeof(msg)) < 0)
+		np = NULL;   /* msg says why */
+	else if (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
+		sluice_policy_free(np);
+	else if (reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0)
+		sluice_policy_free(np);
+	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
 		sluice_secrets_clear(&nsec);
 		sluice_policy_free(np);
+	} else {
+		msg[0] = 0;
+	}
+	if (msg[0]) {
+		/* the sandbox keeps its policy; the refusal is in its stream too */
+		free(bytes);
+		free(sig);
+		s->reloads_refused++;
+		emit(s, "sandbox-reload-refused", "sandbox %s: reload refused, policy %.12s stays: %s", s->name,
+		     s->policy->digest, msg);
 		return reply_error("%s (nothing changed)", msg);
 	}
+	s->reloads_ok++;
 	/* the old secrets are wiped; the children get the new ones */
 	sluice_secrets_clear(&s->secrets);
 	s->secrets = nsec;
-	if (copy_file(policy, s->policy_path) < 0)
+	if (keep_policy(s, bytes, n_bytes, sig, n_sig) < 0)
 		log_warn("cannot keep a copy of %s", policy);
+	free(bytes);
+	free(sig);
+	s->signer = who;
 	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
 	snprintf(old_name, sizeof(old_name), "%s", s->policy->name ? s->policy->name : "");
 	sluice_policy_free(s->policy);
@@ -842,8 +1132,8 @@ static json_object *do_reload(json_object *req)
 		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
 	}
 	write_state(s);
-	emit(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)", s->name, old_digest,
-	     np->digest, s->sb.gen);
+	emit_signed(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)%s%s", s->name,
+		    old_digest, np->digest, s->sb.gen, who.principal[0] ? ", signed by " : "", who.principal);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
@@ -853,6 +1143,7 @@ static json_object *do_reload(json_object *req)
 	json_object_object_add(r, "new_policy_name", json_object_new_string(np->name ? np->name : ""));
 	json_object_object_add(r, "new_policy_sha256", json_object_new_string(np->digest));
 	json_object_object_add(r, "generation", json_object_new_int64(s->sb.gen));
+	json_object_object_add(r, "policy_signer", who.principal[0] ? json_object_new_string(who.principal) : NULL);
 	json_object_object_add(r, "children", json_object_new_string(children));
 	json_object_object_add(o, "reload", r);
 	return o;
@@ -887,7 +1178,7 @@ static void on_client(evutil_socket_t fd, short what, void *arg)
 	if (!cmd)
 		resp = reply_error("malformed request: want one JSON object with \"cmd\"");
 	else if (strcmp(cmd, "attach") == 0)
-		resp = do_attach(req);
+		resp = attach_or_say_why(req);
 	else if (strcmp(cmd, "detach") == 0)
 		resp = do_detach(req);
 	else if (strcmp(cmd, "status") == 0)
@@ -983,6 +1274,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		next = s->next;
 		if (s->consumer_ok)
 			sluice_consumer_drain(&s->consumer);
+		if (s->log_ready)
+			sluice_expiry_watch_tick(&s->expiry, &s->log, -1);
 		if (access(s->cgroup, F_OK) < 0 && errno == ENOENT) {
 			emit(s, "sandbox-gone", "sandbox %s: cgroup %s was removed by its runtime; cleaning up", s->name,
 			     s->cgroup);
@@ -1026,6 +1319,35 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 }
 
+/*
+ * The kept netns of s is a bind mount in the previous daemon's mount
+ * namespace; where that died with it and no fd store handed it back (a
+ * container's daemon: the Kubernetes DaemonSet), the file is left empty.
+ * Find the namespace again through a process of the sandbox's cgroup and
+ * keep it anew.  Nothing found: the file stays, and the adoption fails as
+ * it would have.
+ */
+static void netns_recover(struct dsandbox *s)
+{
+	struct statfs sfs;
+	char src[64];
+	pid_t pid;
+
+	if (statfs(s->netns, &sfs) == 0 && sfs.f_type == NSFS_MAGIC)
+		return;
+	pid = inspect_cgroup_first_pid(s->cgroup);
+	if (pid <= 0)
+		return;
+	snprintf(src, sizeof(src), "/proc/%d/ns/net", (int)pid);
+	if (mount(src, s->netns, NULL, MS_BIND, NULL) < 0) {
+		log_warn("sandbox %s: cannot keep the netns of pid %d of its cgroup", s->name, (int)pid);
+		return;
+	}
+	fdstore_netns(s->name, s->netns);
+	log_info("sandbox %s: its kept netns was gone with the previous daemon; found again through pid %d of %s",
+		 s->name, (int)pid, s->cgroup);
+}
+
 /* Re-adopt every sandbox a previous daemon left (pins + state files). */
 static int adopt_all(void)
 {
@@ -1041,7 +1363,6 @@ static int adopt_all(void)
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
 		char path[PATH_MAX], name[64], buf[8192];
-		struct sluice_policy_error perr;
 		json_object *st;
 		struct dsandbox *s;
 		FILE *f;
@@ -1065,15 +1386,26 @@ static int adopt_all(void)
 		snprintf(s->mode, sizeof(s->mode), "%s", st && jstr(st, "mode") ? jstr(st, "mode") : "enforce");
 		if (st && set_secret_args(s, json_object_object_get(st, "secret_sources"), msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s", name, msg);
+		if (st && jstr(st, "container_id"))
+			snprintf(s->container_id, sizeof(s->container_id), "%s", jstr(st, "container_id"));
+		if (st && jstr(st, "container_name"))
+			snprintf(s->container_name, sizeof(s->container_name), "%s", jstr(st, "container_name"));
+		if (st && jstr(st, "runtime"))
+			snprintf(s->runtime, sizeof(s->runtime), "%s", jstr(st, "runtime"));
+		if (st && jstr(st, "upstream_netns"))
+			snprintf(s->upstream, sizeof(s->upstream), "%s", jstr(st, "upstream_netns"));
 		if (st)
 			json_object_put(st);
 		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
 		if (access(s->netns, F_OK) < 0)
 			s->netns[0] = 0;
+		else
+			netns_recover(s);
 		s->cgroup_id = cg_id(s->cgroup);
 		if (sandbox_adopt(&s->sb, name, msg, sizeof(msg)) < 0 ||
-		    sluice_policy_load_file(s->policy_path, &s->policy, &perr) < 0) {
+		    sluice_policy_load_checked(s->policy_path, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer,
+					       NULL, NULL, NULL, NULL, msg, sizeof(msg)) < 0) {
 			log_warnx("cannot re-adopt sandbox %s: %s", name, msg);
 			failures++;
 			free_sandbox(s);
@@ -1084,6 +1416,9 @@ static int adopt_all(void)
 		 * proxied traffic fails closed, said in the log */
 		if (load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s (its proxy will not start: fail closed)", name, msg);
+		if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
+			log_warnx("sandbox %s: the policy it was attached with is outside --boundary (kept in force: "
+				  "its filter never stopped; reload it): %s", name, msg);
 		if (sandbox_links_pinned(&s->sb) != sluice_prog_count(&s->sb.cfg))
 			log_warnx("sandbox %s: only %d of %d hooks are pinned", name, sandbox_links_pinned(&s->sb),
 				  sluice_prog_count(&s->sb.cfg));
@@ -1110,7 +1445,8 @@ static int adopt_all(void)
 		D.sandboxes = s;
 		if (sluice_owner_write(name, "daemon") < 0)
 			log_warn("sandbox %s: cannot record the daemon as its owner in %s", name, SLUICE_OWNER_DIR);
-		emit(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name, s->sb.gen);
+		emit_signed(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name,
+			    s->sb.gen);
 	}
 	closedir(d);
 	return failures;
@@ -1136,6 +1472,92 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return level == LIBBPF_WARN && getenv("SLUICE_LIBBPF_VERBOSE") ? vfprintf(stderr, fmt, ap) : 0;
 }
 
+/* One scrape of `--metrics` (docs/daemon.md, "Metrics"): the kernel's
+ * counters of every sandbox (kept in its pinned maps, so they survive a
+ * daemon restart), and the daemon's own since it started. */
+static void metrics_fill(struct evbuffer *out, void *arg)
+{
+	static const struct { int stat; const char *verdict; } verdicts[] = {
+		{ SLUICE_STAT_ALLOWED, "allowed" }, { SLUICE_STAT_REDIRECTED, "redirected" },
+		{ SLUICE_STAT_DENIED, "denied" }, { SLUICE_STAT_WOULD_DENY, "would_deny" },
+	};
+	static const struct { int stat; const char *name, *help; } counters[] = {
+		{ SLUICE_STAT_EVENTS_LOST, "sluice_kernel_events_lost_total",
+		  "Denial events the kernel could not queue (ring buffer full); counted, never silent." },
+		{ SLUICE_STAT_BACKSTOP, "sluice_backstop_drops_total", "Packets dropped by the cgroup egress backstop." },
+		{ SLUICE_STAT_UNIX_QUIET, "sluice_unix_quiet_denials_total",
+		  "Unix connects refused without an event (glibc asking nscd)." },
+	};
+	int n = 0;
+
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		n++;
+	sluice_prom_family(out, "sluice_build_info", "gauge", "The running sluice daemon's version.");
+	sluice_prom_sample(out, "sluice_build_info", (const char *const[]){ "version", SLUICE_VERSION, NULL }, 1);
+	sluice_prom_family(out, "sluice_sandboxes", "gauge", "Sandboxes the daemon holds.");
+	sluice_prom_sample(out, "sluice_sandboxes", NULL, (uint64_t)n);
+	sluice_prom_family(out, "sluice_sandbox_info", "gauge", "A sandbox and the policy in force (always 1).");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		sluice_prom_sample(out, "sluice_sandbox_info",
+				   (const char *const[]){ "sandbox", s->name, "policy_name", s->policy->name ? s->policy->name : "",
+							  "policy_sha256", s->policy->digest, "mode", s->mode, NULL }, 1);
+	sluice_prom_family(out, "sluice_kernel_verdicts_total", "counter",
+			   "Connection attempts the kernel judged, by verdict, since the sandbox was attached.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		for (size_t i = 0; i < sizeof(verdicts) / sizeof(verdicts[0]); i++)
+			sluice_prom_sample(out, "sluice_kernel_verdicts_total",
+					   (const char *const[]){ "sandbox", s->name, "verdict", verdicts[i].verdict, NULL },
+					   sandbox_stat(&s->sb, verdicts[i].stat));
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		sluice_prom_family(out, counters[i].name, "counter", counters[i].help);
+		for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+			sluice_prom_sample(out, counters[i].name, (const char *const[]){ "sandbox", s->name, NULL },
+					   sandbox_stat(&s->sb, counters[i].stat));
+	}
+	sluice_prom_family(out, "sluice_denial_events_total", "counter",
+			   "Denial events the daemon consumed, by reason and verdict (the start-up canary's left out), "
+			   "since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		for (unsigned r = 0; s->consumer_ok && r <= SLUICE_REASON__MAX; r++)
+			for (int w = 0; w < 2; w++)
+				if (s->consumer.by_reason[r][w])
+					sluice_prom_sample(out, "sluice_denial_events_total",
+							   (const char *const[]){ "sandbox", s->name, "reason", sluice_reason_name(r),
+										  "verdict", w ? "would_deny" : "deny", NULL },
+							   s->consumer.by_reason[r][w]);
+	sluice_prom_family(out, "sluice_event_lines_lost_total", "counter",
+			   "Lines the daemon could not write to the events file (ENOSPC, EIO, ...).");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		sluice_prom_sample(out, "sluice_event_lines_lost_total", (const char *const[]){ "sandbox", s->name, NULL },
+				   s->log_ready ? sluice_evlog_lost_total(&s->log) : 0);
+	sluice_prom_sample(out, "sluice_event_lines_lost_total", (const char *const[]){ "sandbox", "", NULL },
+			   sluice_evlog_lost_total(&D.log));
+	sluice_prom_family(out, "sluice_child_up", "gauge", "1 while the sandbox's proxy or resolver runs.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		if (s->sb.cfg.have_proxy)
+			sluice_prom_sample(out, "sluice_child_up", (const char *const[]){ "sandbox", s->name, "child", "proxy", NULL },
+					   s->proxy_pid > 0);
+		if (s->sb.cfg.have_dns)
+			sluice_prom_sample(out, "sluice_child_up",
+					   (const char *const[]){ "sandbox", s->name, "child", "resolver", NULL }, s->resolver_pid > 0);
+	}
+	sluice_prom_family(out, "sluice_child_restarts_total", "counter",
+			   "Restarts of a dead proxy or resolver since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		sluice_prom_sample(out, "sluice_child_restarts_total",
+				   (const char *const[]){ "sandbox", s->name, "child", "proxy", NULL }, s->proxy_restarts.total);
+		sluice_prom_sample(out, "sluice_child_restarts_total",
+				   (const char *const[]){ "sandbox", s->name, "child", "resolver", NULL }, s->resolver_restarts.total);
+	}
+	sluice_prom_family(out, "sluice_reloads_total", "counter", "Policy reloads, by result, since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		sluice_prom_sample(out, "sluice_reloads_total", (const char *const[]){ "sandbox", s->name, "result", "ok", NULL },
+				   s->reloads_ok);
+		sluice_prom_sample(out, "sluice_reloads_total",
+				   (const char *const[]){ "sandbox", s->name, "result", "refused", NULL }, s->reloads_refused);
+	}
+}
+
 int cmd_daemon(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1146,10 +1568,15 @@ int cmd_daemon(int argc, char **argv)
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "allowed-signers", required_argument, NULL, 'S' },
+		{ "boundary", required_argument, NULL, 'B' },
+		{ "policy-dir", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static char *px[32], *rx[32];
+	const char *signers_path = NULL, *boundary_path = NULL;
 	char lsm_msg[256] = "";
 	int npx = 0, nrx = 0, c, lfd;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -1157,6 +1584,7 @@ int cmd_daemon(int argc, char **argv)
 	struct timeval tv = { 0, 100000 };
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
+	snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", SLUICE_POLICY_DIR);
 	D.use_lsm = true;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -1168,13 +1596,27 @@ int cmd_daemon(int argc, char **argv)
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
+		case 'm': D.metrics_addr = optarg; break;
+		case 'S': signers_path = optarg; break;
+		case 'B': boundary_path = optarg; break;
+		case 'P': snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", optarg); break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
-			       "                     [--require-lsm | --no-lsm]\n\n"
+			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
+			       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n\n"
+			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
+			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
+			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
+			       "  --boundary FILE  attach and reload refuse a policy that allows anything FILE\n"
+			       "                 (a policy) does not (`sluice policy check --within`)\n"
+			       "  --policy-dir DIR  where policy names resolve (NAME: DIR/NAME.yaml; the OCI\n"
+			       "                 hook's io.sluice.policy annotation); default " SLUICE_POLICY_DIR "\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
-			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"
+			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
+			       "  --metrics IP:PORT  serve Prometheus metrics at http://IP:PORT/metrics\n"
+			       "                 (e.g. 127.0.0.1:9464; numeric addresses only)\n\n"
 			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
 			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
 			       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
@@ -1191,6 +1633,24 @@ int cmd_daemon(int argc, char **argv)
 	if (geteuid() != 0) {
 		log_warnx("daemon: must run as root");
 		return 2;
+	}
+	if (signers_path) {
+		char msg[1024];
+
+		if (sluice_signers_load(signers_path, &D.signers, msg, sizeof(msg)) < 0) {
+			log_warnx("daemon: %s", msg);
+			return 2;
+		}
+		D.signed_mode = true;
+	}
+	if (boundary_path) {
+		char msg[1024];
+
+		if (sluice_boundary_load(boundary_path, &D.boundary, msg, sizeof(msg)) < 0) {
+			log_warnx("daemon: %s", msg);
+			return 2;
+		}
+		snprintf(D.boundary_path, sizeof(D.boundary_path), "%s", boundary_path);
 	}
 	if (D.use_lsm && !sluice_bpf_lsm_active(lsm_msg, sizeof(lsm_msg))) {
 		if (D.require_lsm) {
@@ -1251,6 +1711,18 @@ int cmd_daemon(int argc, char **argv)
 		}
 		sluice_evlog_init(&D.log, D.events, D.events_path, "sluice", NULL);
 	}
+	/* the metrics address is taken before anything is adopted: one in use
+	 * (another daemon's?) refuses the start with nothing changed */
+	D.base = event_base_new();
+	if (D.metrics_addr) {
+		char err[256];
+
+		D.metrics = sluice_metrics_listen(D.base, D.metrics_addr, metrics_fill, NULL, err, sizeof(err));
+		if (!D.metrics) {
+			log_warnx("daemon: %s", err);
+			return 2;
+		}
+	}
 	if (adopt_all() > 0) {
 		log_warnx("daemon: refusing to start: some pinned sandboxes could not be re-adopted (see above); "
 			  "their filters stay in force; `sluice detach --force NAME` removes one without the daemon");
@@ -1268,7 +1740,6 @@ int cmd_daemon(int argc, char **argv)
 		}
 		umask(old);
 	}
-	D.base = event_base_new();
 	event_add(event_new(D.base, lfd, EV_READ | EV_PERSIST, on_accept, NULL), NULL);
 	tick = event_new(D.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &tv);
@@ -1278,7 +1749,10 @@ int cmd_daemon(int argc, char **argv)
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);
 	event_add(sigs[2], NULL);
-	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s", D.sock_path, D.events_path);
+	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s%s%s; policy signatures %s%s", D.sock_path,
+	     D.events_path, D.metrics ? ", metrics at http://" : "", D.metrics ? D.metrics_addr : "",
+	     D.signed_mode ? "required, allowed signers " : "not required (unsigned mode)",
+	     D.signed_mode ? D.signers.path : "");
 	{
 		int n = 0;
 
@@ -1296,6 +1770,7 @@ int cmd_daemon(int argc, char **argv)
 			sluice_consumer_drain(&s->consumer);
 		stop_children(s);
 	}
+	sluice_metrics_free(D.metrics);
 	emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");
 	unlink(D.sock_path);
 	return 0;

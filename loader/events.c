@@ -31,6 +31,7 @@ static const char *reason_names[SLUICE_REASON__MAX] = {
 	[SLUICE_REASON_SOCKET_FAMILY] = "socket_family",
 	[SLUICE_REASON_UNIX_OUTSIDE] = "unix_outside_sandbox",
 	[SLUICE_REASON_UNIX_NOT_ALLOWED] = "unix_not_allowed",
+	[SLUICE_REASON_ENTRY_EXPIRED] = "entry_expired",
 };
 
 static const char *hook_names[SLUICE_HOOK__MAX] = {
@@ -193,6 +194,9 @@ void sluice_envelope_of(const struct sluice_event_meta *m, struct sluice_envelop
 	env->policy_name = m->policy_name;
 	env->policy_digest = m->policy_digest;
 	env->mode = m->mode ? m->mode : "enforce";
+	env->container_id = m->container_id;
+	env->container_name = m->container_name;
+	env->container_runtime = m->container_runtime;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -209,6 +213,9 @@ static int on_event(void *ctx, void *data, size_t size)
 		sluice_event_unix_fields(l, data);
 	if (sluice_event_is_canary(e, c->meta))
 		c->canary++;
+	else
+		c->by_reason[e->reason < SLUICE_REASON__MAX ? e->reason : SLUICE_REASON__MAX]
+			    [e->verdict == SLUICE_VERDICT_WOULD_DENY]++;
 	/* written, or counted lost (by the writer, per dataset, and here: the
 	 * denial lines alone, for denials = lines + ring losses + these) */
 	if (sluice_evlog_commit(c->log) < 0)

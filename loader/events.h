@@ -20,6 +20,9 @@ struct sluice_event_meta {
 	const char *policy_name;    /* rule.ruleset and sluice.policy_name */
 	const char *policy_digest;  /* rule.version and sluice.policy_sha256 (hex) */
 	const char *mode;           /* "enforce" or "audit" (sluice.mode) */
+	const char *container_id;   /* container.id, .name, .runtime (NULL: not a container) */
+	const char *container_name;
+	const char *container_runtime;
 	int64_t boot_to_real_ns;    /* CLOCK_REALTIME - CLOCK_BOOTTIME, ns */
 	uint32_t canary_pid;        /* events of this pid with comm "sluice-canary" are the canary's */
 	/* the confinement (confine.h), on the sandbox-start/-stop lines when profile is set */
@@ -83,6 +86,9 @@ struct sluice_consumer {
 	uint64_t canary;            /* of which the canary's */
 	uint64_t write_lost;        /* denial lines the writer could not write */
 	uint64_t received;          /* events consumed (written, or lost in the writer) */
+	/* events consumed per reason (SLUICE_REASON__MAX: an unknown one) and
+	 * verdict ([0] deny, [1] would deny), the canary's left out */
+	uint64_t by_reason[SLUICE_REASON__MAX + 1][2];
 };
 
 /* Set up consumption of sb's ring buffer; lines go to `log` (written or

@@ -8,10 +8,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+
+/* CLOCK_TAI - CLOCK_REALTIME in whole seconds (the kernel's TAI offset, 0
+ * where nothing set it): the kernel compares expiries with
+ * bpf_ktime_get_tai_ns(), user space writes them as Unix time. */
+static int64_t tai_offset_s(void)
+{
+	struct timespec tai, real;
+
+	if (clock_gettime(CLOCK_TAI, &tai) < 0 || clock_gettime(CLOCK_REALTIME, &real) < 0)
+		return 0;
+	return (int64_t)tai.tv_sec - (int64_t)real.tv_sec + ((tai.tv_nsec - real.tv_nsec) >= 500000000L ? 1 : 0);
+}
 
 static int add_rules(struct sluice_cidr_rules *val, const struct sluice_entry *e, const char *what,
 		     char *err, size_t errlen)
 {
+	uint32_t expires_s = 0;
+
+	if (e->expires) {
+		int64_t t = e->expires + tai_offset_s();
+
+		/* at least 1 (0 means never); past 2106 does not fit */
+		if (t > (int64_t)UINT32_MAX) {
+			snprintf(err, errlen, "line %u: 'expires' too far in the future for the kernel's clock", e->line);
+			return -1;
+		}
+		expires_s = t < 1 ? 1 : (uint32_t)t;
+	}
 	for (size_t i = 0; i < e->n_ports; i++) {
 		/* skip exact duplicates (same rule from a merged prefix) */
 		int dup = 0;
@@ -19,7 +44,8 @@ static int add_rules(struct sluice_cidr_rules *val, const struct sluice_entry *e
 		for (uint32_t j = 0; j < val->n; j++) {
 			const struct sluice_port_rule *r = &val->rules[j];
 
-			if (r->lo == e->ports[i].lo && r->hi == e->ports[i].hi && r->proto == e->protocol)
+			if (r->lo == e->ports[i].lo && r->hi == e->ports[i].hi && r->proto == e->protocol &&
+			    r->expires_s == expires_s)
 				dup = 1;
 		}
 		if (dup)
@@ -35,6 +61,7 @@ static int add_rules(struct sluice_cidr_rules *val, const struct sluice_entry *e
 		val->rules[val->n].hi = e->ports[i].hi;
 		val->rules[val->n].proto = e->protocol;
 		val->rules[val->n].rule = (uint16_t)e->index;
+		val->rules[val->n].expires_s = expires_s;
 		val->n++;
 	}
 	return 0;

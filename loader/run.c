@@ -5,6 +5,7 @@
  * everything removed.
  */
 #include "run.h"
+#include "netns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,9 +44,13 @@
 #include "run_limits_v1.h"
 #include "seccomp_baseline.h"
 #include "run_trust.h"
+#include "sandbox_ca.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
+#include "policy_sig.h"
+#include "expiry_watch.h"
+#include "policy_within.h"
 #include "sandbox.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -73,6 +78,11 @@ static void usage_run(FILE *f)
 		"the host with one writable workdir (docs/filesystem.md).\n"
 		"\n"
 		"  --policy FILE        allowlist (YAML v1, see docs/policy.md); default: deny everything\n"
+		"  --allowed-signers FILE  signed mode: refuse the policy unless POLICY.sig is a valid\n"
+		"                       `sluice policy sign` signature by a key FILE names (OpenSSH\n"
+		"                       allowed-signers format); the signer is in the start line\n"
+		"  --boundary FILE      refuse the policy unless everything it allows, FILE (a policy)\n"
+		"                       allows too (`sluice policy check --within`)\n"
 		"  --events DEST        where sluice's JSON lines go (kernel events, proxy access log,\n"
 		"                       resolver query log, lifecycle): a FILE (appended), - for\n"
 		"                       stdout; default stderr.  CMD's stdout is never written to\n"
@@ -80,6 +90,12 @@ static void usage_run(FILE *f)
 		"  --name NAME          sandbox name (default: run-<pid>)\n"
 		"  --netns PATH         run CMD in this network namespace (e.g. /run/netns/NAME);\n"
 		"                       the proxy and resolver listen and dial there too\n"
+		"  --isolate-net        run CMD in a fresh network namespace with loopback only: its one\n"
+		"                       way out is sluice's proxy and resolver, which dial from the host's\n"
+		"                       network (or --upstream-netns)\n"
+		"  --upstream-netns PATH|host\n"
+		"                       the proxy and resolver listen in CMD's netns but dial from this\n"
+		"                       one (host: sluice's own)\n"
 		"  --mode MODE          enforce (default) or audit (log what would be denied, deny nothing\n"
 		"                       except raw/ICMP sockets)\n"
 		"  --upstream-dns ADDR  resolver's upstream (default: /etc/resolv.conf)\n"
@@ -343,13 +359,22 @@ struct run_state {
 	bool consumer_ok;
 	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */
 	struct sluice_trust trust;  /* the sandbox CA bundle (run_trust.h) */
+	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h): every
+				     * proxy started for this run signs with it */
 	struct sluice_secrets secrets; /* the credentials' secrets and placeholders (credentials.h) */
+	int policy_fd;              /* sealed memfd of the policy's bytes, for the children; -1 none */
+	struct sluice_signer signer; /* --allowed-signers: who signed the policy ("" unsigned) */
+	struct sluice_expiry_watch expiry; /* the entry-expired lines */
 };
 
 static void run_cleanup(struct run_state *st)
 {
 	sluice_trust_free(&st->trust);
+	sluice_ca_pem_free(st->ca);
 	sluice_secrets_clear(&st->secrets);
+	if (st->policy_fd >= 0)
+		close(st->policy_fd);
+	sluice_expiry_watch_free(&st->expiry);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -560,6 +585,8 @@ int cmd_run(int argc, char **argv)
 		{ "events", required_argument, NULL, 'e' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "netns", required_argument, NULL, 'N' },
+		{ "upstream-netns", required_argument, NULL, 'U' },
+		{ "isolate-net", no_argument, NULL, 'X' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "upstream-dns", required_argument, NULL, 'u' },
 		{ "no-proxy", no_argument, NULL, 'P' },
@@ -578,13 +605,18 @@ int cmd_run(int argc, char **argv)
 		{ "secret", required_argument, NULL, 'S' },
 		{ "env", required_argument, NULL, SLUICE_OPT_ENV },
 		{ "inherit-env", no_argument, NULL, SLUICE_OPT_INHERIT_ENV },
+		{ "allowed-signers", required_argument, NULL, 1101 },
+		{ "boundary", required_argument, NULL, 1102 },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		SLUICE_CONFINE_LONGOPTS,
 		{ 0 },
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
-		   *upstream = NULL;
+		   *upstream = NULL, *signers_path = NULL, *boundary_path = NULL, *upstream_netns = NULL,
+		   *child_netns = NULL;
+	char iso_path[64];
+	int isolate = 0;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
 	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
@@ -594,7 +626,6 @@ int cmd_run(int argc, char **argv)
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
 	char lsm_msg[256] = "not loaded (--no-lsm)";
 	struct run_state st;
-	struct sluice_policy_error perr;
 	struct sluice_bpf_config cfg;
 	struct sluice_event_meta meta;
 	int ret = 2, errpipe[2] = { -1, -1 }, syncpipe[2] = { -1, -1 }, gopipe[2] = { -1, -1 };
@@ -608,6 +639,7 @@ int cmd_run(int argc, char **argv)
 	pid_t pid = -1, cmd_pid;
 
 	memset(&st, 0, sizeof(st));
+	st.policy_fd = -1;
 	sluice_confine_init(&conf);
 	st.cg_fd = -1;
 	st.listeners.proxy4 = st.listeners.proxy6 = st.listeners.dns_udp4 = -1;
@@ -625,6 +657,8 @@ int cmd_run(int argc, char **argv)
 			snprintf(name, sizeof(name), "%s", optarg);
 			break;
 		case 'N': netns_path = optarg; break;
+		case 'U': upstream_netns = optarg; break;
+		case 'X': isolate = 1; break;
 		case 'm': mode = optarg; break;
 		case 'u': upstream = optarg; break;
 		case 'P': no_proxy = 1; break;
@@ -671,6 +705,8 @@ int cmd_run(int argc, char **argv)
 			}
 			n_secret_src++;
 			break;
+		case 1101: signers_path = optarg; break;
+		case 1102: boundary_path = optarg; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: {
@@ -705,10 +741,36 @@ int cmd_run(int argc, char **argv)
 	if (!name[0])
 		snprintf(name, sizeof(name), "run-%d", getpid());
 
-	/* 1. the policy: all checks before anything is created */
+	/* 1. the policy: all checks before anything is created.  It is parsed
+	 * (and, signed, verified) from bytes read once; the children get the
+	 * same bytes in a sealed memfd, never the path again. */
+	if (signers_path && !policy_path) {
+		log_warnx("run: --allowed-signers needs --policy (a signed policy file)");
+		return 2;
+	}
 	if (policy_path) {
-		if (sluice_policy_load_file(policy_path, &st.policy, &perr) < 0) {
-			log_warnx("%s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+		struct sluice_signers signers;
+		char pmsg[1536], *bytes = NULL;
+		size_t n_bytes = 0;
+		int r;
+
+		if (signers_path && sluice_signers_load(signers_path, &signers, pmsg, sizeof(pmsg)) < 0) {
+			log_warnx("%s", pmsg);
+			return 2;
+		}
+		r = sluice_policy_load_checked(policy_path, signers_path ? &signers : NULL, &st.policy, &st.signer,
+					       &bytes, &n_bytes, NULL, NULL, pmsg, sizeof(pmsg));
+		if (signers_path)
+			sluice_signers_free(&signers);
+		if (r < 0) {
+			log_warnx("%s", pmsg);
+			return 2;
+		}
+		st.policy_fd = sluice_policy_memfd(bytes, n_bytes);
+		free(bytes);
+		if (st.policy_fd < 0) {
+			log_warnx("run: cannot hold the policy in a memfd: %s", strerror(-st.policy_fd));
+			sluice_policy_free(st.policy);
 			return 2;
 		}
 	} else {
@@ -720,6 +782,8 @@ int cmd_run(int argc, char **argv)
 	}
 	/* the credentials' secrets: read here (root), handed to the proxy as
 	 * content; a missing, empty or public one refuses the start */
+	struct sluice_policy_error perr;
+
 	if (sluice_secrets_load(st.policy, secret_src, n_secret_src, getenv("CREDENTIALS_DIRECTORY"), &st.secrets,
 				&perr) < 0 ||
 	    (perr.message[0] = 0, sluice_secrets_placeholders(&st.secrets, NULL) < 0)) {
@@ -736,6 +800,23 @@ int cmd_run(int argc, char **argv)
 	if (mode)
 		st.policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	mode = st.policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
+	if (boundary_path) {
+		/* the policy (and --mode) as it will run, against the boundary */
+		struct sluice_policy *b = NULL;
+		char bmsg[4096];
+		int r = sluice_boundary_load(boundary_path, &b, bmsg, sizeof(bmsg));
+
+		if (r == 0)
+			r = sluice_policy_check_within(st.policy, b, boundary_path, bmsg, sizeof(bmsg));
+		sluice_policy_free(b);
+		if (r != 0) {
+			log_warnx("%s", bmsg);
+			if (r > 0)
+				log_warnx("run: the policy allows %d thing%s beyond the boundary %s: not run", r, r == 1 ? "" : "s",
+					  boundary_path);
+			goto out;
+		}
+	}
 	audit = st.policy->mode == SLUICE_MODE_AUDIT;
 
 	/* 2. the environment */
@@ -769,13 +850,41 @@ int cmd_run(int argc, char **argv)
 		log_warn("run: no BPF filesystem at %s and cannot mount one", SLUICE_BPFFS);
 		goto out;
 	}
-	if (netns_path) {
+	if (isolate && netns_path) {
+		log_warnx("run: --isolate-net makes CMD a network namespace of its own: not with --netns");
+		goto out;
+	}
+	if (upstream_netns && strcmp(upstream_netns, "host") != 0) {
+		int fd = open(upstream_netns, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			log_warn("run: cannot open --upstream-netns %s", upstream_netns);
+			goto out;
+		}
+		close(fd);
+	}
+	if (isolate) {
+		/* loopback only: the proxy and the resolver are the only way out */
+		netns_fd = sluice_netns_isolated(msg, sizeof(msg));
+		if (netns_fd < 0) {
+			log_warnx("run: --isolate-net: %s", msg);
+			goto out;
+		}
+		snprintf(iso_path, sizeof(iso_path), "/proc/%d/fd/%d", (int)getpid(), netns_fd);
+		netns_path = iso_path;
+	} else if (netns_path) {
 		netns_fd = open(netns_path, O_RDONLY | O_CLOEXEC);
 		if (netns_fd < 0) {
 			log_warn("run: cannot open network namespace %s", netns_path);
 			goto out;
 		}
 	}
+	/* where the proxy and resolver dial from: --upstream-netns (host: ours),
+	 * the host's for --isolate-net, else the sandbox's */
+	if (upstream_netns)
+		child_netns = strcmp(upstream_netns, "host") == 0 ? NULL : upstream_netns;
+	else
+		child_netns = isolate ? NULL : netns_path;
 	if (events_path && strcmp(events_path, "-") == 0) {
 		st.events = STDOUT_FILENO;
 	} else if (events_path) {
@@ -876,7 +985,7 @@ int cmd_run(int argc, char **argv)
 	 * dies is restarted on them: its port is never free for another) */
 	{
 		struct sluice_child_opts co = {
-			.policy_path = policy_path, .netns_path = netns_path, .sandbox = name,
+			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = child_netns, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
 			.secrets = &st.secrets,
 		};
@@ -888,23 +997,18 @@ int cmd_run(int argc, char **argv)
 		st.resolver_co = co;
 		st.resolver_co.extra = resolver_extra;
 		if (cfg.have_proxy) {
-			char *ca_pem = NULL;
-			int trc;
+			const char *why = "";
 
-			/* only the first start reports the CA; a restarted proxy
-			 * makes a new one the sandbox does not trust (inspected
-			 * names then fail closed: docs/proxy.md) */
-			st.proxy_co.ca_pem = &ca_pem;
-			st.proxy_pid = sluice_child_start(st.proxy_bin, &st.listeners, &st.proxy_co, 10000, msg, sizeof(msg));
-			st.proxy_co.ca_pem = NULL;
-			if (st.proxy_pid < 0) {
-				log_warnx("run: %s", msg);
+			/* TLS inspection: the run's one CA (a restarted proxy gets
+			 * it too) and the bundle CMD will trust (run_trust.h) */
+			if (sluice_ca_make(st.policy, name, NULL, &st.ca, &why) < 0 ||
+			    sluice_trust_prepare(&st.trust, sluice_ca_cert_part(st.ca), msg, sizeof(msg)) < 0) {
+				log_warnx("run: %s", why[0] ? why : msg);
 				goto out;
 			}
-			/* TLS inspection: the CA bundle CMD will trust (run_trust.h) */
-			trc = sluice_trust_prepare(&st.trust, ca_pem, msg, sizeof(msg));
-			free(ca_pem);
-			if (trc < 0) {
+			st.proxy_co.ca = st.ca;
+			st.proxy_pid = sluice_child_start(st.proxy_bin, &st.listeners, &st.proxy_co, 10000, msg, sizeof(msg));
+			if (st.proxy_pid < 0) {
 				log_warnx("run: %s", msg);
 				goto out;
 			}
@@ -1187,12 +1291,17 @@ int cmd_run(int argc, char **argv)
 			sluice_run_env_names_json(&renv, names, sizeof(names));
 			sluice_line_put_raw(l, "sluice.env_passed", sizeof("sluice.env_passed") - 1, names, strlen(names));
 			SL_BOOL(l, "sluice.inherit_env", renv.inherit);
+			sluice_signer_fields(l, &st.signer);
 			sluice_evlog_commit(&st.log);
 		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	if (sluice_expiry_watch_init(&st.expiry, st.policy) < 0) {
+		log_warnx("run: out of memory");
+		goto out;
+	}
 
 	/* 8. stream events until CMD exits */
 	for (;;) {
@@ -1204,6 +1313,7 @@ int cmd_run(int argc, char **argv)
 		int status;
 
 		sluice_consumer_drain(&st.consumer);
+		sluice_expiry_watch_tick(&st.expiry, &st.log, -1);
 		if (r < 0 && errno != EINTR)
 			break;
 		/* --timeout: kill the whole cgroup once; CMD's exit ends the loop */

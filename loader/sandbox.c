@@ -239,6 +239,8 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 		c.have_unix = 0;
 		sb->unix_err = unix_refused;
 	}
+	/* expiring cidr entries are judged on CLOCK_TAI (6.1+) */
+	c.have_tai = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_ktime_get_tai_ns, NULL) > 0;
 	err = load_object(sb, &c, n4, n6, nu);
 	if (err && c.have_lsm) {
 		c.have_lsm = 0;
@@ -400,6 +402,12 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 	struct sluice_state st = { .gen = next };
 	int err;
 
+	for (size_t i = 0; i < policy->n_entries; i++)
+		if (policy->entries[i].kind == SLUICE_ENTRY_CIDR && policy->entries[i].expires && !sb->cfg.have_tai) {
+			snprintf(msg, msglen, "line %u: 'expires' on a cidr entry needs a kernel with bpf_ktime_get_tai_ns "
+				 "(Linux 6.1+) to be enforced", policy->entries[i].line);
+			return -1;
+		}
 	if (sluice_plan_build(policy, next, &plan, msg, msglen) < 0)
 		return -1;
 	/* once, at the first load (an adopted sandbox has them already) */

@@ -67,7 +67,8 @@ class Env:
                 got = [json.loads(l) for l in f if l.strip()]
         except FileNotFoundError:
             got = []
-        return [g for g in got[mark:] if g.get("event") == "request"]
+        # mark: a count of requests (the log has "accept" lines too)
+        return [g for g in got if g.get("event") == "request"][mark:]
 
 
 def env(w):

@@ -164,6 +164,30 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 			sb_json(&b, t);
 			break;
 		}
+		/* change control, only when set (older policies keep their
+		 * digest); "valid" sorts after every other key but "why" */
+		if (e->expires || e->owner || e->ticket) {
+			const char *sep = "";
+
+			sb_str(&b, ",\"valid\":{");
+			if (e->owner) {
+				sb_str(&b, "\"owner\":");
+				sb_json(&b, e->owner);
+				sep = ",";
+			}
+			if (e->ticket) {
+				sb_str(&b, sep);
+				sb_str(&b, "\"ticket\":");
+				sb_json(&b, e->ticket);
+				sep = ",";
+			}
+			if (e->expires) {
+				sb_str(&b, sep);
+				sb_str(&b, "\"until\":");
+				sb_json(&b, sluice_rfc3339_str(e->expires, t, sizeof(t)));
+			}
+			sb_str(&b, "}");
+		}
 		sb_str(&b, ",\"why\":");
 		sb_json(&b, e->why ? e->why : "");
 		sb_str(&b, "}");

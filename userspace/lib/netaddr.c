@@ -288,7 +288,8 @@ bool netaddr_cidr_contains(const struct netaddr_cidr *c, int family, const uint8
 
 bool sluice_entry_cidr_contains(const struct sluice_entry *e, int family, const uint8_t *addr)
 {
-	return e->kind == SLUICE_ENTRY_CIDR && netaddr_in_prefix(e->family, e->addr, e->prefix_len, family, addr);
+	return e->kind == SLUICE_ENTRY_CIDR && !sluice_entry_expired(e, -1) &&
+	       netaddr_in_prefix(e->family, e->addr, e->prefix_len, family, addr);
 }
 
 const char *netaddr_refusal(int family, const uint8_t *addr, const struct netaddr_cidr *allow, size_t n)

@@ -965,7 +965,7 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "why", NULL };
 	static const char *const unix_keys[] = { "unix", "why", NULL };
 	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
-						  "protocol", "inspect", "credential", "why", NULL };
+						  "protocol", "inspect", "credential", "why", "expires", "owner", "ticket", NULL };
 	const struct ynode *kn = NULL, *v, *kind_key = NULL, *kind_val = NULL;
 	const char *kinds[] = { "host", "url", "cidr", "unix" };
 	char b[64];
@@ -1000,7 +1000,7 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 			const char *k = m->kids[i]->value;
 
 			if (strcmp(k, "ports") && strcmp(k, "why") && strcmp(k, "methods") &&
-			    strcmp(k, "protocol") && strcmp(k, "inspect"))
+			    strcmp(k, "protocol") && strcmp(k, "inspect") && !sluice_entry_meta_key(k))
 				return fail(c, m->kids[i], "unknown key '%s' in allow entry",
 					    shown(m->kids[i], b, sizeof(b)));
 		}
@@ -1020,7 +1020,7 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 			for (size_t j = 0; known[j]; j++)
 				if (strcmp(k->value, known[j]) == 0)
 					ok = true;
-			if (ok)
+			if (ok || sluice_entry_meta_key(k->value))
 				continue;
 			if (e->kind == SLUICE_ENTRY_URL && strcmp(k->value, "ports") == 0)
 				return fail(c, k, "'ports' is not allowed in a url entry (the port is part of the url)");
@@ -1135,6 +1135,18 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	e->why = strdup(v->value);
 	if (!e->why)
 		return fail(c, v, "out of memory");
+	/* expires, owner, ticket: policy_expiry.c */
+	for (size_t i = 0; i < m->n; i += 2) {
+		char why[256];
+
+		if (!sluice_entry_meta_key(m->kids[i]->value))
+			continue;
+		if (want_string(c, m->kids[i], m->kids[i + 1]) < 0)
+			return -1;
+		if (sluice_entry_meta_set(e, m->kids[i]->value, m->kids[i + 1]->value, m->kids[i + 1]->len, why,
+					  sizeof(why)) < 0)
+			return fail(c, m->kids[i + 1], "%s", why);
+	}
 	if (set_entry_name(e) < 0)
 		return fail(c, m, "out of memory");
 	return 0;
@@ -1434,6 +1446,8 @@ void sluice_policy_free(struct sluice_policy *p)
 		free(e->url_path);
 		free(e->unix_path);
 		free(e->credential);
+		free(e->owner);
+		free(e->ticket);
 		for (size_t j = 0; j < e->n_methods; j++)
 			free(e->methods[j]);
 		free(e->methods);
@@ -1498,7 +1512,7 @@ bool sluice_host_match(const struct sluice_entry *entry, const char *host)
 	const char *name;
 	size_t hl, nl;
 
-	if (!entry || !host)
+	if (!entry || !host || sluice_entry_expired(entry, -1))
 		return false;
 	if (entry->kind == SLUICE_ENTRY_URL)
 		return entry->url_host && strcmp(entry->url_host, host) == 0;

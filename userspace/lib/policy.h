@@ -87,6 +87,14 @@ struct sluice_entry {
 	bool unix_abstract;
 	bool unix_prefix;
 
+	/* Change control (userspace/lib/policy_expiry.c, docs/policy.md):
+	 * `expires:` as Unix time in seconds (UTC; 0: never expires), and the
+	 * `owner:` and `ticket:` strings as written (NULL: none), which the
+	 * log lines of this entry carry.  An expired entry allows nothing:
+	 * the matchers below skip it from that second on. */
+	int64_t expires;
+	char *owner;
+	char *ticket;
 	/* SLUICE_ENTRY_URL only: `credential:`, the name of one of the
 	 * policy's credentials (NULL: none) and its index in p->credentials.
 	 * A request this entry allows gets that credential's header. */
@@ -232,6 +240,28 @@ bool sluice_policy_allows_name(const struct sluice_policy *p, const char *host);
 
 /* Is RR type `qtype` (RFC 1035 number) in the policy's dns.qtypes? */
 bool sluice_policy_allows_qtype(const struct sluice_policy *p, uint16_t qtype);
+
+/* Expiring entries (userspace/lib/policy_expiry.c) ------------------------ */
+
+/* Has `e` expired at Unix time `now` (seconds)?  False for entries without
+ * `expires:`.  `now` < 0: the current CLOCK_REALTIME second. */
+bool sluice_entry_expired(const struct sluice_entry *e, int64_t now);
+
+/*
+ * Parse an RFC 3339 date-time ("2026-12-31T18:00:00Z", or with an offset
+ * "+02:00" / "-05:30"; 'T' or 't', 'Z' or 'z'; no fractional seconds) into
+ * Unix seconds.  Returns 0, or -1 with a static reason in *why.
+ */
+int sluice_rfc3339_parse(const char *s, int64_t *out, const char **why);
+
+/* `t` (Unix seconds) as "2026-12-31T18:00:00Z" into buf (>= 21 bytes). */
+const char *sluice_rfc3339_str(int64_t t, char *buf, size_t len);
+
+/* The change-control fields of a log line about entry `e` (NULL: none):
+ * sluice.rule_owner, sluice.rule_ticket, sluice.rule_expires, each only
+ * when the entry has it (docs/events.md). */
+struct sluice_line;
+void sluice_entry_log_fields(struct sluice_line *l, const struct sluice_entry *e);
 
 /* Lint findings (sluice policy check) ------------------------------------ */
 

@@ -81,4 +81,13 @@ const char *sluice_port_range_str(const struct sluice_port_range *r, char *buf, 
 /* Canonical cidr text "198.51.100.0/24" into buf (>= 64 bytes). */
 const char *sluice_cidr_str(const struct sluice_entry *e, char *buf, size_t len);
 
+/* policy_expiry.c: is `key` one of the change-control keys of an entry
+ * (expires, owner, ticket)? */
+bool sluice_entry_meta_key(const char *key);
+
+/* policy_expiry.c: set the change-control key `key` of `e` from the string
+ * scalar `value` (`len` bytes).  Returns 0, or -1 with the message in why. */
+int sluice_entry_meta_set(struct sluice_entry *e, const char *key, const char *value, size_t len, char *why,
+			  size_t whylen);
+
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "evlog.h"
+#include "policy.h"
 
 #include "addr.h"
 
@@ -84,6 +85,7 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 	SL_STR(b, "sluice.credential_event", r->cred_event);
 	if (r->severity > 0)
 		SL_I64(b, "event.severity", r->severity);
+	sluice_entry_log_fields(b, r->rule_entry);
 
 	SL_STR(b, "url.full", r->url_full);
 	SL_STR(b, "url.domain", r->domain);

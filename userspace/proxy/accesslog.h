@@ -50,6 +50,7 @@ struct proxy_log_rec {
 				       * credential placeholder; 0 = left out */
 	const char *cred_event;       /* sluice.credential_event: "credential_echoed" when a
 				       * response had the secret replaced; NULL otherwise */
+	const struct sluice_entry *rule_entry; /* its entry: sluice.rule_owner, _ticket, _expires; may be NULL */
 	int orig_dst_mismatch;        /* -1 unknown, 0, 1 */
 	int request_seq;              /* HTTP: the request's place on its client connection (1, 2, ...); 0 = none */
 	int upstream_conn;            /* HTTP: 0 none, 1 a new upstream connection, 2 a pooled one */

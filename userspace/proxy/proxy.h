@@ -85,6 +85,9 @@ struct proxy_config {
 	const char *upstream_ca;        /* a PEM file of CAs trusted for origins besides the host's */
 	int ca_cert_fd;                 /* -1: none; else the sandbox CA's certificate (PEM) is
 					 * written there at start, then the fd is closed */
+	int ca_fd;                      /* -1: none (the proxy makes its own CA); else the
+					 * sandbox CA (key and certificate, PEM) is read from
+					 * it at start, then the fd is closed (sandbox_ca.h) */
 	struct proxy_limits limits;
 	int verbose;
 };
@@ -151,6 +154,11 @@ const struct sluice_secret *proxy_cred_misdirected(const struct proxy *px, const
 
 /* Handle one accepted client socket (non-blocking).  Takes ownership of fd. */
 void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen);
+
+/* A passthrough CONNECT is dialed once its ClientHello is checked; a client
+ * silent this long after the 200 speaks a server-first protocol (SSH,
+ * SMTP): dialed then, on the CONNECT host's decision. */
+#define PROXY_SERVER_FIRST_MS 250
 
 enum conn_phase {
 	PH_READ = 0, PH_RESOLVE, PH_CONNECT, PH_HELLO, PH_HTTP, PH_TUNNEL, PH_LINGER,
@@ -220,6 +228,7 @@ struct conn {
 	const char *cred_event;         /* "credential_echoed" once a response was redacted */
 	const char *cred_name;          /* the credential of a misdirected placeholder */
 	bool severity_high;             /* event.severity 73 (a credential misdirected) */
+	const struct sluice_entry *rule_entry; /* the entry that allowed it (owner, ticket, expires), or NULL */
 	const char *method;
 	char *host;                     /* normalised name (or IP literal); malloc'd */
 	char *sni;                      /* tls.client.server_name; malloc'd */

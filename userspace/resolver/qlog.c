@@ -131,6 +131,7 @@ void rsv_log_fields(struct sluice_line *l, const struct rsv_decision *d, const s
 		SL_STR(l, "sluice.credential", d->credential);
 		SL_I64(l, "event.severity", 73);
 	}
+	sluice_entry_log_fields(l, d->rule);
 
 	snprintf(idbuf, sizeof(idbuf), "%u", (unsigned)d->id & 0xffff);
 	SL_STR(l, "dns.id", idbuf);          /* keyword in ECS */

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * cmd_sign.c - `sluice policy sign` and `sluice policy verify`: the merge
+ * step and the CI check of signed policies (policy_sig.h, docs/policy.md
+ * "Change control").
+ */
+#include "cmd_sign.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+#include "policy_sig.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: sluice policy sign --key KEY POLICY.yaml...\n"
+		"       sluice policy verify --allowed-signers FILE POLICY.yaml...\n"
+		"\n"
+		"sign    sign each policy's canonical digest with the SSH key KEY (ssh-keygen -Y sign,\n"
+		"        namespace " SLUICE_SIG_NAMESPACE "); writes POLICY.yaml.sig beside it.  What is signed is\n"
+		"        \"" "sluice-policy sha256:DIGEST" "\": comments and layout may change afterwards, any\n"
+		"        change of meaning (or of name or a why) needs a new signature.\n"
+		"verify  check POLICY.yaml.sig against an OpenSSH allowed-signers file, as\n"
+		"        `sluice run --allowed-signers` and the daemon do; prints the signer.\n"
+		"\n"
+		"Exit status: 0 all signed / verified, 2 any error (file:line: message).\n"
+		"\n"
+		"examples:\n"
+		"  sluice policy sign --key ~/.ssh/id_ed25519 policies/job.yaml\n"
+		"  sluice policy verify --allowed-signers /etc/sluice/allowed_signers policies/job.yaml\n");
+}
+
+int cmd_policy_sign(int argc, char **argv)
+{
+	const char *key = NULL, *signers_path = NULL;
+	bool sign = strcmp(argv[0], "sign") == 0, opts = true;
+	struct sluice_signers signers;
+	int n = 0, rc = 0;
+	char msg[1024];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (opts && strcmp(a, "--") == 0) {
+			opts = false;
+		} else if (opts && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+			usage(stdout);
+			return 0;
+		} else if (opts && sign && strcmp(a, "--key") == 0 && i + 1 < argc) {
+			key = argv[++i];
+		} else if (opts && !sign && strcmp(a, "--allowed-signers") == 0 && i + 1 < argc) {
+			signers_path = argv[++i];
+		} else if (opts && a[0] == '-' && a[1]) {
+			fprintf(stderr, "sluice policy %s: unknown option or missing value '%s'\n", argv[0], a);
+			usage(stderr);
+			return 2;
+		} else {
+			argv[++n] = argv[i];   /* compact the files to argv[1..n] */
+		}
+	}
+	if (n == 0 || (sign && !key) || (!sign && !signers_path)) {
+		fprintf(stderr, "sluice policy %s: need %s and at least one POLICY\n", argv[0],
+			sign ? "--key KEY" : "--allowed-signers FILE");
+		usage(stderr);
+		return 2;
+	}
+	if (!sign && sluice_signers_load(signers_path, &signers, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "%s\n", msg);
+		return 2;
+	}
+	for (int i = 1; i <= n; i++) {
+		char digest[SLUICE_DIGEST_HEX_LEN + 1], sigpath[4200];
+
+		sluice_policy_sig_path(argv[i], sigpath, sizeof(sigpath));
+		if (sign) {
+			if (sluice_policy_sign(key, argv[i], digest, msg, sizeof(msg)) < 0) {
+				fprintf(stderr, "%s\n", msg);
+				rc = 2;
+				continue;
+			}
+			printf("signed  %s  sha256 %s  -> %s\n", argv[i], digest, sigpath);
+		} else {
+			struct sluice_policy *p = NULL;
+			struct sluice_signer who;
+
+			if (sluice_policy_load_checked(argv[i], &signers, &p, &who, NULL, NULL, NULL, NULL, msg,
+						       sizeof(msg)) < 0) {
+				fprintf(stderr, "%s\n", msg);
+				printf("refused %s\n", argv[i]);
+				rc = 2;
+				continue;
+			}
+			printf("ok      %s  sha256 %s  signed by %s (%s)\n", argv[i], p->digest, who.principal,
+			       who.key[0] ? who.key : "key not reported");
+			sluice_policy_free(p);
+		}
+	}
+	if (!sign)
+		sluice_signers_free(&signers);
+	return rc;
+}

@@ -1242,10 +1242,11 @@ static json_object *do_reload(json_object *req)
 		return reply_error("no sandbox named '%s'", name ? name : "");
 	if (!policy)
 		return reply_error("reload needs a policy");
+	msg[0] = 0;
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
-				       &n_sig, msg, sizeof(msg)) < 0)
+				       &n_sig, msg, sizeof(msg)) < 0) {
 		np = NULL;   /* msg says why */
-	else if ((D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) ||
+	} else if ((D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) ||
 		 reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0) {
 		sluice_policy_free(np);
 		np = NULL;
@@ -1255,6 +1256,9 @@ static json_object *do_reload(json_object *req)
 		np = NULL;
 	}
 	if (!np) {
+		/* refused: a step that failed without saying why still refuses */
+		if (!msg[0])
+			snprintf(msg, sizeof(msg), "reload refused");
 		/* the sandbox keeps its policy; the refusal is in its stream too */
 		free(bytes);
 		free(sig);

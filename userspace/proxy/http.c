@@ -63,7 +63,16 @@ struct conn_http {
 	bool client_keep;              /* the client was told "keep-alive" */
 	bool client_eof;               /* the client half-closed after its request */
 	size_t echo_scanned;           /* response bytes looked at for an echoed secret */
+	/* request body bytes looked at for a misdirected placeholder, the
+	 * last bytes of the previous part (a placeholder split between two
+	 * parts), and the credential whose placeholder was found */
+	size_t body_scanned;
+	char ph_tail[SLUICE_PLACEHOLDER_LEN];
+	size_t ph_tail_len;
+	const struct sluice_secret *body_ph;
 };
+
+#define HTTP_BODY_SCAN_MAX (1024 * 1024)  /* request body bytes scanned for placeholders */
 
 #define HTTP_ECHO_SCAN_MAX (1024 * 1024)  /* response bytes scanned for an echoed secret */
 
@@ -314,13 +323,57 @@ static bool flush_client(struct conn *c)
 }
 
 /* Request body bytes, decoded by http-parser: re-framed toward upstream. */
+/*
+ * A placeholder of a credential this request does not carry, in the first
+ * HTTP_BODY_SCAN_MAX bytes of its body (also across two parts)?  Then the
+ * part is held back and feed_request() refuses the request: the origin
+ * got at most the head and the body before it, never the placeholder, and
+ * an incomplete request.
+ */
+static bool body_misdirected(struct conn *c, const char *data, size_t len)
+{
+	struct conn_http *h = c->http;
+	const size_t keep = SLUICE_PLACEHOLDER_LEN - 1;
+	const struct sluice_secret *s;
+
+	if (!c->px->secrets.n || h->body_scanned >= HTTP_BODY_SCAN_MAX)
+		return false;
+	s = proxy_cred_misdirected(c->px, c->cred, data, len);
+	if (!s && h->ph_tail_len) {
+		char joined[2 * SLUICE_PLACEHOLDER_LEN];
+		size_t k = len < keep ? len : keep;
+
+		memcpy(joined, h->ph_tail, h->ph_tail_len);
+		memcpy(joined + h->ph_tail_len, data, k);
+		s = proxy_cred_misdirected(c->px, c->cred, joined, h->ph_tail_len + k);
+	}
+	if (s) {
+		h->body_ph = s;
+		return true;
+	}
+	if (len >= keep) {
+		memcpy(h->ph_tail, data + len - keep, keep);
+		h->ph_tail_len = keep;
+	} else {
+		size_t drop = h->ph_tail_len + len > keep ? h->ph_tail_len + len - keep : 0;
+
+		memmove(h->ph_tail, h->ph_tail + drop, h->ph_tail_len - drop);
+		memcpy(h->ph_tail + h->ph_tail_len - drop, data, len);
+		h->ph_tail_len = h->ph_tail_len - drop + len;
+	}
+	h->body_scanned += len;
+	return false;
+}
+
 static void body_out(void *arg, const char *data, size_t len)
 {
 	struct conn *c = arg;
 	struct evbuffer *out = c->http->up_out;
 
-	if (c->http->resp_done)
+	if (c->http->resp_done || c->http->body_ph)
 		return;   /* the response is already complete: the connection closes */
+	if (body_misdirected(c, data, len))
+		return;
 	if (c->req->chunked) {
 		evbuffer_add_printf(out, "%zx\r\n", len);
 		evbuffer_add(out, data, len);
@@ -356,6 +409,15 @@ static bool feed_request(struct conn *c)
 		used = proxy_body_feed(c->req, v.iov_base, v.iov_len, &done, &err);
 		if (used < 0) {
 			http_abort(c, err.status, err.reason);
+			return false;
+		}
+		if (h->body_ph) {
+			/* exfiltration of a placeholder in the body (body_misdirected) */
+			c->cred_name = h->body_ph->name;
+			c->cred = NULL;
+			c->severity_high = true;
+			c->verdict = "deny";
+			http_abort(c, 403, "credential_misdirected");
 			return false;
 		}
 		evbuffer_drain(h->cl_in, (size_t)used);

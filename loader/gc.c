@@ -259,12 +259,15 @@ int sluice_sandbox_remove(const char *name, const char *daemon_state_dir, bool d
 					unlink(path);
 			}
 		}
-		snprintf(path, sizeof(path), "%s/netns/%s", daemon_state_dir, name);
-		if (access(path, F_OK) == 0) {
-			DID("%s %s, ", dry_run ? "release" : "released", path);
-			if (!dry_run) {
-				umount2(path, MNT_DETACH);
-				unlink(path);
+		/* its netns, and its upstream netns (--upstream-netns) */
+		for (int u = 0; u < 2; u++) {
+			snprintf(path, sizeof(path), "%s/netns/%s%s", daemon_state_dir, name, u ? ".upstream" : "");
+			if (access(path, F_OK) == 0) {
+				DID("%s %s, ", dry_run ? "release" : "released", path);
+				if (!dry_run) {
+					umount2(path, MNT_DETACH);
+					unlink(path);
+				}
 			}
 		}
 	}

@@ -165,3 +165,23 @@ def test_hook_upstream_netns_for_a_network_none_container(w):
         assert TC.wait_gone(h.d, cid[:12])
     finally:
         h.close()
+
+
+def test_detach_force_releases_the_upstream_netns_too(w):
+    d = TD.Daemon(w)
+    name = "updetach%d" % os.getpid()
+    a = TD.Workload(w, name)
+    try:
+        r = d.ctl("attach", "--policy", w.write("upf.yaml", POLICY), "--cgroup", a.cg, "--netns", w.sbx_path,
+                  "--name", name, "--upstream-netns", w.sbx_path)
+        assert r.returncode == 0, r
+        kept = os.path.join(d.state, "netns", name + ".upstream")
+        assert subprocess.run(["mountpoint", "-q", kept]).returncode == 0
+        d.kill9()
+        r = d.ctl("detach", "--force", "--state-dir", d.state, name)
+        assert r.returncode == 0, r
+        assert kept in r.stdout and not os.path.exists(kept), r.stdout
+        assert not os.path.exists("/sys/fs/bpf/sluice/" + name)
+    finally:
+        a.close()
+        d.close()

@@ -433,7 +433,9 @@ int sluice_policy_within(const struct sluice_policy *p, const struct sluice_poli
 	bool names = false;
 
 	*out = NULL;
-	if (p->mode == SLUICE_MODE_AUDIT && boundary->mode != SLUICE_MODE_AUDIT)
+	if (boundary->mode == SLUICE_MODE_AUDIT)
+		return 0;   /* an audit-mode boundary lets everything through: nothing is beyond it */
+	if (p->mode == SLUICE_MODE_AUDIT)
 		add(&o, NULL, "mode", "everything (mode audit enforces nothing; the boundary is enforce)");
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];

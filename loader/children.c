@@ -19,6 +19,8 @@
 
 #include <bpf/bpf.h>
 
+#include "log.h"
+
 static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
 {
 	struct sockaddr_storage ss;
@@ -274,56 +276,32 @@ const char *sluice_helper_path(const char *name, char *buf, size_t len, char *tr
 	return access(buf, X_OK) == 0 ? buf : NULL;
 }
 
-/* Read the sandbox CA certificate the proxy wrote to the pipe (it closed
- * its end before reporting ready).  Returns 0 (*out NULL when empty) or -1. */
-static int read_ca_pem(int fd, char **out)
+/* A pipe holding `pem` whole (the read end for the child, the write end
+ * closed): the CA reaches the proxy before it starts, and only it.
+ * Returns 0 or -errno. */
+static int ca_pipe(const char *pem, int *rfd)
 {
-	size_t len = 0, cap = 0;
-	char *buf = NULL;
+	size_t n = strlen(pem);
+	int p[2];
 
-	*out = NULL;
-	for (;;) {
-		ssize_t n;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	if ((n >= 65536 && fcntl(p[1], F_SETPIPE_SZ, (int)n + 1) < 0) || sluice_write_all(p[1], pem, n) < 0) {
+		int e = errno ? errno : EIO;
 
-		if (len + 4096 + 1 > cap) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 8192;
-			if (cap > (1u << 20)) {   /* a certificate, not a stream */
-				free(buf);
-				return -1;
-			}
-			nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				return -1;
-			}
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			return -1;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+		close(p[0]);
+		close(p[1]);
+		return -e;
 	}
-	if (len == 0) {
-		free(buf);
-		return 0;
-	}
-	buf[len] = '\0';
-	*out = buf;
+	close(p[1]);
+	*rfd = p[0];
 	return 0;
 }
 
 pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
 {
-	int ready[2], cap[2] = { -1, -1 };
+	int ready[2], cafd = -1;
 	char capbuf[16];
 	pid_t pid;
 	char *argv[64];
@@ -391,16 +369,17 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--mode";
 		argv[argc++] = (char *)o->mode;
 	}
-	if (is_proxy && o->ca_pem) {
-		*o->ca_pem = NULL;
-		if (pipe2(cap, O_CLOEXEC) < 0) {
-			snprintf(msg, msglen, "pipe: %s", strerror(errno));
+	if (is_proxy && o->ca) {
+		int err = ca_pipe(o->ca, &cafd);
+
+		if (err < 0) {
+			snprintf(msg, msglen, "cannot hand the sandbox CA to the proxy: %s", strerror(-err));
 			close(ready[0]);
 			close(ready[1]);
-			return -errno;
+			return err;
 		}
-		snprintf(capbuf, sizeof(capbuf), "%d", cap[1]);
-		argv[argc++] = "--ca-cert-fd";
+		snprintf(capbuf, sizeof(capbuf), "%d", cafd);
+		argv[argc++] = "--ca-fd";
 		argv[argc++] = capbuf;
 	}
 	snprintf(fdbuf[7], sizeof(fdbuf[7]), "%d", ready[1]);
@@ -417,10 +396,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		snprintf(msg, msglen, "fork: %s", strerror(err));
 		close(ready[0]);
 		close(ready[1]);
-		if (cap[0] >= 0) {
-			close(cap[0]);
-			close(cap[1]);
-		}
+		if (cafd >= 0)
+			close(cafd);
 		return -err;
 	}
 	if (pid == 0) {
@@ -433,15 +410,15 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			fcntl(o->log_fd, F_SETFD, 0);
 		if (o->policy_fd > 0)
 			fcntl(o->policy_fd, F_SETFD, 0);
-		if (cap[1] >= 0)
-			fcntl(cap[1], F_SETFD, 0);
+		if (cafd >= 0)
+			fcntl(cafd, F_SETFD, 0);
 		execv(binary, argv);
 		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
 		_exit(127);
 	}
 	close(ready[1]);
-	if (cap[1] >= 0)
-		close(cap[1]);
+	if (cafd >= 0)
+		close(cafd);
 
 	struct pollfd p = { .fd = ready[0], .events = POLLIN };
 	char buf[16] = "";
@@ -456,22 +433,7 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 		snprintf(msg, msglen, "%s did not become ready%s", binary, r == 0 ? " (timed out or exited)" : "");
-		if (cap[0] >= 0)
-			close(cap[0]);
 		return -EIO;
-	}
-	if (cap[0] >= 0) {
-		int rc = read_ca_pem(cap[0], o->ca_pem);
-
-		close(cap[0]);
-		if (rc < 0) {
-			int status;
-
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			snprintf(msg, msglen, "%s: cannot read the sandbox CA certificate", binary);
-			return -EIO;
-		}
 	}
 	return pid;
 }

@@ -79,10 +79,10 @@ struct sluice_child_opts {
 	const char *upstream_dns;  /* NULL: /etc/resolv.conf */
 	const char *mode;          /* "enforce" / "audit" */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
-	char **ca_pem;             /* proxy only, may be NULL: receives the sandbox CA's
-				    * certificate (PEM, malloc'd; NULL when the policy
-				    * inspects no name), read from the proxy through a pipe
-				    * (--ca-cert-fd) before it reports ready */
+	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
+				    * its certificate: sluice_ca_make()), handed to the proxy
+				    * through a pipe (--ca-fd), so that every proxy of the
+				    * sandbox signs with the one CA its workload trusts */
 };
 
 /*

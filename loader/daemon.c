@@ -51,11 +51,13 @@
 #include "owner.h"
 #include "inspect.h"
 #include "log.h"
+#include "metrics.h"
 #include "policy.h"
 #include "policy_sig.h"
 #include "expiry_watch.h"
 #include "policy_within.h"
 #include "run_limits.h"
+#include "sandbox_ca.h"
 #include "sandbox.h"
 
 struct dsandbox {
@@ -73,11 +75,14 @@ struct dsandbox {
 	pid_t proxy_pid, resolver_pid;
 	struct sluice_restarts proxy_restarts, resolver_restarts;
 	char ca_path[PATH_MAX];     /* the sandbox CA's certificate (TLS inspection); "" none */
+	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h); NULL none */
+	char *ca_permitted;         /* the names it permits (sluice_ca_permitted) */
 	struct sluice_event_meta meta;
 	struct sluice_evlog log;    /* this sandbox's lines (its envelope, its loss counts) */
 	bool log_ready;
 	struct sluice_consumer consumer;
 	bool consumer_ok;
+	uint64_t reloads_ok, reloads_refused; /* since the daemon started (metrics) */
 	struct dsandbox *next;
 };
 
@@ -98,6 +103,8 @@ static struct {
 	struct sluice_signers signers;
 	struct sluice_policy *boundary; /* --boundary: every policy must be within it; NULL none */
 	char boundary_path[PATH_MAX];
+	const char *metrics_addr;   /* --metrics IP:PORT, or NULL */
+	struct sluice_metrics *metrics;
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -183,6 +190,57 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 }
 
 
+/*
+ * The CA s's proxies sign with (TLS inspection): made at the first start,
+ * the same for every restart and for reloads that inspect the same names; a
+ * reload that changes them re-issues the certificate for the same key
+ * (sandbox_ca.h), published again with a `ca-reissued` line.  Returns 0 or
+ * -1 with msg.
+ */
+static int sandbox_ca(struct dsandbox *s, char *msg, size_t msglen)
+{
+	char *want = sluice_ca_permitted(s->policy), *pem = NULL;
+	const char *why = "";
+	bool had = s->ca != NULL;
+	int rc;
+
+	if (!want) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	if (s->ca_permitted && strcmp(want, s->ca_permitted) == 0) {
+		free(want);
+		return 0;
+	}
+	rc = sluice_ca_make(s->policy, s->name, s->ca, &pem, &why);
+	if (rc < 0) {
+		snprintf(msg, msglen, "sandbox CA: %s", why);
+		free(want);
+		return -1;
+	}
+	if (rc > 0) {
+		/* nothing inspected now: no certificate to trust; the key (if
+		 * any) is kept for a reload back */
+		free(s->ca_permitted);
+		s->ca_permitted = want;
+		return publish_ca(s, NULL, msg, msglen);
+	}
+	if (publish_ca(s, sluice_ca_cert_part(pem), msg, msglen) < 0) {
+		sluice_ca_pem_free(pem);
+		free(want);
+		return -1;
+	}
+	sluice_ca_pem_free(s->ca);
+	s->ca = pem;
+	free(s->ca_permitted);
+	s->ca_permitted = want;
+	if (had)
+		emit(s, "ca-reissued", "sandbox %s: the inspected names changed; the CA certificate in %s was re-issued "
+		     "for the same key (names both permit keep validating; new ones once the workload trusts it)",
+		     s->name, s->ca_path);
+	return 0;
+}
+
 /* Which children start_children() starts. */
 #define CHILD_PROXY    1u
 #define CHILD_RESOLVER 2u
@@ -192,28 +250,24 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 {
 	char flow_map[PATH_MAX];
-	char *ca_pem = NULL;
 	struct sluice_child_opts co = {
 		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
-		.mode = s->mode, .extra = D.proxy_extra, .ca_pem = &ca_pem,
+		.mode = s->mode, .extra = D.proxy_extra,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
 	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
 	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
-		pid_t p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
-		int rc;
+		pid_t p;
 
+		if (sandbox_ca(s, msg, msglen) < 0)
+			return -1;
+		co.ca = s->ca_path[0] ? s->ca : NULL;
+		p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
 		if (p < 0)
 			return -1;
 		s->proxy_pid = p;
-		/* a new proxy, a new CA: the workload must trust this one */
-		rc = publish_ca(s, ca_pem, msg, msglen);
-		free(ca_pem);
-		co.ca_pem = NULL;
-		if (rc < 0)
-			return -1;
 	}
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
@@ -319,6 +373,8 @@ static void free_sandbox(struct dsandbox *s)
 	sluice_expiry_watch_free(&s->expiry);
 	if (s->policy)
 		sluice_policy_free(s->policy);
+	sluice_ca_pem_free(s->ca);
+	free(s->ca_permitted);
 	free(s);
 }
 
@@ -832,19 +888,24 @@ static json_object *do_reload(json_object *req)
 		return reply_error("reload needs a policy");
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
 				       &n_sig, msg, sizeof(msg)) < 0)
-		return reply_error("%s (nothing changed)", msg);
-	if (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) {
+		np = NULL;
+	else if (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
+		;
+	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0)
+		;
+	else
+		msg[0] = 0;
+	if (msg[0]) {
+		/* the sandbox keeps its policy; the refusal is in its stream too */
 		sluice_policy_free(np);
 		free(bytes);
 		free(sig);
+		s->reloads_refused++;
+		emit(s, "sandbox-reload-refused", "sandbox %s: reload refused, policy %.12s stays: %s", s->name,
+		     s->policy->digest, msg);
 		return reply_error("%s (nothing changed)", msg);
 	}
-	if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
-		sluice_policy_free(np);
-		free(bytes);
-		free(sig);
-		return reply_error("%s (nothing changed)", msg);
-	}
+	s->reloads_ok++;
 	if (keep_policy(s, bytes, n_bytes, sig, n_sig) < 0)
 		log_warn("cannot keep a copy of %s", policy);
 	free(bytes);
@@ -1156,6 +1217,92 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return level == LIBBPF_WARN && getenv("SLUICE_LIBBPF_VERBOSE") ? vfprintf(stderr, fmt, ap) : 0;
 }
 
+/* One scrape of `--metrics` (docs/daemon.md, "Metrics"): the kernel's
+ * counters of every sandbox (kept in its pinned maps, so they survive a
+ * daemon restart), and the daemon's own since it started. */
+static void metrics_fill(struct evbuffer *out, void *arg)
+{
+	static const struct { int stat; const char *verdict; } verdicts[] = {
+		{ SLUICE_STAT_ALLOWED, "allowed" }, { SLUICE_STAT_REDIRECTED, "redirected" },
+		{ SLUICE_STAT_DENIED, "denied" }, { SLUICE_STAT_WOULD_DENY, "would_deny" },
+	};
+	static const struct { int stat; const char *name, *help; } counters[] = {
+		{ SLUICE_STAT_EVENTS_LOST, "sluice_kernel_events_lost_total",
+		  "Denial events the kernel could not queue (ring buffer full); counted, never silent." },
+		{ SLUICE_STAT_BACKSTOP, "sluice_backstop_drops_total", "Packets dropped by the cgroup egress backstop." },
+		{ SLUICE_STAT_UNIX_QUIET, "sluice_unix_quiet_denials_total",
+		  "Unix connects refused without an event (glibc asking nscd)." },
+	};
+	int n = 0;
+
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		n++;
+	sluice_prom_family(out, "sluice_build_info", "gauge", "The running sluice daemon's version.");
+	sluice_prom_sample(out, "sluice_build_info", (const char *const[]){ "version", SLUICE_VERSION, NULL }, 1);
+	sluice_prom_family(out, "sluice_sandboxes", "gauge", "Sandboxes the daemon holds.");
+	sluice_prom_sample(out, "sluice_sandboxes", NULL, (uint64_t)n);
+	sluice_prom_family(out, "sluice_sandbox_info", "gauge", "A sandbox and the policy in force (always 1).");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		sluice_prom_sample(out, "sluice_sandbox_info",
+				   (const char *const[]){ "sandbox", s->name, "policy_name", s->policy->name ? s->policy->name : "",
+							  "policy_sha256", s->policy->digest, "mode", s->mode, NULL }, 1);
+	sluice_prom_family(out, "sluice_kernel_verdicts_total", "counter",
+			   "Connection attempts the kernel judged, by verdict, since the sandbox was attached.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		for (size_t i = 0; i < sizeof(verdicts) / sizeof(verdicts[0]); i++)
+			sluice_prom_sample(out, "sluice_kernel_verdicts_total",
+					   (const char *const[]){ "sandbox", s->name, "verdict", verdicts[i].verdict, NULL },
+					   sandbox_stat(&s->sb, verdicts[i].stat));
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		sluice_prom_family(out, counters[i].name, "counter", counters[i].help);
+		for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+			sluice_prom_sample(out, counters[i].name, (const char *const[]){ "sandbox", s->name, NULL },
+					   sandbox_stat(&s->sb, counters[i].stat));
+	}
+	sluice_prom_family(out, "sluice_denial_events_total", "counter",
+			   "Denial events the daemon consumed, by reason and verdict (the start-up canary's left out), "
+			   "since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		for (unsigned r = 0; s->consumer_ok && r <= SLUICE_REASON__MAX; r++)
+			for (int w = 0; w < 2; w++)
+				if (s->consumer.by_reason[r][w])
+					sluice_prom_sample(out, "sluice_denial_events_total",
+							   (const char *const[]){ "sandbox", s->name, "reason", sluice_reason_name(r),
+										  "verdict", w ? "would_deny" : "deny", NULL },
+							   s->consumer.by_reason[r][w]);
+	sluice_prom_family(out, "sluice_event_lines_lost_total", "counter",
+			   "Lines the daemon could not write to the events file (ENOSPC, EIO, ...).");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		sluice_prom_sample(out, "sluice_event_lines_lost_total", (const char *const[]){ "sandbox", s->name, NULL },
+				   s->log_ready ? sluice_evlog_lost_total(&s->log) : 0);
+	sluice_prom_sample(out, "sluice_event_lines_lost_total", (const char *const[]){ "sandbox", "", NULL },
+			   sluice_evlog_lost_total(&D.log));
+	sluice_prom_family(out, "sluice_child_up", "gauge", "1 while the sandbox's proxy or resolver runs.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		if (s->sb.cfg.have_proxy)
+			sluice_prom_sample(out, "sluice_child_up", (const char *const[]){ "sandbox", s->name, "child", "proxy", NULL },
+					   s->proxy_pid > 0);
+		if (s->sb.cfg.have_dns)
+			sluice_prom_sample(out, "sluice_child_up",
+					   (const char *const[]){ "sandbox", s->name, "child", "resolver", NULL }, s->resolver_pid > 0);
+	}
+	sluice_prom_family(out, "sluice_child_restarts_total", "counter",
+			   "Restarts of a dead proxy or resolver since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		sluice_prom_sample(out, "sluice_child_restarts_total",
+				   (const char *const[]){ "sandbox", s->name, "child", "proxy", NULL }, s->proxy_restarts.total);
+		sluice_prom_sample(out, "sluice_child_restarts_total",
+				   (const char *const[]){ "sandbox", s->name, "child", "resolver", NULL }, s->resolver_restarts.total);
+	}
+	sluice_prom_family(out, "sluice_reloads_total", "counter", "Policy reloads, by result, since the daemon started.");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		sluice_prom_sample(out, "sluice_reloads_total", (const char *const[]){ "sandbox", s->name, "result", "ok", NULL },
+				   s->reloads_ok);
+		sluice_prom_sample(out, "sluice_reloads_total",
+				   (const char *const[]){ "sandbox", s->name, "result", "refused", NULL }, s->reloads_refused);
+	}
+}
+
 int cmd_daemon(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1168,6 +1315,7 @@ int cmd_daemon(int argc, char **argv)
 		{ "no-lsm", no_argument, NULL, 'l' },
 		{ "allowed-signers", required_argument, NULL, 'S' },
 		{ "boundary", required_argument, NULL, 'B' },
+		{ "metrics", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1193,10 +1341,12 @@ int cmd_daemon(int argc, char **argv)
 		case 'l': D.use_lsm = false; break;
 		case 'S': signers_path = optarg; break;
 		case 'B': boundary_path = optarg; break;
+		case 'm': D.metrics_addr = optarg; break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
-			       "                     [--require-lsm | --no-lsm] [--allowed-signers FILE] [--boundary FILE]\n\n"
+			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
+			       "                     [--allowed-signers FILE] [--boundary FILE]\n\n"
 			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
 			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
 			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
@@ -1204,7 +1354,9 @@ int cmd_daemon(int argc, char **argv)
 			       "                 (a policy) does not (`sluice policy check --within`)\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
-			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n\n"
+			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
+			       "  --metrics IP:PORT  serve Prometheus metrics at http://IP:PORT/metrics\n"
+			       "                 (e.g. 127.0.0.1:9464; numeric addresses only)\n\n"
 			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
 			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
 			       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
@@ -1299,6 +1451,18 @@ int cmd_daemon(int argc, char **argv)
 		}
 		sluice_evlog_init(&D.log, D.events, D.events_path, "sluice", NULL);
 	}
+	/* the metrics address is taken before anything is adopted: one in use
+	 * (another daemon's?) refuses the start with nothing changed */
+	D.base = event_base_new();
+	if (D.metrics_addr) {
+		char err[256];
+
+		D.metrics = sluice_metrics_listen(D.base, D.metrics_addr, metrics_fill, NULL, err, sizeof(err));
+		if (!D.metrics) {
+			log_warnx("daemon: %s", err);
+			return 2;
+		}
+	}
 	if (adopt_all() > 0) {
 		log_warnx("daemon: refusing to start: some pinned sandboxes could not be re-adopted (see above); "
 			  "their filters stay in force; `sluice detach --force NAME` removes one without the daemon");
@@ -1316,7 +1480,6 @@ int cmd_daemon(int argc, char **argv)
 		}
 		umask(old);
 	}
-	D.base = event_base_new();
 	event_add(event_new(D.base, lfd, EV_READ | EV_PERSIST, on_accept, NULL), NULL);
 	tick = event_new(D.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &tv);
@@ -1326,8 +1489,9 @@ int cmd_daemon(int argc, char **argv)
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);
 	event_add(sigs[2], NULL);
-	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s; policy signatures %s%s", D.sock_path,
-	     D.events_path, D.signed_mode ? "required, allowed signers " : "not required (unsigned mode)",
+	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s%s%s; policy signatures %s%s", D.sock_path,
+	     D.events_path, D.metrics ? ", metrics at http://" : "", D.metrics ? D.metrics_addr : "",
+	     D.signed_mode ? "required, allowed signers " : "not required (unsigned mode)",
 	     D.signed_mode ? D.signers.path : "");
 	{
 		int n = 0;
@@ -1346,6 +1510,7 @@ int cmd_daemon(int argc, char **argv)
 			sluice_consumer_drain(&s->consumer);
 		stop_children(s);
 	}
+	sluice_metrics_free(D.metrics);
 	emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");
 	unlink(D.sock_path);
 	return 0;

@@ -210,6 +210,9 @@ static int on_event(void *ctx, void *data, size_t size)
 		sluice_event_unix_fields(l, data);
 	if (sluice_event_is_canary(e, c->meta))
 		c->canary++;
+	else
+		c->by_reason[e->reason < SLUICE_REASON__MAX ? e->reason : SLUICE_REASON__MAX]
+			    [e->verdict == SLUICE_VERDICT_WOULD_DENY]++;
 	/* written, or counted lost (by the writer, per dataset, and here: the
 	 * denial lines alone, for denials = lines + ring losses + these) */
 	if (sluice_evlog_commit(c->log) < 0)

@@ -83,6 +83,9 @@ struct sluice_consumer {
 	uint64_t canary;            /* of which the canary's */
 	uint64_t write_lost;        /* denial lines the writer could not write */
 	uint64_t received;          /* events consumed (written, or lost in the writer) */
+	/* events consumed per reason (SLUICE_REASON__MAX: an unknown one) and
+	 * verdict ([0] deny, [1] would deny), the canary's left out */
+	uint64_t by_reason[SLUICE_REASON__MAX + 1][2];
 };
 
 /* Set up consumption of sb's ring buffer; lines go to `log` (written or

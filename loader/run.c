@@ -41,6 +41,7 @@
 #include "run_limits_v1.h"
 #include "seccomp_baseline.h"
 #include "run_trust.h"
+#include "sandbox_ca.h"
 #include "log.h"
 #include "policy.h"
 #include "policy_maps.h"
@@ -347,6 +348,8 @@ struct run_state {
 	int policy_fd;              /* sealed memfd of the policy's bytes, for the children; -1 none */
 	struct sluice_signer signer; /* --allowed-signers: who signed the policy ("" unsigned) */
 	struct sluice_expiry_watch expiry; /* the entry-expired lines */
+	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h): every
+				     * proxy started for this run signs with it */
 };
 
 static void run_cleanup(struct run_state *st)
@@ -355,6 +358,7 @@ static void run_cleanup(struct run_state *st)
 	if (st->policy_fd >= 0)
 		close(st->policy_fd);
 	sluice_expiry_watch_free(&st->expiry);
+	sluice_ca_pem_free(st->ca);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -896,23 +900,18 @@ int cmd_run(int argc, char **argv)
 		st.resolver_co = co;
 		st.resolver_co.extra = resolver_extra;
 		if (cfg.have_proxy) {
-			char *ca_pem = NULL;
-			int trc;
+			const char *why = "";
 
-			/* only the first start reports the CA; a restarted proxy
-			 * makes a new one the sandbox does not trust (inspected
-			 * names then fail closed: docs/proxy.md) */
-			st.proxy_co.ca_pem = &ca_pem;
-			st.proxy_pid = sluice_child_start(st.proxy_bin, &st.listeners, &st.proxy_co, 10000, msg, sizeof(msg));
-			st.proxy_co.ca_pem = NULL;
-			if (st.proxy_pid < 0) {
-				log_warnx("run: %s", msg);
+			/* TLS inspection: the run's one CA (a restarted proxy gets
+			 * it too) and the bundle CMD will trust (run_trust.h) */
+			if (sluice_ca_make(st.policy, name, NULL, &st.ca, &why) < 0 ||
+			    sluice_trust_prepare(&st.trust, sluice_ca_cert_part(st.ca), msg, sizeof(msg)) < 0) {
+				log_warnx("run: %s", why[0] ? why : msg);
 				goto out;
 			}
-			/* TLS inspection: the CA bundle CMD will trust (run_trust.h) */
-			trc = sluice_trust_prepare(&st.trust, ca_pem, msg, sizeof(msg));
-			free(ca_pem);
-			if (trc < 0) {
+			st.proxy_co.ca = st.ca;
+			st.proxy_pid = sluice_child_start(st.proxy_bin, &st.listeners, &st.proxy_co, 10000, msg, sizeof(msg));
+			if (st.proxy_pid < 0) {
 				log_warnx("run: %s", msg);
 				goto out;
 			}

@@ -76,7 +76,7 @@ fail:
 
 int sluice_trust_prepare(struct sluice_trust *t, const char *ca_pem, char *msg, size_t msglen)
 {
-	static const char note[] = "\n# sluice: this sandbox's own CA (TLS inspection; its key never leaves sluice-proxy)\n";
+	static const char note[] = "\n# sluice: this sandbox's own CA (TLS inspection; its key never leaves sluice)\n";
 	char *host = NULL;
 	size_t hlen = 0, clen;
 

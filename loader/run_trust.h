@@ -3,9 +3,9 @@
  * run_trust.h - making a `sluice run` sandbox trust its own CA (issue 12,
  * docs/proxy.md "TLS inspection").
  *
- * The proxy holds the CA's key in its memory only and hands the loader the
- * CA certificate (public part) as bytes (children.h, ca_pem).  The loader
- * builds a bundle in memory: the host's roots plus that certificate.  In
+ * The loader makes the run's CA (sandbox_ca.h; its key goes to the proxies
+ * only, through a pipe) and builds a bundle in memory: the host's roots
+ * plus the CA certificate (public part).  In
  * the sandbox's own mount namespace it becomes a file on a private tmpfs
  * (never on the host's disk; the kernel does not bind-mount memfds), bound
  * read-only over the system bundle (/etc/ssl/certs/ca-certificates.crt,

@@ -3,7 +3,8 @@
 
   origin_server.py --http 8081 --https 8443 --cert C --key K --log FILE --ready PATH
 
-Every request that reaches an origin is logged as a JSON line (local
+Every TCP connection to the HTTPS port is logged as an "accept" line, and
+every request that reaches an origin as a JSON line (local
 address, port, scheme, method, path, Host, SNI, headers, body length, and
 "peer": the client's address and port, one per TCP connection), so a test
 can prove a refused request never arrived and count the connections that
@@ -113,6 +114,8 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 class TLSServer(Server):
     def get_request(self):
         sock, addr = self.socket.accept()
+        # every TCP connection, handshake or not: a refused tunnel must not make one
+        record(event="accept", port=self.server_address[1], peer="%s:%d" % addr[:2])
         return self.ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
     def finish_request(self, request, client_address):

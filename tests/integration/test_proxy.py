@@ -314,14 +314,72 @@ def test_connect_denied_and_sni_checks(w):
     assert nosni["connect_status"] == 200 and nosni.get("status") is None, nosni
     assert ech["connect_status"] == 200 and ech.get("status") is None, ech
     assert case["status"] == 200, case
-    # the origin saw no request of the refused tunnels, and no handshake either
+    # the origin saw no request of the refused tunnels, no handshake, and
+    # not even a TCP connection: a CONNECT is dialed only once its
+    # ClientHello passed
     got = e.arrived(m)
     assert [g["path"] for g in got] == ["/case"], got
+    accepts = [a for a in e.origin()[m:] if a.get("event") == "accept"]
+    assert len(accepts) == 1, accepts
     for reason in ("sni_mismatch", "no_sni", "ech"):
         line = only(r.proxy, event__reason=reason)
         check_common(line, "failure", reason, "proxy-connect")
     assert only(r.proxy, event__reason="sni_mismatch")["tls.client.server_name"] == "other.example.com"
     assert only(r.proxy, event__reason="host_not_allowed")["http.response.status_code"] == 403
+
+
+BANNER = """\
+import socket, sys, threading
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("192.0.2.10", 2222))
+s.listen(16)
+open(sys.argv[sys.argv.index("--ready") + 1], "w").close()
+def serve(c):
+    c.sendall(b"SSH-2.0-sluice-test\\r\\n")
+    c.sendall(c.recv(100).upper())
+    c.close()
+while True:
+    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+"""
+
+CLIENT_SERVER_FIRST = """\
+import os, socket, time, urllib.parse
+u = urllib.parse.urlsplit(os.environ["SLUICE_PROXY"])
+c = socket.create_connection((u.hostname, u.port), timeout=10)
+c.sendall(b"CONNECT api.example.com:2222 HTTP/1.1\\r\\nHost: api.example.com:2222\\r\\n\\r\\n")
+buf = b""
+while b"\\r\\n\\r\\n" not in buf:
+    buf += c.recv(1000)
+head, rest = buf.split(b"\\r\\n\\r\\n", 1)
+t0 = time.time()
+while b"\\n" not in rest:
+    rest += c.recv(1000)
+waited = time.time() - t0
+c.sendall(b"ping")
+echo = c.recv(100)
+print(head.split(b"\\r\\n")[0].decode(), rest.strip().decode(), echo.decode(), "%.2f" % waited)
+"""
+
+
+def test_connect_server_first_protocol(w):
+    """SSH through an HTTP proxy (ProxyCommand, corkscrew): the client sends
+    nothing until the server's banner.  The dial waits for a ClientHello to
+    check, then, after a short silence, dials on the CONNECT host."""
+    e = env(w)
+    if not hasattr(w, "banner"):
+        w.banner = w.start_server([w.write("banner.py", BANNER)], name="banner")
+    pol = w.write("server-first.yaml", POLICY.replace("    ports: [%d, %d]\n    why: the test API\n" % (HTTP_PORT, TLS_PORT),
+                                                      "    ports: [%d, %d, 2222]\n    why: the test API, and ssh\n"
+                                                      % (HTTP_PORT, TLS_PORT), 1))
+    assert "2222" in open(pol).read()
+    r = e.run(["python3", "-c", CLIENT_SERVER_FIRST], policy=pol)
+    assert r.rc == 0, r
+    assert r.stdout.startswith("HTTP/1.1 200") and "SSH-2.0-sluice-test" in r.stdout and "PING" in r.stdout, r.stdout
+    assert float(r.stdout.split()[-1]) < 5, r.stdout
+    line = only(r.proxy, event__action="proxy-connect")
+    check_common(line, "success", "allowed", "proxy-connect")
+    assert line["destination.port"] == 2222 and line["destination.bytes"] > 0, line
 
 
 # --- transparent -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ off), and the sandbox's clients never see it, only the proxy's leaves.
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -284,6 +285,44 @@ def test_two_sandboxes_two_cas_and_leaves_of_theirs(w):
         assert (v.returncode == 0) == (want == 0), (v.stdout, v.stderr)
 
 
+def test_restarted_proxy_signs_with_the_runs_ca(w):
+    """A proxy killed mid-run is restarted on the same sockets with the
+    run's one CA: CMD, which trusts only that CA, keeps getting through."""
+    import threading
+    env(w)
+    mark = os.path.join(w.tmp, "restart-%d" % time.monotonic_ns())
+    get = curl("https://api.example.com:%d/pub/again" % TLS, resolve("api.example.com"))
+    script = get + "touch %s.first; while [ ! -e %s.killed ]; do sleep 0.05; done; " % (mark, mark) + get
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", run(w, script)))
+    t.start()
+    try:
+        deadline = time.time() + 30
+        while not os.path.exists(mark + ".first"):
+            assert time.time() < deadline and t.is_alive(), out
+            time.sleep(0.05)
+        # the proxy of this run: its parent's command line names the mark
+        killed = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if open("/proc/%s/comm" % pid).read().strip() != "sluice-proxy":
+                    continue
+                ppid = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[1]
+                if mark in open("/proc/%s/cmdline" % ppid).read():
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(pid)
+            except (OSError, IndexError):
+                pass
+        assert len(killed) == 1, killed
+    finally:
+        open(mark + ".killed", "w").close()
+        t.join(60)
+    r = out["r"]
+    assert r.rc == 0, r
+    assert [c[0] for c in curl_codes(r)] == ["200", "200"], r.stdout + r.stderr
+    assert [x for x in r.events if x.get("event.action") == "proxy-restarted"], r.events
+
+
 def test_origin_with_wrong_name_is_502_never_passthrough(w):
     e = env(w)
     m = e.mark()
@@ -448,6 +487,40 @@ def test_daemon_publishes_the_ca_for_attached_workloads(w):
                     "%s/pub/attached %s/private" % (ca_path, resolve("api.example.com"), base, base))
         assert out.split() == ["CODE", "200", "CODE", "403"], out
         assert [g["path"] for g in e.arrived(m)] == ["/pub/attached"]
+        # the workload keeps its copy of the CA: a restarted proxy, and
+        # reloads, sign with the CA it already trusts
+        kept = w.write("kept-ca-%d.pem" % os.getpid(), ca)
+        get = ("curl -sS --max-time 10 --cacert %s %s -o /dev/null -w 'CODE %%{http_code}\\n' %s/pub/again"
+               % (kept, resolve("api.example.com"), base))
+        pid = d.status()[name]["proxy_pid"]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while d.status()[name]["proxy_pid"] in (0, pid):
+            assert time.time() < deadline, d.status()
+            time.sleep(0.05)
+        assert a.run("sh", "-c", get).split() == ["CODE", "200"], "a restarted proxy signs with another CA"
+        assert d.ctl("reload", name, "--policy", w.tls_policy).returncode == 0
+        assert a.run("sh", "-c", get).split() == ["CODE", "200"], "a reload changed the CA"
+        assert open(ca_path).read() == ca
+        # fewer inspected names: the certificate is re-issued for the same
+        # key; the old one still validates the names both permit
+        fewer = w.write("tls-fewer.yaml", "\n".join(l for l in POLICY.splitlines()
+                                                    if "alias.example.com" not in l and "not name alias" not in l) + "\n")
+        assert d.ctl("reload", name, "--policy", fewer).returncode == 0
+        new = open(ca_path).read()
+        assert new != ca
+
+        def pubkey(pem):
+            return subprocess.run(["openssl", "x509", "-noout", "-pubkey"], input=pem, capture_output=True,
+                                  text=True).stdout
+
+        assert pubkey(new) == pubkey(ca) and "PUBLIC KEY" in pubkey(ca)
+        text = subprocess.run(["openssl", "x509", "-noout", "-text"], input=new, capture_output=True, text=True).stdout
+        assert "DNS:alias.example.com" not in text and "DNS:api.example.com" in text, text
+        assert a.run("sh", "-c", get).split() == ["CODE", "200"], "the old certificate no longer validates"
+        reissued = [x for x in W.read_events(d.events) if x.get("sluice.sandbox") == name
+                    and x.get("event.action") == "ca-reissued"]
+        assert len(reissued) == 1, reissued
         assert d.ctl("detach", name).returncode == 0
         assert not os.path.exists(ca_path)
     finally:

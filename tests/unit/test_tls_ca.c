@@ -28,6 +28,7 @@
 #include "accesslog.h"
 #include "policy.h"
 #include "request.h"
+#include "sandbox_ca.h"
 #include "tls_ca.h"
 
 static const char POLICY[] =
@@ -233,7 +234,8 @@ static void test_ca_constraints_and_leaves(void **state)
 		strcat(names, " ");
 	}
 	NAME_CONSTRAINTS_free(nc);
-	assert_string_equal(names, "api.example.com logged.example.com .pkg.example.org ");
+	/* sorted (sluice_ca_permitted) */
+	assert_string_equal(names, ".pkg.example.org api.example.com logged.example.com ");
 
 	/* leaves: verify for their name, carry the CA's key id, cached */
 	leaf = proxy_ca_leaf(ca, "api.example.com");
@@ -314,6 +316,80 @@ static void test_no_inspection_no_ca(void **state)
 	sluice_policy_free(p);
 }
 
+/* The loader's CA, handed to a proxy: the permitted names sorted and
+ * deduplicated; a re-issue keeps the key and subject; a proxy takes only a
+ * key with its own certificate. */
+static void test_ca_handed_over_and_reissued(void **state)
+{
+	struct sluice_policy *fewer = load("version: 1\nname: t\nallow:\n  - url: https://b.example/\n    why: b\n"
+					   "  - url: https://b.example/x/\n    why: b again\n");
+	char *names = sluice_ca_permitted(*state), *pem = NULL, *again = NULL, *mixed;
+	const char *err = NULL, *c1, *c2;
+	struct proxy_ca *ca;
+	X509 *leaf;
+
+	assert_string_equal(names, ".pkg.example.org\napi.example.com\nlogged.example.com\n");
+	free(names);
+	names = sluice_ca_permitted(fewer);
+	assert_string_equal(names, "b.example\n");
+	free(names);
+	assert_int_equal(sluice_ca_make(*state, "unit", NULL, &pem, &err), 0);
+	assert_non_null(strstr(pem, "PRIVATE KEY"));
+	c1 = sluice_ca_cert_part(pem);
+	assert_non_null(c1);
+	assert_null(strstr(c1, "PRIVATE KEY"));
+	ca = proxy_ca_from_pem(pem, strlen(pem), &err);
+	assert_non_null(ca);
+	assert_string_equal(proxy_ca_pem(ca, NULL), c1);
+	leaf = proxy_ca_leaf(ca, "api.example.com");
+	assert_non_null(leaf);
+	proxy_ca_free(ca);
+	/* re-issued for other names: the same public key, another certificate */
+	assert_int_equal(sluice_ca_make(fewer, "unit", pem, &again, &err), 0);
+	c2 = sluice_ca_cert_part(again);
+	assert_string_not_equal(c1, c2);
+	{
+		BIO *b1 = BIO_new_mem_buf(c1, -1), *b2 = BIO_new_mem_buf(c2, -1);
+		X509 *x1 = PEM_read_bio_X509(b1, NULL, NULL, NULL), *x2 = PEM_read_bio_X509(b2, NULL, NULL, NULL);
+
+		assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(x1), X509_get0_pubkey(x2)), 1);
+		assert_int_equal(X509_NAME_cmp(X509_get_subject_name(x1), X509_get_subject_name(x2)), 0);
+		X509_free(x1);
+		X509_free(x2);
+		BIO_free(b1);
+		BIO_free(b2);
+	}
+	/* the key of one CA with the certificate of another: refused */
+	{
+		char *other = NULL;
+		size_t klen;
+
+		assert_int_equal(sluice_ca_make(fewer, "unit", NULL, &other, &err), 0);
+		klen = (size_t)(sluice_ca_cert_part(pem) - pem);
+		mixed = calloc(1, klen + strlen(sluice_ca_cert_part(other)) + 1);
+		memcpy(mixed, pem, klen);
+		strcpy(mixed + klen, sluice_ca_cert_part(other));
+		assert_null(proxy_ca_from_pem(mixed, strlen(mixed), &err));
+		assert_non_null(strstr(err, "--ca-fd"));
+		assert_null(proxy_ca_from_pem("garbage", 7, &err));
+		free(mixed);
+		sluice_ca_pem_free(other);
+	}
+	/* nothing inspected: no CA */
+	{
+		struct sluice_policy *none = load("version: 1\nname: t\nallow:\n  - host: a.example\n    ports: [443]\n"
+						  "    why: passthrough only\n");
+		char *p3 = (char *)"x";
+
+		assert_int_equal(sluice_ca_make(none, "unit", NULL, &p3, &err), 1);
+		assert_null(p3);
+		sluice_policy_free(none);
+	}
+	sluice_ca_pem_free(pem);
+	sluice_ca_pem_free(again);
+	sluice_policy_free(fewer);
+}
+
 /* --- the access-log line of an inspected request ------------------------------ */
 
 static void test_log_fields(void **state)
@@ -357,6 +433,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ca_constraints_and_leaves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ca_cache_bounded, setup, teardown),
 		cmocka_unit_test(test_no_inspection_no_ca),
+		cmocka_unit_test_setup_teardown(test_ca_handed_over_and_reissued, setup, teardown),
 		cmocka_unit_test(test_log_fields),
 	};
 

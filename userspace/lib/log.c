@@ -137,3 +137,52 @@ int sluice_write_all(int fd, const char *s, size_t n)
 	}
 	return 0;
 }
+
+char *sluice_read_all(int fd, size_t max, size_t *len)
+{
+	size_t n = 0, cap = 4096;
+	char *buf = malloc(cap);
+
+	while (buf) {
+		ssize_t r;
+
+		if (n + 1 == cap) {
+			char *nb = cap > max ? NULL : realloc(buf, cap * 2);
+
+			if (!nb) {
+				/* scrub: the stream may be a key */
+				explicit_bzero(buf, n);
+				free(buf);
+				errno = cap > max ? EFBIG : ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+
+			explicit_bzero(buf, n);
+			free(buf);
+			errno = e;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > max) {
+			explicit_bzero(buf, n);
+			free(buf);
+			errno = EFBIG;
+			return NULL;
+		}
+	}
+	if (!buf)
+		return NULL;
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}

@@ -35,4 +35,9 @@ int log_reopen_fd(int fd, const char *path, unsigned mode);
  * or -1 with errno set (a write that wrote nothing counts as an error). */
 int sluice_write_all(int fd, const char *s, size_t n);
 
+/* Read fd to its end (retrying EINTR), at most `max` bytes.  Returns a
+ * malloc'd NUL-terminated buffer with *len its length (0: an empty stream),
+ * or NULL with errno set (EFBIG: more than max). */
+char *sluice_read_all(int fd, size_t max, size_t *len);
+
 #endif

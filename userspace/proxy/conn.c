@@ -40,7 +40,7 @@ static void on_linger_read(evutil_socket_t fd, short what, void *arg);
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void start_dial(struct conn *c);
 static void start_tunnel(struct conn *c);
-static void on_upstream_first(evutil_socket_t fd, short what, void *arg);
+static void on_client_silent(evutil_socket_t fd, short what, void *arg);
 static void process_http(struct conn *c);
 static void connect_established(struct conn *c);
 
@@ -407,8 +407,9 @@ void conn_keepalive(struct conn *c)
 
 void conn_fail(struct conn *c, int status, const char *reason)
 {
-	/* an HTTP answer is possible while nothing else was sent to the client */
-	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->phase <= PH_CONNECT)
+	/* an HTTP answer is possible while nothing else was sent to the client
+	 * (a CONNECT answered 200 dials after its ClientHello: too late then) */
+	if ((c->kind == K_HTTP || (c->kind == K_CONNECT && c->status != 200)) && c->phase <= PH_CONNECT)
 		conn_reply(c, status, reason);
 	else
 		conn_close(c, reason);
@@ -644,9 +645,10 @@ static void on_http_head(struct conn *c)
 	}
 	if (!apply_decision(c, &d))
 		return;
-	if (c->kind == K_CONNECT && d.allow && d.inspect && px->ca) {
-		/* terminated here: no upstream until a request inside is decided */
-		c->inspect = true;
+	if (c->kind == K_CONNECT) {
+		/* no upstream yet: an inspected name's is dialed for a request
+		 * inside, a passthrough's once its ClientHello is checked */
+		c->inspect = d.allow && d.inspect && px->ca;
 		connect_established(c);
 		return;
 	}
@@ -817,8 +819,11 @@ static void note_dropped(struct conn *c, const struct proxy_addr *a, const char 
 
 static void dial_next(struct conn *c);
 
-/* CONNECT decided (and, unless inspected, c->ufd connected): "200", then
- * read the ClientHello (PH_HELLO). */
+/* CONNECT decided: "200", then read the ClientHello (PH_HELLO).  Nothing
+ * is dialed yet (an inspected name: not before a request inside is
+ * decided; a passthrough: not before the ClientHello's SNI is checked, or
+ * the client stayed silent for PROXY_SERVER_FIRST_MS, as a server-first
+ * protocol's does), so a refused tunnel never reaches the origin. */
 static void connect_established(struct conn *c)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -836,14 +841,16 @@ static void connect_established(struct conn *c)
 	c->head_len = 0;
 	req_release(c);
 	c->phase = PH_HELLO;
-	if (c->ufd >= 0) {
-		/* watch the upstream too: a server-first protocol sends no ClientHello */
-		c->uev = event_new(c->px->base, c->ufd, EV_READ, on_upstream_first, c);
+	if (!c->inspect) {
+		/* a server-first protocol (SSH, SMTP) sends no ClientHello */
+		static const struct timeval silent = { 0, PROXY_SERVER_FIRST_MS * 1000 };
+
+		c->uev = evtimer_new(c->px->base, on_client_silent, c);
 		if (!c->uev) {
 			conn_close(c, "out_of_memory");
 			return;
 		}
-		event_add(c->uev, NULL);
+		event_add(c->uev, &silent);
 	}
 	conn_client_reading(c, true);
 	event_del(c->timer);
@@ -876,7 +883,8 @@ static void upstream_ready(struct conn *c)
 		start_tunnel(c);
 		return;
 	case K_CONNECT:
-		connect_established(c);
+		/* dialed after the ClientHello was checked (or the client was silent) */
+		start_tunnel(c);
 		return;
 	default:
 		conn_close(c, "internal_error");
@@ -1166,10 +1174,23 @@ static void start_tunnel(struct conn *c)
 	}
 }
 
-static void on_upstream_first(evutil_socket_t fd, short what, void *arg)
+/* A passthrough CONNECT whose first bytes were checked (or that has none):
+ * dial now, then relay (upstream_ready).  The bytes read so far stay in
+ * c->buf and go first. */
+static void dial_tunnel(struct conn *c)
 {
-	/* the server spoke first: not TLS, nothing to check */
-	start_tunnel(arg);
+	conn_client_reading(c, false);
+	start_dial(c);
+}
+
+static void on_client_silent(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	/* nothing from the client: no ClientHello to check, the CONNECT host
+	 * was the decision */
+	if (c->phase == PH_HELLO && c->len == 0)
+		dial_tunnel(c);
 }
 
 static void on_hello_read(evutil_socket_t fd, short what, void *arg)
@@ -1202,7 +1223,7 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 			conn_close(c, "not_tls");
 			return;
 		}
-		start_tunnel(c);   /* not TLS: the CONNECT host was the decision */
+		dial_tunnel(c);   /* not TLS: the CONNECT host was the decision */
 		return;
 	}
 	switch (sni_parse((const uint8_t *)c->buf, c->len, &h, &need)) {
@@ -1240,7 +1261,7 @@ static void on_hello_read(evutil_socket_t fd, short what, void *arg)
 		inspect_start(c);
 		return;
 	}
-	start_tunnel(c);
+	dial_tunnel(c);
 }
 
 /* --- accept ------------------------------------------------------------------- */
@@ -1356,5 +1377,6 @@ void proxy_config_defaults(struct proxy_config *cfg)
 	cfg->dns_cache_entries = 1024;
 	cfg->dns_max_ttl = 60;
 	cfg->ca_cert_fd = -1;
+	cfg->ca_fd = -1;
 	cfg->limits = proxy_default_limits;
 }

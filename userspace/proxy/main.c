@@ -56,6 +56,9 @@ static void usage(FILE *f)
 		"                             of inspected names (besides the host's trust store)\n"
 		"  --ca-cert-fd N             write the sandbox CA's certificate (PEM; nothing when the\n"
 		"                             policy inspects no name) to fd N at start, then close it\n"
+		"  --ca-fd N                  read the sandbox CA (its key, then its certificate, PEM)\n"
+		"                             from fd N at start instead of making one (sluice run and\n"
+		"                             the daemon: every proxy of a sandbox signs with one CA)\n"
 		"  --allow-private-upstream CIDR\n"
 		"                             TEST ONLY: also dial resolved addresses in CIDR although\n"
 		"                             they are special-purpose (repeatable)\n"
@@ -252,6 +255,7 @@ int main(int argc, char **argv)
 		{ "dns-max-ttl", required_argument, NULL, 'X' },
 		{ "upstream-ca", required_argument, NULL, 'a' },
 		{ "ca-cert-fd", required_argument, NULL, 'Z' },
+		{ "ca-fd", required_argument, NULL, 'Y' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -312,6 +316,7 @@ int main(int argc, char **argv)
 		case 'X': cfg->dns_max_ttl = parse_uint("--dns-max-ttl", optarg, 0, 86400); break;
 		case 'a': cfg->upstream_ca = optarg; break;
 		case 'Z': cfg->ca_cert_fd = (int)parse_uint("--ca-cert-fd", optarg, 0, INT_MAX); break;
+		case 'Y': cfg->ca_fd = (int)parse_uint("--ca-fd", optarg, 0, INT_MAX); break;
 		case 'v': cfg->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': sluice_version_print(stdout, "sluice-proxy"); return 0;

@@ -84,6 +84,9 @@ struct proxy_config {
 	const char *upstream_ca;        /* a PEM file of CAs trusted for origins besides the host's */
 	int ca_cert_fd;                 /* -1: none; else the sandbox CA's certificate (PEM) is
 					 * written there at start, then the fd is closed */
+	int ca_fd;                      /* -1: none (the proxy makes its own CA); else the
+					 * sandbox CA (key and certificate, PEM) is read from
+					 * it at start, then the fd is closed (sandbox_ca.h) */
 	struct proxy_limits limits;
 	int verbose;
 };
@@ -116,6 +119,11 @@ struct proxy {
 
 /* Handle one accepted client socket (non-blocking).  Takes ownership of fd. */
 void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen);
+
+/* A passthrough CONNECT is dialed once its ClientHello is checked; a client
+ * silent this long after the 200 speaks a server-first protocol (SSH,
+ * SMTP): dialed then, on the CONNECT host's decision. */
+#define PROXY_SERVER_FIRST_MS 250
 
 enum conn_phase {
 	PH_READ = 0, PH_RESOLVE, PH_CONNECT, PH_HELLO, PH_HTTP, PH_TUNNEL, PH_LINGER,

@@ -6,6 +6,8 @@
  */
 #include "tls_ca.h"
 
+#include "sandbox_ca.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,9 +21,6 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#define CA_SECONDS (90 * 24 * 3600)   /* longer than any sandbox is expected to run */
-#define BACKDATE   300                /* notBefore, for clients whose clock is a little behind */
-
 struct leaf {
 	char *host;
 	X509 *cert;
@@ -30,7 +29,7 @@ struct leaf {
 };
 
 struct proxy_ca {
-	EVP_PKEY *key;                 /* the CA's private key: memory only */
+	EVP_PKEY *key;                 /* the CA's private key: memory only (the loader's, --ca-fd) */
 	EVP_PKEY *leaf_key;            /* one key for every leaf (as sslsplit does): memory only */
 	X509 *cert;
 	char *pem;
@@ -39,158 +38,6 @@ struct proxy_ca {
 	size_t n_cache;
 	unsigned long tick, minted;
 };
-
-/* A random positive 127-bit serial (RFC 5280 4.1.2.2: at most 20 octets). */
-static int set_serial(X509 *x)
-{
-	unsigned char b[16];
-	BIGNUM *bn;
-	int ok;
-
-	if (RAND_bytes(b, sizeof(b)) != 1)
-		return -1;
-	b[0] &= 0x7f;
-	b[0] |= 0x40;   /* never zero, never negative */
-	bn = BN_bin2bn(b, sizeof(b), NULL);
-	if (!bn)
-		return -1;
-	ok = BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
-	BN_free(bn);
-	return ok ? 0 : -1;
-}
-
-static int add_ext(X509 *x, X509 *issuer, int nid, const char *value)
-{
-	X509V3_CTX ctx;
-	X509_EXTENSION *ext;
-	int ok;
-
-	X509V3_set_ctx_nodb(&ctx);
-	X509V3_set_ctx(&ctx, issuer, x, NULL, NULL, 0);
-	ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
-	if (!ext)
-		return -1;
-	ok = X509_add_ext(x, ext, -1);
-	X509_EXTENSION_free(ext);
-	return ok ? 0 : -1;
-}
-
-static int set_validity(X509 *x, long seconds)
-{
-	time_t now = time(NULL);
-
-	if (!X509_time_adj_ex(X509_getm_notBefore(x), 0, -BACKDATE, &now) ||
-	    !X509_time_adj_ex(X509_getm_notAfter(x), 0, seconds, &now))
-		return -1;
-	return 0;
-}
-
-/* Append a permitted DNS subtree `name` to `nc`; skips one already there. */
-static int permit(NAME_CONSTRAINTS *nc, const char *name)
-{
-	GENERAL_SUBTREE *st;
-	ASN1_IA5STRING *s;
-
-	for (int i = 0; i < sk_GENERAL_SUBTREE_num(nc->permittedSubtrees); i++) {
-		GENERAL_SUBTREE *have = sk_GENERAL_SUBTREE_value(nc->permittedSubtrees, i);
-		const ASN1_IA5STRING *d = have->base->d.dNSName;
-
-		if ((size_t)d->length == strlen(name) && memcmp(d->data, name, (size_t)d->length) == 0)
-			return 0;
-	}
-	st = GENERAL_SUBTREE_new();
-	s = ASN1_IA5STRING_new();
-	if (!st || !s || !ASN1_STRING_set(s, name, (int)strlen(name))) {
-		GENERAL_SUBTREE_free(st);
-		ASN1_IA5STRING_free(s);
-		return -1;
-	}
-	GENERAL_NAME_set0_value(st->base, GEN_DNS, s);
-	if (!sk_GENERAL_SUBTREE_push(nc->permittedSubtrees, st)) {
-		GENERAL_SUBTREE_free(st);
-		return -1;
-	}
-	return 0;
-}
-
-/* The critical nameConstraints extension: the names `p` inspects.
- * Returns the number of subtrees (0: nothing inspected), or -1. */
-static int add_name_constraints(X509 *x, const struct sluice_policy *p)
-{
-	NAME_CONSTRAINTS *nc = NAME_CONSTRAINTS_new();
-	int n, rc = -1;
-
-	if (!nc)
-		return -1;
-	nc->permittedSubtrees = sk_GENERAL_SUBTREE_new_null();
-	if (!nc->permittedSubtrees)
-		goto out;
-	for (size_t i = 0; i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-		char name[SLUICE_HOST_MAX + 2];
-
-		if (e->kind == SLUICE_ENTRY_URL && strcmp(e->url_scheme, "https") == 0)
-			snprintf(name, sizeof(name), "%s", e->url_host);
-		else if (e->kind == SLUICE_ENTRY_HOST && e->inspect)
-			/* RFC 5280: a leading '.' permits names under it only,
-			 * as a wildcard entry allows them */
-			snprintf(name, sizeof(name), "%s%s", e->wildcard ? "." : "", e->host);
-		else
-			continue;
-		if (permit(nc, name) < 0)
-			goto out;
-	}
-	n = sk_GENERAL_SUBTREE_num(nc->permittedSubtrees);
-	if (n == 0) {
-		rc = 0;
-		goto out;
-	}
-	if (X509_add1_ext_i2d(x, NID_name_constraints, nc, 1, X509V3_ADD_DEFAULT) != 1)
-		goto out;
-	rc = n;
-out:
-	NAME_CONSTRAINTS_free(nc);
-	return rc;
-}
-
-static int make_ca_cert(struct proxy_ca *ca, const struct sluice_policy *p, const char *sandbox,
-			const char **err)
-{
-	X509 *x = X509_new();
-	X509_NAME *name;
-	char cn[128];
-	int n;
-
-	if (!x)
-		goto oom;
-	ca->cert = x;
-	snprintf(cn, sizeof(cn), "sluice sandbox CA %.80s", sandbox ? sandbox : "default");
-	name = X509_get_subject_name(x);
-	if (!X509_set_version(x, 2) || set_serial(x) < 0 || set_validity(x, CA_SECONDS) < 0 ||
-	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"sluice", -1, -1, 0) ||
-	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0) ||
-	    !X509_set_issuer_name(x, name) || !X509_set_pubkey(x, ca->key))
-		goto oom;
-	/* a CA for leaves only (pathlen 0), never a server itself */
-	if (add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
-	    add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") < 0 ||
-	    add_ext(x, x, NID_subject_key_identifier, "hash") < 0)
-		goto oom;
-	n = add_name_constraints(x, p);
-	if (n < 0)
-		goto oom;
-	if (n == 0) {
-		*err = "";
-		return -1;
-	}
-	if (add_ext(x, x, NID_authority_key_identifier, "keyid:always") < 0 ||
-	    !X509_sign(x, ca->key, EVP_sha256()))
-		goto oom;
-	return 0;
-oom:
-	*err = "cannot make the CA certificate (OpenSSL)";
-	return -1;
-}
 
 static int make_pem(struct proxy_ca *ca)
 {
@@ -213,34 +60,50 @@ static int make_pem(struct proxy_ca *ca)
 	return ca->pem ? 0 : -1;
 }
 
-struct proxy_ca *proxy_ca_new(const struct sluice_policy *p, const char *sandbox, const char **err)
+struct proxy_ca *proxy_ca_from_pem(const char *pem, size_t len, const char **err)
 {
-	struct proxy_ca *ca;
+	struct proxy_ca *ca = calloc(1, sizeof(*ca));
+	BIO *b = len <= SLUICE_CA_PEM_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
 
 	*err = "out of memory";
-	if (!sluice_policy_has_inspection(p)) {
-		*err = "";
-		return NULL;
+	if (!ca || !b)
+		goto fail;
+	ca->key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+	ca->cert = ca->key ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	if (!ca->cert || X509_check_private_key(ca->cert, ca->key) != 1) {
+		*err = "--ca-fd: not a private key followed by its CA certificate (PEM)";
+		goto fail;
 	}
-	ca = calloc(1, sizeof(*ca));
-	if (!ca)
-		return NULL;
-	ca->key = EVP_EC_gen("P-256");
 	ca->leaf_key = EVP_EC_gen("P-256");
-	if (!ca->key || !ca->leaf_key) {
-		*err = "cannot generate ECDSA P-256 keys (OpenSSL)";
-		proxy_ca_free(ca);
-		return NULL;
-	}
-	if (make_ca_cert(ca, p, sandbox, err) < 0) {
-		proxy_ca_free(ca);
-		return NULL;
+	if (!ca->leaf_key) {
+		*err = "cannot generate an ECDSA P-256 key (OpenSSL)";
+		goto fail;
 	}
 	if (make_pem(ca) < 0) {
 		*err = "cannot write the CA certificate as PEM";
-		proxy_ca_free(ca);
+		goto fail;
+	}
+	BIO_free(b);
+	return ca;
+fail:
+	BIO_free(b);
+	proxy_ca_free(ca);
+	return NULL;
+}
+
+struct proxy_ca *proxy_ca_new(const struct sluice_policy *p, const char *sandbox, const char **err)
+{
+	struct proxy_ca *ca;
+	char *pem = NULL;
+	int rc = sluice_ca_make(p, sandbox, NULL, &pem, err);
+
+	if (rc != 0) {
+		if (rc > 0)
+			*err = "";
 		return NULL;
 	}
+	ca = proxy_ca_from_pem(pem, strlen(pem), err);
+	sluice_ca_pem_free(pem);
 	return ca;
 }
 
@@ -286,15 +149,15 @@ static X509 *mint(struct proxy_ca *ca, const char *host)
 		return NULL;
 	name = X509_get_subject_name(x);
 	snprintf(san, sizeof(san), "DNS:%s", host);
-	if (!X509_set_version(x, 2) || set_serial(x) < 0 || set_validity(x, PROXY_CA_LEAF_SECONDS) < 0 ||
+	if (!X509_set_version(x, 2) || sluice_x509_serial(x) < 0 || sluice_x509_validity(x, PROXY_CA_LEAF_SECONDS) < 0 ||
 	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)host, -1, -1, 0) ||
 	    !X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) || !X509_set_pubkey(x, ca->leaf_key) ||
-	    add_ext(x, ca->cert, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
-	    add_ext(x, ca->cert, NID_key_usage, "critical,digitalSignature") < 0 ||
-	    add_ext(x, ca->cert, NID_ext_key_usage, "serverAuth") < 0 ||
-	    add_ext(x, ca->cert, NID_subject_alt_name, san) < 0 ||
-	    add_ext(x, ca->cert, NID_subject_key_identifier, "hash") < 0 ||
-	    add_ext(x, ca->cert, NID_authority_key_identifier, "keyid:always") < 0 ||
+	    sluice_x509_ext(x, ca->cert, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
+	    sluice_x509_ext(x, ca->cert, NID_key_usage, "critical,digitalSignature") < 0 ||
+	    sluice_x509_ext(x, ca->cert, NID_ext_key_usage, "serverAuth") < 0 ||
+	    sluice_x509_ext(x, ca->cert, NID_subject_alt_name, san) < 0 ||
+	    sluice_x509_ext(x, ca->cert, NID_subject_key_identifier, "hash") < 0 ||
+	    sluice_x509_ext(x, ca->cert, NID_authority_key_identifier, "keyid:always") < 0 ||
 	    !X509_sign(x, ca->key, EVP_sha256())) {
 		X509_free(x);
 		return NULL;

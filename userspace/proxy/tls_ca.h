@@ -3,13 +3,12 @@
  * tls_ca.h - the sandbox's own certificate authority, held only by the
  * proxy (issue 12; docs/proxy.md, "TLS inspection").
  *
- * At start the proxy makes a fresh ECDSA P-256 key pair and a self-signed
- * CA certificate for it, in memory only: the key is never written to any
- * file, pipe or log, and goes with the process.  Two sandboxes (two proxy
- * processes) never share a CA.  The CA certificate carries critical X.509
- * name constraints (RFC 5280 4.2.1.10): its permitted DNS subtrees are the
- * names the policy inspects (sluice_policy_inspects), so even a leaked key
- * cannot sign a certificate a verifying client accepts for any other name.
+ * The CA itself (sandbox_ca.h) is the sandbox's: the loader makes it once
+ * and hands it to every proxy it starts for the sandbox (--ca-fd), so a
+ * restarted proxy signs with the CA the workload already trusts; a proxy
+ * started without one makes its own (sluice-proxy run by hand, the unit
+ * tests).  Two sandboxes never share a CA.  Its key stays in memory: never
+ * written to a file or a log.
  *
  * Leaf certificates are minted on demand, for a name the policy inspects
  * only (the caller decides first), short-lived (24 hours), with the CA's
@@ -37,6 +36,12 @@ typedef struct evp_pkey_st EVP_PKEY;
  * with a reason in *err (static text).
  */
 struct proxy_ca *proxy_ca_new(const struct sluice_policy *p, const char *sandbox, const char **err);
+
+/* The CA handed over by the loader: `pem` (len bytes, at most
+ * SLUICE_CA_PEM_MAX) holds its private key then its certificate
+ * (sluice_ca_make()); the caller wipes its copy.  NULL with *err when it is
+ * not a key and its certificate. */
+struct proxy_ca *proxy_ca_from_pem(const char *pem, size_t len, const char **err);
 
 void proxy_ca_free(struct proxy_ca *ca);
 

@@ -27,6 +27,7 @@
 #include <openssl/x509v3.h>
 
 #include "log.h"
+#include "sandbox_ca.h"
 #include "tls_ca.h"
 #include "tls_pump.h"
 
@@ -101,7 +102,28 @@ int proxy_tls_init(struct proxy *px, const char **err)
 {
 	const char *why = "";
 
-	px->ca = proxy_ca_new(px->policy, px->cfg.sandbox, &why);
+	if (px->cfg.ca_fd >= 0) {
+		size_t n = 0;
+		char *pem = sluice_read_all(px->cfg.ca_fd, SLUICE_CA_PEM_MAX, &n);
+
+		close(px->cfg.ca_fd);
+		px->cfg.ca_fd = -1;
+		if (!pem) {
+			*err = "--ca-fd: cannot read the sandbox CA";
+			return -1;
+		}
+		/* a policy that inspects nothing needs none */
+		if (sluice_policy_has_inspection(px->policy))
+			px->ca = n ? proxy_ca_from_pem(pem, n, &why) : NULL;
+		explicit_bzero(pem, n);
+		free(pem);
+		if (!px->ca && sluice_policy_has_inspection(px->policy)) {
+			*err = why[0] ? why : "--ca-fd: no CA, but the policy inspects names";
+			return -1;
+		}
+	} else {
+		px->ca = proxy_ca_new(px->policy, px->cfg.sandbox, &why);
+	}
 	if (!px->ca && why[0]) {
 		*err = why;
 		return -1;

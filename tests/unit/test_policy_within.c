@@ -401,8 +401,14 @@ static void test_expiry_in_the_digest_and_matchers(void **state)
 					       "  - cidr: 198.51.100.0/24\n    ports: [5432]\n    why: w\n"
 					       "    expires: 2020-01-01T00:00:00Z\n");
 	uint8_t addr[4] = { 198, 51, 100, 7 };
+	struct sluice_policy *u = NULL;
+	struct sluice_policy_error err;
+	static const char unix_exp[] = HEAD "  - unix: /run/a.sock\n    why: w\n    expires: 2030-01-01T00:00:00Z\n";
 
 	(void)state;
+	assert_int_equal(sluice_policy_load_buffer("u.yaml", unix_exp, strlen(unix_exp), &u, &err), -1);
+	assert_int_equal(err.line, 6);
+	assert_non_null(strstr(err.message, "not supported on a unix entry"));
 	assert_string_equal(a->digest, b->digest);      /* one instant, two spellings */
 	assert_string_not_equal(a->digest, c->digest);  /* an expiry is a change of meaning */
 	assert_true(sluice_entry_expired(&gone->entries[0], -1));

@@ -440,3 +440,38 @@ def test_run_and_daemon_refuse_a_policy_outside_the_boundary(w):
     finally:
         a.close()
         d.close()
+
+
+def test_daemon_entry_expires_without_a_reload(w):
+    name = "exp%d" % os.getpid()
+    expires = int(time.time()) + 4
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires))
+    pol = w.write("daemon-expiring.yaml", POLICY.replace("    why: database\n", "    why: database\n    expires: %s\n"
+                                                         "    ticket: SEC-9\n" % stamp))
+    d = SignedDaemon(w, None, args=[])
+    a = Workload(w, name)
+    try:
+        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0, r
+        st = d.status()[name]
+        assert st["expires"] == [{"rule": "allow[0] cidr:192.0.2.10/32", "expires": stamp, "expired": False,
+                                  "ticket": "SEC-9"}], st
+        r = d.ctl("status")
+        assert "expires next allow[0] cidr:192.0.2.10/32 at %s, ticket SEC-9" % stamp in r.stdout, r
+        assert a.probe("tcp", "192.0.2.10", 5432) == "ok"
+        while time.time() < expires + 0.3:
+            time.sleep(0.05)
+        assert a.probe("tcp", "192.0.2.10", 5432) == "EPERM"
+        time.sleep(0.5)
+        ev = d.events_of(name)
+        exp = [e for e in ev if e.get("event.action") == "entry-expired"]
+        assert len(exp) == 1 and exp[0]["sluice.rule_ticket"] == "SEC-9", exp
+        den = [e for e in ev if e.get("event.action") == "egress-denied" and e.get("destination.port") == 5432]
+        assert den and den[-1]["event.reason"] == "entry_expired", den
+        st = d.status()[name]
+        assert st["expires"][0]["expired"] is True, st
+        assert "expired     1 entry" in d.ctl("status").stdout
+        assert d.ctl("detach", name).returncode == 0
+    finally:
+        a.close()
+        d.close()

@@ -27,7 +27,7 @@ ARCH     := $(shell uname -m | sed 's/x86_64/x86/' | sed 's/aarch64/arm64/')
 DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
 	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev libseccomp-dev \
-	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables \
+	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables containerd \
 	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion \
 	dpkg-dev debhelper lintian systemd openssh-client
 
@@ -120,6 +120,9 @@ $(OUTPUT)/man/%: man/%.scd
 deps:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEBIAN_PACKAGES)
+	@# kubectl, for the offline check of deploy/kubernetes/ (tests/integration/test_kubernetes.py):
+	@# Debian's kubernetes-client, unless a kubectl is installed already (both ship /usr/bin/kubectl)
+	command -v kubectl >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends kubernetes-client
 
 # --- BPF ---------------------------------------------------------------
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Wno-unused-function \

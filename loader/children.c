@@ -19,6 +19,7 @@
 
 #include <bpf/bpf.h>
 
+#include "credentials.h"
 #include "log.h"
 
 static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
@@ -301,8 +302,8 @@ static int ca_pipe(const char *pem, int *rfd)
 pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
 {
-	int ready[2], cafd = -1;
-	char capbuf[16];
+	int ready[2], cafd = -1, secfd = -1;
+	char capbuf[16], secbuf[16];
 	pid_t pid;
 	char *argv[64];
 	char fdbuf[8][16], logfd[16], policyfd[32];
@@ -382,6 +383,21 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--ca-fd";
 		argv[argc++] = capbuf;
 	}
+	if (o->secrets && o->secrets->n) {
+		/* content, not paths: the proxy never opens a secret file */
+		secfd = sluice_secrets_to_memfd(o->secrets, is_proxy);
+		if (secfd < 0) {
+			snprintf(msg, msglen, "cannot hand the credentials over: %s", strerror(-secfd));
+			close(ready[0]);
+			close(ready[1]);
+			if (cafd >= 0)
+				close(cafd);
+			return secfd;
+		}
+		snprintf(secbuf, sizeof(secbuf), "%d", secfd);
+		argv[argc++] = "--secrets-fd";
+		argv[argc++] = secbuf;
+	}
 	snprintf(fdbuf[7], sizeof(fdbuf[7]), "%d", ready[1]);
 	argv[argc++] = "--ready-fd";
 	argv[argc++] = fdbuf[7];
@@ -398,6 +414,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		close(ready[1]);
 		if (cafd >= 0)
 			close(cafd);
+		if (secfd >= 0)
+			close(secfd);
 		return -err;
 	}
 	if (pid == 0) {
@@ -408,10 +426,12 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		fcntl(ready[1], F_SETFD, 0);
 		if (o->log_fd > 0)
 			fcntl(o->log_fd, F_SETFD, 0);
-		if (o->policy_fd > 0)
-			fcntl(o->policy_fd, F_SETFD, 0);
 		if (cafd >= 0)
 			fcntl(cafd, F_SETFD, 0);
+		if (secfd >= 0)
+			fcntl(secfd, F_SETFD, 0);
+		if (o->policy_fd > 0)
+			fcntl(o->policy_fd, F_SETFD, 0);
 		execv(binary, argv);
 		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
 		_exit(127);
@@ -419,6 +439,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 	close(ready[1]);
 	if (cafd >= 0)
 		close(cafd);
+	if (secfd >= 0)
+		close(secfd);
 
 	struct pollfd p = { .fd = ready[0], .events = POLLIN };
 	char buf[16] = "";

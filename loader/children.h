@@ -13,6 +13,8 @@
 
 #include "sluice.h"
 
+struct sluice_secrets;
+
 struct sluice_listeners {
 	int proxy4, proxy6;        /* TCP listeners, -1 if none */
 	int dns_udp4, dns_udp6;    /* UDP sockets, -1 if none */
@@ -78,6 +80,9 @@ struct sluice_child_opts {
 				    * children share one open file; 0: none (the child's default) */
 	const char *upstream_dns;  /* NULL: /etc/resolv.conf */
 	const char *mode;          /* "enforce" / "audit" */
+	const struct sluice_secrets *secrets;  /* may be NULL: the credentials' secrets, handed to
+				    * the proxy as content (`--secrets-fd N`, a sealed memfd),
+				    * to the resolver as placeholders only */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
 	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
 				    * its certificate: sluice_ca_make()), handed to the proxy

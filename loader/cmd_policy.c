@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "credentials.h"
 #include "policy.h"
 #include "policy_within.h"
 
@@ -179,6 +180,8 @@ static json_object *entry_json(const struct sluice_entry *e)
 		for (size_t i = 0; i < e->n_methods; i++)
 			json_object_array_add(m, jstr(e->methods[i]));
 		json_object_object_add(o, "methods", m);
+		if (e->credential)
+			json_object_object_add(o, "credential", jstr(e->credential));
 		break;
 	}
 	case SLUICE_ENTRY_CIDR:
@@ -279,6 +282,17 @@ static void print_table(const struct sluice_policy *p)
 			       e->owner ? e->owner : "", e->ticket ? "  ticket " : "", e->ticket ? e->ticket : "");
 		}
 	}
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		const struct sluice_credential *cr = &p->credentials[i];
+
+		printf("%s  %s: sets %s%s%s%s, sent to", i ? "           " : "\ncredential", cr->name,
+		       cr->header_name, cr->env ? "; sandbox gets a placeholder in $" : "", cr->env ? cr->env : "",
+		       cr->allow_plain_http ? "; plain http allowed" : "");
+		for (size_t k = 0, n = 0; k < p->n_entries; k++)
+			if (p->entries[k].credential && p->entries[k].credential_idx == i)
+				printf("%s %s", n++ ? "," : "", p->entries[k].name);
+		printf("\n");
+	}
 }
 
 /* An entry that expired (an error: it allows nothing) or expires within
@@ -362,6 +376,26 @@ static int check(bool json, const char *relays, const char *within, char **files
 			}
 			continue;
 		}
+		{
+			/* the secrets must be readable, private and well-formed
+			 * (read here and wiped: never printed) */
+			struct sluice_secrets sec;
+
+			if (sluice_secrets_load(p, NULL, 0, getenv("CREDENTIALS_DIRECTORY"), &sec, &err) < 0) {
+				worst = EXIT_ERROR;
+				if (fo) {
+					json_object_object_add(fo, "ok", json_object_new_boolean(false));
+					json_object_object_add(fo, "error", error_json(&err));
+					json_object_array_add(arr, fo);
+				} else {
+					print_error(&err);
+					printf("policy  %s\nresult  error (not loaded)\n", files[i]);
+				}
+				sluice_policy_free(p);
+				continue;
+			}
+			sluice_secrets_clear(&sec);
+		}
 		n = sluice_policy_lint(p, relays, &lints);
 		if (n < 0) {
 			char msg[512];
@@ -419,6 +453,23 @@ static int check(bool json, const char *relays, const char *within, char **files
 			for (size_t k = 0; k < p->n_entries; k++)
 				json_object_array_add(ents, entry_json(&p->entries[k]));
 			json_object_object_add(fo, "entries", ents);
+			{
+				json_object *cs = json_object_new_array();
+
+				for (size_t k = 0; k < p->n_credentials; k++) {
+					const struct sluice_credential *cr = &p->credentials[k];
+					json_object *co = json_object_new_object();
+
+					json_object_object_add(co, "name", jstr(cr->name));
+					json_object_object_add(co, "header", jstr(cr->header));
+					json_object_object_add(co, "env", cr->env ? jstr(cr->env) : NULL);
+					json_object_object_add(co, "allow_plain_http",
+							       json_object_new_boolean(cr->allow_plain_http));
+					json_object_object_add(co, "line", json_object_new_int((int)cr->line));
+					json_object_array_add(cs, co);
+				}
+				json_object_object_add(fo, "credentials", cs);
+			}
 			for (int k = 0; k < n; k++) {
 				json_object *w = json_object_new_object();
 
@@ -720,6 +771,70 @@ static void diff_qtypes(struct diff_out *d, const struct sluice_policy *a,
 	}
 }
 
+/* Where NEW (a) sends a credential that OLD (b) did not send there (the
+ * same target without it, or with another one): opens (dir > 0), closes
+ * (dir < 0). */
+static void diff_credentials(struct diff_out *d, const struct sluice_policy *a,
+			     const struct sluice_policy *b, int dir)
+{
+	char key[SLUICE_HOST_MAX + 2200], text[SLUICE_HOST_MAX + 2400];
+
+	for (size_t i = 0; i < a->n_entries; i++) {
+		const struct sluice_entry *e = &a->entries[i], *o;
+		json_object *jo;
+
+		if (!e->credential)
+			continue;
+		target_key(e, key, sizeof(key));
+		o = find_target(b, key);
+		if (o && o->credential && strcmp(o->credential, e->credential) == 0)
+			continue;
+		jo = json_object_new_object();
+		json_object_object_add(jo, "kind", jstr("credential"));
+		json_object_object_add(jo, "target", jstr(target_str(e)));
+		json_object_object_add(jo, "credential", jstr(e->credential));
+		json_object_object_add(jo, "rule", jstr(e->name));
+		json_object_object_add(jo, "line", json_object_new_int((int)e->line));
+		snprintf(text, sizeof(text), "credential %s %s %s  (%s, line %u)", e->credential,
+			 dir > 0 ? "may now be sent to" : "is no longer sent to", key, e->name, e->line);
+		emit(d, dir > 0 ? d->opens : d->closes, dir > 0 ? '+' : '-', text, jo);
+	}
+}
+
+/* A credential of both whose header template, env or allow_plain_http changed. */
+static void diff_credential_defs(struct diff_out *d, const struct sluice_policy *a,
+				 const struct sluice_policy *b)
+{
+	char text[1200];
+
+	for (size_t i = 0; i < b->n_credentials; i++) {
+		const struct sluice_credential *n = &b->credentials[i];
+
+		for (size_t j = 0; j < a->n_credentials; j++) {
+			const struct sluice_credential *o = &a->credentials[j];
+
+			if (strcmp(o->name, n->name) != 0)
+				continue;
+			if (strcmp(o->header, n->header) != 0) {
+				snprintf(text, sizeof(text), "header of credential %s: \"%.400s\" -> \"%.400s\"",
+					 n->name, o->header, n->header);
+				other_change(d, "credential.header", o->header, n->header, text);
+			}
+			if ((o->env == NULL) != (n->env == NULL) || (o->env && strcmp(o->env, n->env) != 0)) {
+				snprintf(text, sizeof(text), "env of credential %s: %s -> %s", n->name,
+					 o->env ? o->env : "(none)", n->env ? n->env : "(none)");
+				other_change(d, "credential.env", o->env ? o->env : "", n->env ? n->env : "", text);
+			}
+			if (o->allow_plain_http != n->allow_plain_http) {
+				snprintf(text, sizeof(text), "allow_plain_http of credential %s: %s -> %s", n->name,
+					 o->allow_plain_http ? "true" : "false", n->allow_plain_http ? "true" : "false");
+				other_change(d, "credential.allow_plain_http", o->allow_plain_http ? "true" : "false",
+					     n->allow_plain_http ? "true" : "false", text);
+			}
+		}
+	}
+}
+
 static int diff(bool json, const char *oldf, const char *newf)
 {
 	struct sluice_policy *a = NULL, *b = NULL;
@@ -766,6 +881,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 		diff_entry(&d, &b->entries[i], find_target(a, key), +1);
 	}
 	diff_qtypes(&d, b, a, +1);
+	diff_credentials(&d, b, a, +1);
 	if (!json && d.changes == 0)
 		printf("  (nothing)\n");
 
@@ -785,6 +901,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 		diff_entry(&d, &a->entries[i], find_target(b, key), -1);
 	}
 	diff_qtypes(&d, a, b, -1);
+	diff_credentials(&d, a, b, -1);
 	if (!json && d.changes == rc)
 		printf("  (nothing)\n");
 
@@ -804,6 +921,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 		snprintf(text, sizeof(text), "dns.on_deny %s -> %s", o, n);
 		other_change(&d, "dns.on_deny", o, n, text);
 	}
+	diff_credential_defs(&d, a, b);
 	for (size_t i = 0; i < b->n_entries; i++) {
 		const struct sluice_entry *e = &b->entries[i], *o;
 

@@ -35,9 +35,7 @@ static const char *sock_path(void)
 	return e && *e ? e : SLUICE_CONTROL_SOCK;
 }
 
-/* Send `req` (consumed) and return the parsed answer, or NULL with a
- * message printed. */
-static json_object *call(json_object *req)
+json_object *sluice_ctl_call(json_object *req)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -170,6 +168,16 @@ static void print_sandbox(json_object *s)
 	       get_str(s, "events_lost"), get_str(s, "event_lines_lost"));
 	printf("  proxy pid   %s, resolver pid %s\n", get_str(s, "proxy_pid"), get_str(s, "resolver_pid"));
 	{
+		const char *rt = get_str(s, "runtime"), *id = get_str(s, "container_id");
+		const char *cn = get_str(s, "container_name"), *up = get_str(s, "upstream_netns");
+
+		if (rt && rt[0])
+			printf("  container   %s%s%s%s (runtime %s)\n", id && id[0] ? id : "?", cn && cn[0] ? " (" : "",
+			       cn && cn[0] ? cn : "", cn && cn[0] ? ")" : "", rt);
+		if (up && up[0])
+			printf("  upstream    %s (the proxy and resolver dial from there)\n", up);
+	}
+	{
 		const char *ca = get_str(s, "ca_cert");   /* null when nothing is inspected */
 
 		if (ca && ca[0])
@@ -258,6 +266,8 @@ static void sanitize_name(char *name)
 		name[SLUICE_NAME_MAX] = 0;
 }
 
+static int secret_arg(json_object **arr, const char *arg, const char *cmd);
+
 int cmd_attach(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -265,19 +275,28 @@ int cmd_attach(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'P' },    { "container", required_argument, NULL, 'C' },
 		{ "name", required_argument, NULL, 'n' },   { "netns", required_argument, NULL, 'N' },
 		{ "mode", required_argument, NULL, 'm' },   { "json", no_argument, NULL, 'j' },
-		{ "kill-existing", no_argument, NULL, 'K' },
+		{ "kill-existing", no_argument, NULL, 'K' }, { "namespace", required_argument, NULL, 'z' },
+		{ "upstream-netns", required_argument, NULL, 'U' },
+		{ "secret", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },         { 0 },
 	};
-	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL, *rt = NULL;
-	char name[SLUICE_NAME_MAX + 1] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX], msg[256];
+	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL;
+	const char *ctrd_ns = NULL, *upstream = NULL;
+	struct inspect_container ci = { 0 };
+	char name[SLUICE_NAME_MAX + 1] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX], msg[512];
+	char absupstream[PATH_MAX];
 	long pid = 0;
 	int json = 0, kill_existing = 0, c;
-	json_object *req;
+	json_object *req, *secrets = NULL;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'K': kill_existing = 1; break;
+		case 'S':
+			if (secret_arg(&secrets, optarg, "attach") < 0)
+				return 2;
+			break;
 		case 'p': policy = optarg; break;
 		case 'c': cgroup = optarg; break;
 		case 'P': pid = strtol(optarg, NULL, 10); break;
@@ -291,15 +310,25 @@ int cmd_attach(int argc, char **argv)
 			break;
 		case 'N': netns = optarg; break;
 		case 'm': mode = optarg; break;
+		case 'z': ctrd_ns = optarg; break;
+		case 'U': upstream = optarg; break;
 		case 'j': json = 1; break;
 		case 'h':
-			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID)\n"
-			       "                     [--name NAME] [--netns PATH] [--mode audit|enforce] [--kill-existing] [--json]\n\n"
+			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID [--namespace NS])\n"
+			       "                     [--name NAME] [--netns PATH] [--upstream-netns PATH|host]\n"
+			       "                     [--mode audit|enforce] [--kill-existing] [--secret NAME=FILE]... [--json]\n\n"
 			       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
-			       "podman or docker for the container's init pid; --pid uses that process's\n"
-			       "cgroup and network namespace.  Lists connections that were open before;\n"
-			       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).\n\n"
-			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n");
+			       "podman, docker, then containerd (`ctr`, namespaces default, k8s.io, moby, or\n"
+			       "only --namespace NS; $CONTAINERD_ADDRESS picks its socket) for the container's\n"
+			       "init pid; --pid uses that process's cgroup and network namespace.\n"
+			       "--upstream-netns: the proxy and resolver listen in the sandbox's netns but dial\n"
+			       "from this one (host: the daemon's), so a container without a network reaches\n"
+			       "out only through them.  Lists connections that were open before;\n"
+			       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).  --secret: where\n"
+			       "credential NAME's secret is (instead of its `file:`); the daemon reads it, and\n"
+			       "again at each reload.\n\n"
+			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n"
+			       "  sluice attach --policy web.yaml --container job7 --namespace k8s.io\n");
 			return 0;
 		default: return 2;
 		}
@@ -308,6 +337,16 @@ int cmd_attach(int argc, char **argv)
 		log_warnx("attach: need --policy and exactly one of --cgroup, --pid, --container");
 		return 2;
 	}
+	if (ctrd_ns && !container) {
+		log_warnx("attach: --namespace is containerd's: it goes with --container");
+		return 2;
+	}
+	if (upstream && strcmp(upstream, "host") != 0 && !realpath(upstream, absupstream)) {
+		log_warn("attach: --upstream-netns %s", upstream);
+		return 2;
+	}
+	if (upstream && strcmp(upstream, "host") != 0)
+		upstream = absupstream;
 	if (!realpath(policy, abspolicy)) {
 		log_warn("attach: %s", policy);
 		return 2;
@@ -317,11 +356,11 @@ int cmd_attach(int argc, char **argv)
 		return 2;
 	}
 	if (container) {
-		pid = inspect_container_pid(container, &rt);
-		if (pid <= 0) {
-			log_warnx("attach: no running podman or docker container '%s'", container);
+		if (inspect_container(container, ctrd_ns, &ci, msg, sizeof(msg)) < 0) {
+			log_warnx("attach: %s", msg);
 			return 2;
 		}
+		pid = ci.pid;
 		if (!name[0]) {
 			snprintf(name, sizeof(name), "%s", container);
 			sanitize_name(name);
@@ -364,13 +403,22 @@ int cmd_attach(int argc, char **argv)
 	json_object_object_add(req, "name", json_object_new_string(name));
 	json_object_object_add(req, "cgroup", json_object_new_string(cgroup));
 	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
+	if (secrets)
+		json_object_object_add(req, "secrets", secrets);
 	if (netns)
 		json_object_object_add(req, "netns", json_object_new_string(netns));
 	if (mode)
 		json_object_object_add(req, "mode", json_object_new_string(mode));
 	if (kill_existing)
 		json_object_object_add(req, "kill_existing", json_object_new_boolean(1));
-	return finish(call(req), json, human_attach);
+	if (ci.runtime) {
+		json_object_object_add(req, "container_id", json_object_new_string(ci.id));
+		json_object_object_add(req, "container_name", json_object_new_string(ci.name));
+		json_object_object_add(req, "runtime", json_object_new_string(ci.runtime));
+	}
+	if (upstream)
+		json_object_object_add(req, "upstream_netns", json_object_new_string(upstream));
+	return finish(sluice_ctl_call(req), json, human_attach);
 }
 
 /* Does a daemon answer on the control socket?  (No message either way.) */
@@ -438,10 +486,10 @@ int cmd_detach(int argc, char **argv)
 	json_object_object_add(req, "cmd", json_object_new_string("detach"));
 	json_object_object_add(req, "name", json_object_new_string(argv[optind]));
 	if (!force)
-		return finish(call(req), 0, human_detach);
+		return finish(sluice_ctl_call(req), 0, human_detach);
 	if (daemon_reachable()) {
 		/* a running daemon that holds it detaches it the ordinary way */
-		resp = call(req);
+		resp = sluice_ctl_call(req);
 		if (!resp)
 			return 2;
 		if (json_object_object_get_ex(resp, "ok", &ok) && json_object_get_boolean(ok))
@@ -480,7 +528,7 @@ int cmd_status(int argc, char **argv)
 		return help ? 0 : 2;
 	}
 	json_object_object_add(req, "cmd", json_object_new_string("status"));
-	return finish(call(req), json, human_status);
+	return finish(sluice_ctl_call(req), json, human_status);
 }
 
 int cmd_reload(int argc, char **argv)
@@ -488,25 +536,33 @@ int cmd_reload(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' }, { "name", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },         { "help", no_argument, NULL, 'h' },
+		{ "secret", required_argument, NULL, 'S' },
 		{ 0 },
 	};
 	const char *policy = NULL, *name = NULL;
 	char abspolicy[PATH_MAX], msg[256];
-	json_object *req;
+	json_object *req, *secrets = NULL;
 	int c, json = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'S':
+			if (secret_arg(&secrets, optarg, "reload") < 0)
+				return 2;
+			break;
 		case 'p': policy = optarg; break;
 		case 'n': name = optarg; break;
 		case 'j': json = 1; break;
 		case 'h':
-			printf("usage: sluice reload --policy FILE [--json] [--name] NAME\n\n"
+			printf("usage: sluice reload --policy FILE [--secret NAME=FILE]... [--json] [--name] NAME\n\n"
 			       "Atomically replace sandbox NAME's policy: every connection is judged wholly by\n"
 			       "the old or wholly by the new one.  An invalid policy changes nothing.  Says\n"
 			       "what it did: the old and new policy (name, sha256), the generation now in\n"
-			       "force, whether the proxy and resolver were restarted on the new policy.\n");
+			       "force, whether the proxy and resolver were restarted on the new policy.\n"
+			       "The credentials' secrets are read again (a rotated secret is used from now on);\n"
+			       "a missing one refuses the reload and the old stays.  --secret replaces the\n"
+			       "sources given at attach.\n");
 			return 0;
 		default: return 2;
 		}
@@ -529,7 +585,27 @@ int cmd_reload(int argc, char **argv)
 	json_object_object_add(req, "cmd", json_object_new_string("reload"));
 	json_object_object_add(req, "name", json_object_new_string(name));
 	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
-	return finish(call(req), json, human_reload);
+	if (secrets)
+		json_object_object_add(req, "secrets", secrets);
+	return finish(sluice_ctl_call(req), json, human_reload);
+}
+
+/* --secret NAME=FILE: appended to *arr as "NAME=/abs/FILE" (the daemon,
+ * root, reads the file; a path crosses the socket, never a secret). */
+static int secret_arg(json_object **arr, const char *arg, const char *cmd)
+{
+	const char *eq = strchr(arg, '=');
+	char abs[PATH_MAX], buf[PATH_MAX + 80];
+
+	if (!eq || eq == arg || (size_t)(eq - arg) > 64 || !realpath(eq + 1, abs)) {
+		log_warnx("%s: --secret wants NAME=FILE (an existing file), not '%s'", cmd, arg);
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%.*s=%s", (int)(eq - arg), arg, abs);
+	if (!*arr)
+		*arr = json_object_new_array();
+	json_object_array_add(*arr, json_object_new_string(buf));
+	return 0;
 }
 
 /* `sluice events [--follow] [--sandbox NAME]`: the daemon's JSON lines

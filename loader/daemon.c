@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/vfs.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -45,6 +46,7 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "credentials.h"
 #include "destroy.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -56,6 +58,7 @@
 #include "policy_sig.h"
 #include "expiry_watch.h"
 #include "policy_within.h"
+#include "policy_ref.h"
 #include "run_limits.h"
 #include "sandbox_ca.h"
 #include "sandbox.h"
@@ -66,6 +69,11 @@ struct dsandbox {
 	char netns[PATH_MAX];       /* bind mount under state dir */
 	char policy_path[PATH_MAX]; /* copy under state dir */
 	char mode[16];
+	/* the container it is (sluice oci-hook, attach --container); "" none */
+	char container_id[128], container_name[128], runtime[16];
+	/* where its proxy and resolver dial from: "" the sandbox's netns, "host"
+	 * the daemon's, else a bind mount under the state dir (--upstream-netns) */
+	char upstream[PATH_MAX];
 	uint64_t cgroup_id;
 	struct sluice_sandbox sb;
 	struct sluice_policy *policy;
@@ -83,6 +91,12 @@ struct dsandbox {
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 	uint64_t reloads_ok, reloads_refused; /* since the daemon started (metrics) */
+	/* credentials: `--secret NAME=FILE` sources (paths, kept: each reload
+	 * reads them again) and the secrets read from them (credentials.h) */
+	char *secret_arg[SLUICE_SECRET_ARGS_MAX];
+	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
+	size_t n_secret_src;
+	struct sluice_secrets secrets;
 	struct dsandbox *next;
 };
 
@@ -99,12 +113,13 @@ static struct {
 	char **proxy_extra, **resolver_extra;
 	bool use_lsm;               /* load the BPF LSM programs where the kernel has the BPF LSM */
 	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
+	const char *metrics_addr;   /* --metrics IP:PORT, or NULL */
+	struct sluice_metrics *metrics;
 	bool signed_mode;           /* --allowed-signers: every policy must carry a valid signature */
 	struct sluice_signers signers;
 	struct sluice_policy *boundary; /* --boundary: every policy must be within it; NULL none */
 	char boundary_path[PATH_MAX];
-	const char *metrics_addr;   /* --metrics IP:PORT, or NULL */
-	struct sluice_metrics *metrics;
+	char policy_dir[PATH_MAX];  /* where policy names resolve (attach "policy_name", the OCI hook) */
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -241,6 +256,17 @@ static int sandbox_ca(struct dsandbox *s, char *msg, size_t msglen)
 	return 0;
 }
 
+/* The netns the proxy and resolver join, so dial from: the upstream one
+ * (--upstream-netns), else the sandbox's; NULL: the daemon's own. */
+static const char *child_netns(const struct dsandbox *s)
+{
+	if (strcmp(s->upstream, "host") == 0)
+		return NULL;
+	if (s->upstream[0])
+		return s->upstream;
+	return s->netns[0] ? s->netns : NULL;
+}
+
 /* Which children start_children() starts. */
 #define CHILD_PROXY    1u
 #define CHILD_RESOLVER 2u
@@ -251,9 +277,9 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 {
 	char flow_map[PATH_MAX];
 	struct sluice_child_opts co = {
-		.policy_path = s->policy_path, .netns_path = s->netns[0] ? s->netns : NULL, .sandbox = s->name,
+		.policy_path = s->policy_path, .netns_path = child_netns(s), .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
-		.mode = s->mode, .extra = D.proxy_extra,
+		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
@@ -313,6 +339,26 @@ static int write_state(struct dsandbox *s)
 	json_object_object_add(o, "name", json_object_new_string(s->name));
 	json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
 	json_object_object_add(o, "mode", json_object_new_string(s->mode));
+	if (s->n_secret_src) {
+		/* where the secrets are (paths, never their content) */
+		json_object *a = json_object_new_array();
+
+		for (size_t i = 0; i < s->n_secret_src; i++) {
+			char b[PATH_MAX + 80];
+
+			snprintf(b, sizeof(b), "%s=%s", s->secret_src[i].name, s->secret_src[i].file);
+			json_object_array_add(a, json_object_new_string(b));
+		}
+		json_object_object_add(o, "secret_sources", a);
+	}
+	if (s->container_id[0])
+		json_object_object_add(o, "container_id", json_object_new_string(s->container_id));
+	if (s->container_name[0])
+		json_object_object_add(o, "container_name", json_object_new_string(s->container_name));
+	if (s->runtime[0])
+		json_object_object_add(o, "runtime", json_object_new_string(s->runtime));
+	if (s->upstream[0])
+		json_object_object_add(o, "upstream_netns", json_object_new_string(s->upstream));
 	state_path(path, sizeof(path), s->name, "json");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "we");
@@ -350,6 +396,62 @@ static int write_bytes(const char *dst, const char *buf, size_t len)
 	return 0;
 }
 
+static void free_secret_args(struct dsandbox *s)
+{
+	for (size_t i = 0; i < s->n_secret_src; i++)
+		free(s->secret_arg[i]);
+	s->n_secret_src = 0;
+}
+
+/* s's --secret sources from a JSON array of "NAME=/path" (NULL: none).
+ * 0, or -1 with msg. */
+static int set_secret_args(struct dsandbox *s, json_object *arr, char *msg, size_t msglen)
+{
+	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+
+	free_secret_args(s);
+	if (n > SLUICE_SECRET_ARGS_MAX) {
+		snprintf(msg, msglen, "at most %d --secret", SLUICE_SECRET_ARGS_MAX);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *a = json_object_get_string(json_object_array_get_idx(arr, i));
+
+		s->secret_arg[i] = a ? strdup(a) : NULL;
+		s->n_secret_src = i + 1;
+		if (!s->secret_arg[i] || sluice_secret_source_parse(s->secret_arg[i], &s->secret_src[i]) < 0) {
+			snprintf(msg, msglen, "--secret wants NAME=/absolute/path");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Read the secrets of policy p from s's sources (placeholders kept from
+ * s's current ones).  0 with *out, or -1 with msg (file:line, the path). */
+static int load_secrets(const struct dsandbox *s, const struct sluice_policy *p, struct sluice_secrets *out,
+			char *msg, size_t msglen)
+{
+	struct sluice_policy_error perr;
+
+	if (sluice_secrets_load(p, s->secret_src, s->n_secret_src, getenv("CREDENTIALS_DIRECTORY"), out, &perr) < 0) {
+		sluice_policy_error_str(&perr, msg, msglen);
+		return -1;
+	}
+	if (sluice_secrets_placeholders(out, &s->secrets) < 0) {
+		sluice_secrets_clear(out);
+		snprintf(msg, msglen, "no random bytes for the credentials' placeholders");
+		return -1;
+	}
+	/* the daemon holds secrets from now on: no core dump of it */
+	if (out->n && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		sluice_secrets_clear(out);
+		snprintf(msg, msglen, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Keep the policy's bytes (and, signed, its signature) as s's state copy. */
 static int keep_policy(struct dsandbox *s, const char *bytes, size_t n, const char *sig, size_t n_sig)
 {
@@ -367,6 +469,8 @@ static int keep_policy(struct dsandbox *s, const char *bytes, size_t n, const ch
 
 static void free_sandbox(struct dsandbox *s)
 {
+	sluice_secrets_clear(&s->secrets);
+	free_secret_args(s);
 	if (s->consumer_ok)
 		sluice_consumer_free(&s->consumer);
 	sluice_listeners_close(&s->l);
@@ -402,6 +506,12 @@ static void teardown(struct dsandbox *s, bool keep_state)
 			unlink(s->netns);
 			fdstore_forget(s->name);
 		}
+		if (s->upstream[0] && strcmp(s->upstream, "host") != 0) {
+			umount2(s->upstream, MNT_DETACH);
+			unlink(s->upstream);
+			snprintf(path, sizeof(path), "%s.upstream", s->name);
+			fdstore_forget(path);
+		}
 	}
 }
 
@@ -423,6 +533,9 @@ static void init_meta(struct dsandbox *s)
 	s->meta.policy_name = s->policy->name;
 	s->meta.policy_digest = s->policy->digest;
 	s->meta.mode = s->mode;
+	s->meta.container_id = s->container_id[0] ? s->container_id : NULL;
+	s->meta.container_name = s->container_name[0] ? s->container_name : NULL;
+	s->meta.container_runtime = s->runtime[0] ? s->runtime : NULL;
 	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
 	/* a new policy, new expiries (a failed allocation: no lines, the
 	 * kernel, proxy and resolver still stop at the time) */
@@ -503,8 +616,12 @@ static int fdstore_restore(void)
 		if (nm && strncmp(nm, NETNS_FDNAME, strlen(NETNS_FDNAME)) == 0) {
 			const char *name = nm + strlen(NETNS_FDNAME);
 
+			size_t nl = strlen(name);
+			/* NAME.upstream: the sandbox NAME's upstream netns (--upstream-netns) */
+			int base = nl > 9 && strcmp(name + nl - 9, ".upstream") == 0 ? (int)(nl - 9) : (int)nl;
+
 			snprintf(path, sizeof(path), "%s/netns/%s", D.state_dir, name);
-			state_path(json, sizeof(json), name, "json");
+			snprintf(json, sizeof(json), "%s/sandboxes/%.*s.json", D.state_dir, base, name);
 			if (access(json, F_OK) < 0) {
 				fdstore_forget(name); /* detached meanwhile */
 			} else if (statfs(path, &sfs) == 0 && sfs.f_type == NSFS_MAGIC) {
@@ -667,6 +784,11 @@ static json_object *sandbox_json(struct dsandbox *s)
 	if (s->sb.cfg.have_dns)
 		json_object_object_add(o, "resolver_port", json_object_new_int(s->sb.cfg.dns4_port));
 	json_object_object_add(o, "netns", json_object_new_string(s->netns));
+	json_object_object_add(o, "upstream_netns", s->upstream[0] ? json_object_new_string(s->upstream) : NULL);
+	json_object_object_add(o, "runtime", s->runtime[0] ? json_object_new_string(s->runtime) : NULL);
+	json_object_object_add(o, "container_id", s->container_id[0] ? json_object_new_string(s->container_id) : NULL);
+	json_object_object_add(o, "container_name",
+			       s->container_name[0] ? json_object_new_string(s->container_name) : NULL);
 	json_object_object_add(o, "ca_cert", s->ca_path[0] ? json_object_new_string(s->ca_path) : NULL);
 	json_object_object_add(o, "proxy_pid", json_object_new_int(s->proxy_pid));
 	json_object_object_add(o, "resolver_pid", json_object_new_int(s->resolver_pid));
@@ -684,12 +806,22 @@ static json_object *do_attach(json_object *req)
 {
 	const char *name = jstr(req, "name"), *cg = jstr(req, "cgroup"), *netns = jstr(req, "netns");
 	const char *policy = jstr(req, "policy"), *mode = jstr(req, "mode");
-	char cg2[PATH_MAX], msg[1536], *bytes = NULL, *sig = NULL;
+	const char *cid = jstr(req, "container_id"), *cname = jstr(req, "container_name");
+	const char *runtime = jstr(req, "runtime"), *upstream = jstr(req, "upstream_netns");
+	const char *pname = jstr(req, "policy_name");
+	char cg2[PATH_MAX], msg[1536], ppath[PATH_MAX], *bytes = NULL, *sig = NULL;
 	size_t n_bytes = 0, n_sig = 0;
 	struct dsandbox *s;
 	int cg_fd = -1;
 	json_object *o;
 
+	if (!policy && pname) {
+		/* by name, in the admin's directory: the OCI hook's annotation */
+		if (sluice_policy_ref_resolve(D.policy_dir, pname, "policy name", ppath, sizeof(ppath), msg,
+					      sizeof(msg)) < 0)
+			return reply_error("%s", msg);
+		policy = ppath;
+	}
 	if (!name || !cg || !policy)
 		return reply_error("attach needs name, cgroup and policy");
 	if (sluice_name_check(name, msg, sizeof(msg)) < 0)
@@ -712,6 +844,9 @@ static json_object *do_attach(json_object *req)
 	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
+	snprintf(s->container_id, sizeof(s->container_id), "%s", cid ? cid : "");
+	snprintf(s->container_name, sizeof(s->container_name), "%s", cname ? cname : "");
+	snprintf(s->runtime, sizeof(s->runtime), "%s", runtime ? runtime : "");
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, &bytes,
 				       &n_bytes, &sig, &n_sig, msg, sizeof(msg)) < 0) {
 		o = reply_error("%s", msg);
@@ -732,6 +867,13 @@ static json_object *do_attach(json_object *req)
 		free(sig);
 		free_sandbox(s);
 		return reply_error("%s", msg);
+	}
+	if (set_secret_args(s, json_object_object_get(req, "secrets"), msg, sizeof(msg)) < 0 ||
+	    load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0) {
+		free(bytes);
+		free(sig);
+		free_sandbox(s);
+		return reply_error("%s (nothing attached)", msg);
 	}
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
@@ -763,6 +905,22 @@ static json_object *do_attach(json_object *req)
 			goto fail;
 		}
 		fdstore_netns(name, s->netns);
+	}
+	if (upstream && strcmp(upstream, "host") == 0) {
+		snprintf(s->upstream, sizeof(s->upstream), "host");
+	} else if (upstream) {
+		char kept[PATH_MAX];
+		int err;
+
+		snprintf(kept, sizeof(kept), "%s/netns/%s.upstream", D.state_dir, name);
+		err = keep_netns(upstream, kept);
+		if (err) {
+			o = reply_error("cannot hold upstream network namespace %s: %s", upstream, strerror(-err));
+			goto fail;
+		}
+		snprintf(s->upstream, sizeof(s->upstream), "%s", kept);
+		snprintf(msg, sizeof(msg), "%s.upstream", name);
+		fdstore_netns(msg, kept);
 	}
 	{
 		struct sluice_bpf_config cfg;
@@ -835,6 +993,20 @@ fail:
 	return o;
 }
 
+/* An attach refused is a line too (the OCI hook's container does not start). */
+static json_object *attach_or_say_why(json_object *req)
+{
+	json_object *o = do_attach(req), *ok;
+
+	if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_get_boolean(ok)) {
+		const char *cid = jstr(req, "container_id");
+
+		emit(NULL, "sandbox-attach-refused", "attach of %s%s%s%s refused: %s", jstr(req, "name") ? jstr(req, "name") : "?",
+		     cid ? " (container " : "", cid ? cid : "", cid ? ")" : "", jstr(o, "error") ? jstr(o, "error") : "?");
+	}
+	return o;
+}
+
 static json_object *do_detach(json_object *req)
 {
 	const char *name = jstr(req, "name");
@@ -871,12 +1043,44 @@ static json_object *do_status(json_object *req)
 /* Reload: validate first (an invalid policy changes nothing), then switch
  * the kernel generation atomically, then restart the children on the same
  * listening sockets with the new policy. */
+/*
+ * The secrets again for a reload of s to np, from the sources given now
+ * (req's "secrets") or at attach: a rotated secret is used from then on; a
+ * missing one refuses the reload and the old stays.  Returns 0 with *nsec,
+ * or -1 with msg (nothing of s changed).
+ */
+static int reload_secrets(struct dsandbox *s, json_object *req, const struct sluice_policy *np,
+			  struct sluice_secrets *nsec, char *msg, size_t msglen)
+{
+	struct dsandbox tmp = *s;
+	json_object *arr = json_object_object_get(req, "secrets");
+	int rc;
+
+	memset(tmp.secret_arg, 0, sizeof(tmp.secret_arg));
+	tmp.n_secret_src = 0;
+	rc = arr ? set_secret_args(&tmp, arr, msg, msglen) : 0;
+	if (rc == 0)
+		rc = load_secrets(arr ? &tmp : s, np, nsec, msg, msglen);
+	if (rc < 0) {
+		free_secret_args(&tmp);
+		return -1;
+	}
+	if (arr) {
+		free_secret_args(s);
+		memcpy(s->secret_arg, tmp.secret_arg, sizeof(s->secret_arg));
+		memcpy(s->secret_src, tmp.secret_src, sizeof(s->secret_src));
+		s->n_secret_src = tmp.n_secret_src;
+	}
+	return 0;
+}
+
 static json_object *do_reload(json_object *req)
 {
 	const char *name = jstr(req, "name"), *policy = jstr(req, "policy");
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
 	struct sluice_signer who;
+	struct sluice_secrets nsec = { NULL, 0 };
 	char msg[1536], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128], *bytes = NULL, *sig = NULL;
 	size_t n_bytes = 0, n_sig = 0;
 	const char *children = "restarted on the new policy";
@@ -888,16 +1092,19 @@ static json_object *do_reload(json_object *req)
 		return reply_error("reload needs a policy");
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
 				       &n_sig, msg, sizeof(msg)) < 0)
-		np = NULL;
+		np = NULL;   /* msg says why */
 	else if (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
-		;
-	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0)
-		;
-	else
+		sluice_policy_free(np);
+	else if (reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0)
+		sluice_policy_free(np);
+	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
+		sluice_secrets_clear(&nsec);
+		sluice_policy_free(np);
+	} else {
 		msg[0] = 0;
+	}
 	if (msg[0]) {
 		/* the sandbox keeps its policy; the refusal is in its stream too */
-		sluice_policy_free(np);
 		free(bytes);
 		free(sig);
 		s->reloads_refused++;
@@ -906,6 +1113,9 @@ static json_object *do_reload(json_object *req)
 		return reply_error("%s (nothing changed)", msg);
 	}
 	s->reloads_ok++;
+	/* the old secrets are wiped; the children get the new ones */
+	sluice_secrets_clear(&s->secrets);
+	s->secrets = nsec;
 	if (keep_policy(s, bytes, n_bytes, sig, n_sig) < 0)
 		log_warn("cannot keep a copy of %s", policy);
 	free(bytes);
@@ -968,7 +1178,7 @@ static void on_client(evutil_socket_t fd, short what, void *arg)
 	if (!cmd)
 		resp = reply_error("malformed request: want one JSON object with \"cmd\"");
 	else if (strcmp(cmd, "attach") == 0)
-		resp = do_attach(req);
+		resp = attach_or_say_why(req);
 	else if (strcmp(cmd, "detach") == 0)
 		resp = do_detach(req);
 	else if (strcmp(cmd, "status") == 0)
@@ -1109,6 +1319,35 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 }
 
+/*
+ * The kept netns of s is a bind mount in the previous daemon's mount
+ * namespace; where that died with it and no fd store handed it back (a
+ * container's daemon: the Kubernetes DaemonSet), the file is left empty.
+ * Find the namespace again through a process of the sandbox's cgroup and
+ * keep it anew.  Nothing found: the file stays, and the adoption fails as
+ * it would have.
+ */
+static void netns_recover(struct dsandbox *s)
+{
+	struct statfs sfs;
+	char src[64];
+	pid_t pid;
+
+	if (statfs(s->netns, &sfs) == 0 && sfs.f_type == NSFS_MAGIC)
+		return;
+	pid = inspect_cgroup_first_pid(s->cgroup);
+	if (pid <= 0)
+		return;
+	snprintf(src, sizeof(src), "/proc/%d/ns/net", (int)pid);
+	if (mount(src, s->netns, NULL, MS_BIND, NULL) < 0) {
+		log_warn("sandbox %s: cannot keep the netns of pid %d of its cgroup", s->name, (int)pid);
+		return;
+	}
+	fdstore_netns(s->name, s->netns);
+	log_info("sandbox %s: its kept netns was gone with the previous daemon; found again through pid %d of %s",
+		 s->name, (int)pid, s->cgroup);
+}
+
 /* Re-adopt every sandbox a previous daemon left (pins + state files). */
 static int adopt_all(void)
 {
@@ -1145,12 +1384,24 @@ static int adopt_all(void)
 		snprintf(s->name, sizeof(s->name), "%s", name);
 		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && jstr(st, "cgroup") ? jstr(st, "cgroup") : "");
 		snprintf(s->mode, sizeof(s->mode), "%s", st && jstr(st, "mode") ? jstr(st, "mode") : "enforce");
+		if (st && set_secret_args(s, json_object_object_get(st, "secret_sources"), msg, sizeof(msg)) < 0)
+			log_warnx("sandbox %s: %s", name, msg);
+		if (st && jstr(st, "container_id"))
+			snprintf(s->container_id, sizeof(s->container_id), "%s", jstr(st, "container_id"));
+		if (st && jstr(st, "container_name"))
+			snprintf(s->container_name, sizeof(s->container_name), "%s", jstr(st, "container_name"));
+		if (st && jstr(st, "runtime"))
+			snprintf(s->runtime, sizeof(s->runtime), "%s", jstr(st, "runtime"));
+		if (st && jstr(st, "upstream_netns"))
+			snprintf(s->upstream, sizeof(s->upstream), "%s", jstr(st, "upstream_netns"));
 		if (st)
 			json_object_put(st);
 		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
 		if (access(s->netns, F_OK) < 0)
 			s->netns[0] = 0;
+		else
+			netns_recover(s);
 		s->cgroup_id = cg_id(s->cgroup);
 		if (sandbox_adopt(&s->sb, name, msg, sizeof(msg)) < 0 ||
 		    sluice_policy_load_checked(s->policy_path, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer,
@@ -1161,6 +1412,10 @@ static int adopt_all(void)
 			continue;
 		}
 		s->policy->mode = strcmp(s->mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
+		/* without its secrets the proxy refuses to start: the sandbox's
+		 * proxied traffic fails closed, said in the log */
+		if (load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0)
+			log_warnx("sandbox %s: %s (its proxy will not start: fail closed)", name, msg);
 		if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
 			log_warnx("sandbox %s: the policy it was attached with is outside --boundary (kept in force: "
 				  "its filter never stopped; reload it): %s", name, msg);
@@ -1313,9 +1568,10 @@ int cmd_daemon(int argc, char **argv)
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
+		{ "metrics", required_argument, NULL, 'm' },
 		{ "allowed-signers", required_argument, NULL, 'S' },
 		{ "boundary", required_argument, NULL, 'B' },
-		{ "metrics", required_argument, NULL, 'm' },
+		{ "policy-dir", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1328,6 +1584,7 @@ int cmd_daemon(int argc, char **argv)
 	struct timeval tv = { 0, 100000 };
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
+	snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", SLUICE_POLICY_DIR);
 	D.use_lsm = true;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -1339,19 +1596,22 @@ int cmd_daemon(int argc, char **argv)
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
+		case 'm': D.metrics_addr = optarg; break;
 		case 'S': signers_path = optarg; break;
 		case 'B': boundary_path = optarg; break;
-		case 'm': D.metrics_addr = optarg; break;
+		case 'P': snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", optarg); break;
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
 			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
-			       "                     [--allowed-signers FILE] [--boundary FILE]\n\n"
+			       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n\n"
 			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
 			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
 			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
 			       "  --boundary FILE  attach and reload refuse a policy that allows anything FILE\n"
 			       "                 (a policy) does not (`sluice policy check --within`)\n"
+			       "  --policy-dir DIR  where policy names resolve (NAME: DIR/NAME.yaml; the OCI\n"
+			       "                 hook's io.sluice.policy annotation); default " SLUICE_POLICY_DIR "\n"
 			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 			       "                 unix sockets and socket families would not be judged)\n"
 			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"

@@ -20,5 +20,16 @@ int cmd_detach(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
 int cmd_events(int argc, char **argv);
+int cmd_oci_hook(int argc, char **argv);
+
+struct json_object;
+
+/*
+ * Send one request `req` (consumed) to the daemon's control socket
+ * ($SLUICE_CONTROL_SOCK, default SLUICE_CONTROL_SOCK) and return its parsed
+ * answer (caller owns it), or NULL with a message on stderr (no daemon, a
+ * malformed answer).  Blocks until the daemon answers.
+ */
+struct json_object *sluice_ctl_call(struct json_object *req);
 
 #endif

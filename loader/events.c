@@ -194,6 +194,9 @@ void sluice_envelope_of(const struct sluice_event_meta *m, struct sluice_envelop
 	env->policy_name = m->policy_name;
 	env->policy_digest = m->policy_digest;
 	env->mode = m->mode ? m->mode : "enforce";
+	env->container_id = m->container_id;
+	env->container_name = m->container_name;
+	env->container_runtime = m->container_runtime;
 }
 
 static int on_event(void *ctx, void *data, size_t size)

@@ -20,6 +20,9 @@ struct sluice_event_meta {
 	const char *policy_name;    /* rule.ruleset and sluice.policy_name */
 	const char *policy_digest;  /* rule.version and sluice.policy_sha256 (hex) */
 	const char *mode;           /* "enforce" or "audit" (sluice.mode) */
+	const char *container_id;   /* container.id, .name, .runtime (NULL: not a container) */
+	const char *container_name;
+	const char *container_runtime;
 	int64_t boot_to_real_ns;    /* CLOCK_REALTIME - CLOCK_BOOTTIME, ns */
 	uint32_t canary_pid;        /* events of this pid with comm "sluice-canary" are the canary's */
 	/* the confinement (confine.h), on the sandbox-start/-stop lines when profile is set */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,10 @@ int inspect_pid_cgroup(pid_t pid, const char *cg2, char *out, size_t len)
 	return ret;
 }
 
-/* Run argv, return its first line of stdout in buf; 0 or -1. */
-static int run_capture(char *const argv[], char *buf, size_t len)
+/* Run argv, return its stdout in buf (NUL-terminated, cut at len - 1
+ * bytes; only the first line unless `whole`); 0, or -1 when it could not
+ * run, printed nothing or exited non-zero. */
+static int run_capture(char *const argv[], char *buf, size_t len, bool whole)
 {
 	int p[2], status;
 	pid_t pid;
@@ -83,28 +86,101 @@ static int run_capture(char *const argv[], char *buf, size_t len)
 	if (got == 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -1;
 	buf[got < len ? got : len - 1] = 0;
-	buf[strcspn(buf, "\n")] = 0;
+	if (!whole)
+		buf[strcspn(buf, "\n")] = 0;
 	return 0;
 }
 
-pid_t inspect_container_pid(const char *id, const char **runtime)
+/* podman or docker: `inspect` answers "PID ID NAME" (docker's name starts
+ * with '/'). */
+static int find_podman_docker(const char *tool, const char *ref, struct inspect_container *c)
 {
-	static const char *runtimes[] = { "podman", "docker" };
-	char buf[64];
+	char *argv[] = { (char *)tool, "inspect", "--format", "{{.State.Pid}} {{.Id}} {{.Name}}", (char *)ref, NULL };
+	char buf[512], id[129] = "", name[129] = "";
+	long pid = 0;
 
-	for (size_t i = 0; i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
-		char *argv[] = { (char *)runtimes[i], "inspect", "--format", "{{.State.Pid}}", (char *)id, NULL };
+	if (run_capture(argv, buf, sizeof(buf), false) < 0 || sscanf(buf, "%ld %128s %128s", &pid, id, name) < 2 ||
+	    pid <= 0)
+		return -1;
+	c->pid = (pid_t)pid;
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	snprintf(c->name, sizeof(c->name), "%s", name[0] == '/' ? name + 1 : name);
+	c->runtime = tool;
+	return 0;
+}
+
+/* containerd through `ctr` ($CONTAINERD_ADDRESS or its default socket):
+ * `ctr -n NS task ls` lists "TASK PID STATUS" lines. */
+static int find_containerd(const char *ref, const char *ns, struct inspect_container *c)
+{
+	char *argv[] = { "ctr", "-n", (char *)ns, "task", "ls", NULL };
+	static char buf[65536];
+	char *save = NULL;
+
+	if (run_capture(argv, buf, sizeof(buf), true) < 0)
+		return -1;
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char task[129], status[32];
 		long pid;
 
-		if (run_capture(argv, buf, sizeof(buf)) < 0)
-			continue;
-		pid = strtol(buf, NULL, 10);
-		if (pid > 0) {
-			if (runtime)
-				*runtime = runtimes[i];
-			return (pid_t)pid;
+		if (sscanf(line, "%128s %ld %31s", task, &pid, status) == 3 && strcmp(task, ref) == 0 && pid > 0) {
+			if (strcmp(status, "RUNNING") != 0)
+				return -1;
+			c->pid = (pid_t)pid;
+			snprintf(c->id, sizeof(c->id), "%s", task);
+			snprintf(c->name, sizeof(c->name), "%s", task);
+			snprintf(c->ns, sizeof(c->ns), "%s", ns);
+			c->runtime = "containerd";
+			return 0;
 		}
 	}
+	return -1;
+}
+
+/* Does containerd know namespace `ns`?  1 yes, 0 no, -1 no answer. */
+static int containerd_has_ns(const char *ns)
+{
+	char *argv[] = { "ctr", "namespaces", "ls", "-q", NULL };
+	static char buf[65536];
+	char *save = NULL;
+
+	if (run_capture(argv, buf, sizeof(buf), true) < 0)
+		return -1;
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (strcmp(line, ns) == 0)
+			return 1;
+	return 0;
+}
+
+int inspect_container(const char *ref, const char *ns, struct inspect_container *c, char *msg, size_t msglen)
+{
+	static const char *const namespaces[] = { "default", "k8s.io", "moby" };
+
+	memset(c, 0, sizeof(*c));
+	if (ns) {
+		int has = containerd_has_ns(ns);
+
+		if (has < 0) {
+			snprintf(msg, msglen, "containerd does not answer (ctr namespaces ls; is containerd running, "
+				 "$CONTAINERD_ADDRESS?)");
+			return -ENOENT;
+		}
+		if (!has) {
+			snprintf(msg, msglen, "containerd has no namespace '%s'", ns);
+			return -ENOENT;
+		}
+		if (find_containerd(ref, ns, c) == 0)
+			return 0;
+		snprintf(msg, msglen, "no running containerd container '%s' in namespace %s", ref, ns);
+		return -ENOENT;
+	}
+	if (find_podman_docker("podman", ref, c) == 0 || find_podman_docker("docker", ref, c) == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(namespaces) / sizeof(namespaces[0]); i++)
+		if (find_containerd(ref, namespaces[i], c) == 0)
+			return 0;
+	snprintf(msg, msglen, "no running podman, docker or containerd (namespaces default, k8s.io, moby) "
+		 "container '%s'", ref);
 	return -ENOENT;
 }
 

@@ -14,10 +14,24 @@ struct json_object;
  * the process has no v2 line). */
 int inspect_pid_cgroup(pid_t pid, const char *cg2, char *out, size_t len);
 
-/* The init pid of container `id` (ID or name) of podman or docker, asked
- * through their CLIs (`podman inspect`, then `docker inspect`).  Returns
- * the pid (> 0) or -ENOENT / -errno; *runtime names the one that answered. */
-pid_t inspect_container_pid(const char *id, const char **runtime);
+/* A running container, as its engine reports it. */
+struct inspect_container {
+	pid_t pid;                 /* its init process */
+	char id[129];              /* the engine's id (podman, docker: 64 hex) */
+	char name[129];            /* its name (containerd: the id) */
+	const char *runtime;       /* "podman", "docker", "containerd" (static) */
+	char ns[64];               /* containerd: the namespace it was found in */
+};
+
+/*
+ * Find the running container `ref` (ID or name) through the engines' CLIs:
+ * `podman inspect`, `docker inspect`, then containerd's `ctr -n NS task ls`
+ * in namespaces default, k8s.io and moby ($CONTAINERD_ADDRESS picks the
+ * socket).  With `ns` non-NULL only containerd's namespace `ns` is searched,
+ * and a namespace containerd does not have is an error of its own.
+ * Returns 0 with *c filled, or -ENOENT with why in msg.
+ */
+int inspect_container(const char *ref, const char *ns, struct inspect_container *c, char *msg, size_t msglen);
 
 /* First pid in the cgroup at `cg` (cgroup.procs), or -ENOENT if empty. */
 pid_t inspect_cgroup_first_pid(const char *cg);

@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		"  reload --policy FILE NAME        replace a sandbox's policy atomically\n"
 		"  events [--follow] [--sandbox N]  the daemon's JSON event lines\n"
 		"  gc [--dry-run]                   remove sandboxes whose owner or cgroup is gone\n"
+		"  oci-hook [--print-config]        OCI runtime hook: filter a container from its first instruction\n"
 		"  version, -V, --version           the version, libbpf, the kernel features found\n"
 		"  help [COMMAND]                   this text, or COMMAND's\n"
 		"\n"
@@ -64,7 +65,7 @@ static const struct {
 	{ "run", cmd_run },       { "policy", cmd_policy }, { "daemon", cmd_daemon },
 	{ "attach", cmd_attach }, { "detach", cmd_detach }, { "status", cmd_status },
 	{ "reload", cmd_reload }, { "events", cmd_events }, { "gc", cmd_gc },
-	{ "version", cmd_version },
+	{ "version", cmd_version }, { "oci-hook", cmd_oci_hook },
 };
 
 static int (*find_command(const char *name))(int, char **)

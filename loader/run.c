@@ -5,6 +5,7 @@
  * everything removed.
  */
 #include "run.h"
+#include "netns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +34,8 @@
 
 #include "cgroup.h"
 #include "children.h"
+#include "credentials.h"
+#include "run_env.h"
 #include "confine.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -87,6 +90,12 @@ static void usage_run(FILE *f)
 		"  --name NAME          sandbox name (default: run-<pid>)\n"
 		"  --netns PATH         run CMD in this network namespace (e.g. /run/netns/NAME);\n"
 		"                       the proxy and resolver listen and dial there too\n"
+		"  --isolate-net        run CMD in a fresh network namespace with loopback only: its one\n"
+		"                       way out is sluice's proxy and resolver, which dial from the host's\n"
+		"                       network (or --upstream-netns)\n"
+		"  --upstream-netns PATH|host\n"
+		"                       the proxy and resolver listen in CMD's netns but dial from this\n"
+		"                       one (host: sluice's own)\n"
 		"  --mode MODE          enforce (default) or audit (log what would be denied, deny nothing\n"
 		"                       except raw/ICMP sockets)\n"
 		"  --upstream-dns ADDR  resolver's upstream (default: /etc/resolv.conf)\n"
@@ -345,20 +354,22 @@ struct run_state {
 	bool consumer_ok;
 	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */
 	struct sluice_trust trust;  /* the sandbox CA bundle (run_trust.h) */
+	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h): every
+				     * proxy started for this run signs with it */
+	struct sluice_secrets secrets; /* the credentials' secrets and placeholders (credentials.h) */
 	int policy_fd;              /* sealed memfd of the policy's bytes, for the children; -1 none */
 	struct sluice_signer signer; /* --allowed-signers: who signed the policy ("" unsigned) */
 	struct sluice_expiry_watch expiry; /* the entry-expired lines */
-	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h): every
-				     * proxy started for this run signs with it */
 };
 
 static void run_cleanup(struct run_state *st)
 {
 	sluice_trust_free(&st->trust);
+	sluice_ca_pem_free(st->ca);
+	sluice_secrets_clear(&st->secrets);
 	if (st->policy_fd >= 0)
 		close(st->policy_fd);
 	sluice_expiry_watch_free(&st->expiry);
-	sluice_ca_pem_free(st->ca);
 	if (st->cg_path[0]) {
 		int err = cg_kill_and_remove(st->cg_path, 5000);
 
@@ -569,6 +580,8 @@ int cmd_run(int argc, char **argv)
 		{ "events", required_argument, NULL, 'e' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "netns", required_argument, NULL, 'N' },
+		{ "upstream-netns", required_argument, NULL, 'U' },
+		{ "isolate-net", no_argument, NULL, 'X' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "upstream-dns", required_argument, NULL, 'u' },
 		{ "no-proxy", no_argument, NULL, 'P' },
@@ -584,6 +597,9 @@ int cmd_run(int argc, char **argv)
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "proxy-env", no_argument, NULL, 'E' },
+		{ "secret", required_argument, NULL, 'S' },
+		{ "env", required_argument, NULL, SLUICE_OPT_ENV },
+		{ "inherit-env", no_argument, NULL, SLUICE_OPT_INHERIT_ENV },
 		{ "allowed-signers", required_argument, NULL, 1101 },
 		{ "boundary", required_argument, NULL, 1102 },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -592,9 +608,15 @@ int cmd_run(int argc, char **argv)
 		{ 0 },
 	};
 	const char *policy_path = NULL, *events_path = NULL, *netns_path = NULL, *mode = NULL,
-		   *upstream = NULL, *signers_path = NULL, *boundary_path = NULL;
+		   *upstream = NULL, *signers_path = NULL, *boundary_path = NULL, *upstream_netns = NULL,
+		   *child_netns = NULL;
+	char iso_path[64];
+	int isolate = 0;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
+	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
+	struct sluice_run_env renv = { .inherit = false };
+	size_t n_secret_src = 0;
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
 	char lsm_msg[256] = "not loaded (--no-lsm)";
@@ -630,6 +652,8 @@ int cmd_run(int argc, char **argv)
 			snprintf(name, sizeof(name), "%s", optarg);
 			break;
 		case 'N': netns_path = optarg; break;
+		case 'U': upstream_netns = optarg; break;
+		case 'X': isolate = 1; break;
 		case 'm': mode = optarg; break;
 		case 'u': upstream = optarg; break;
 		case 'P': no_proxy = 1; break;
@@ -654,6 +678,28 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case 'E': proxy_env = 1; break;
+		case SLUICE_OPT_INHERIT_ENV: renv.inherit = true; break;
+		case SLUICE_OPT_ENV: {
+			int r = sluice_run_env_add(&renv, optarg, msg, sizeof(msg));
+
+			if (r < 0) {
+				log_warnx("run: %s", msg);
+				return 2;
+			}
+			if (r > 0)
+				log_warnx("run: warning: --env %.*s looks like a secret: it will be readable by "
+					  "everything in the sandbox; a policy credential keeps it outside "
+					  "(credentials: in docs/policy.md)", (int)strcspn(optarg, "="), optarg);
+			break;
+		}
+		case 'S':
+			if (n_secret_src == SLUICE_SECRET_ARGS_MAX ||
+			    sluice_secret_source_parse(optarg, &secret_src[n_secret_src]) < 0) {
+				log_warnx("run: --secret wants NAME=/absolute/path (at most %d)", SLUICE_SECRET_ARGS_MAX);
+				return 2;
+			}
+			n_secret_src++;
+			break;
 		case 1101: signers_path = optarg; break;
 		case 1102: boundary_path = optarg; break;
 		case 'v': verbose = 1; break;
@@ -729,6 +775,23 @@ int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* the credentials' secrets: read here (root), handed to the proxy as
+	 * content; a missing, empty or public one refuses the start */
+	struct sluice_policy_error perr;
+
+	if (sluice_secrets_load(st.policy, secret_src, n_secret_src, getenv("CREDENTIALS_DIRECTORY"), &st.secrets,
+				&perr) < 0 ||
+	    (perr.message[0] = 0, sluice_secrets_placeholders(&st.secrets, NULL) < 0)) {
+		log_warnx("%s", perr.message[0] ? sluice_policy_error_str(&perr, msg, sizeof(msg)) :
+			  "run: no random bytes for the credentials' placeholders");
+		goto out;
+	}
+	/* this process holds the secrets for the proxy's restarts: no core
+	 * dump of it (execve gives CMD its own dumpable flag back) */
+	if (st.secrets.n && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		log_warn("run: prctl(PR_SET_DUMPABLE)");
+		goto out;
+	}
 	if (mode)
 		st.policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	mode = st.policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce";
@@ -782,13 +845,41 @@ int cmd_run(int argc, char **argv)
 		log_warn("run: no BPF filesystem at %s and cannot mount one", SLUICE_BPFFS);
 		goto out;
 	}
-	if (netns_path) {
+	if (isolate && netns_path) {
+		log_warnx("run: --isolate-net makes CMD a network namespace of its own: not with --netns");
+		goto out;
+	}
+	if (upstream_netns && strcmp(upstream_netns, "host") != 0) {
+		int fd = open(upstream_netns, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			log_warn("run: cannot open --upstream-netns %s", upstream_netns);
+			goto out;
+		}
+		close(fd);
+	}
+	if (isolate) {
+		/* loopback only: the proxy and the resolver are the only way out */
+		netns_fd = sluice_netns_isolated(msg, sizeof(msg));
+		if (netns_fd < 0) {
+			log_warnx("run: --isolate-net: %s", msg);
+			goto out;
+		}
+		snprintf(iso_path, sizeof(iso_path), "/proc/%d/fd/%d", (int)getpid(), netns_fd);
+		netns_path = iso_path;
+	} else if (netns_path) {
 		netns_fd = open(netns_path, O_RDONLY | O_CLOEXEC);
 		if (netns_fd < 0) {
 			log_warn("run: cannot open network namespace %s", netns_path);
 			goto out;
 		}
 	}
+	/* where the proxy and resolver dial from: --upstream-netns (host: ours),
+	 * the host's for --isolate-net, else the sandbox's */
+	if (upstream_netns)
+		child_netns = strcmp(upstream_netns, "host") == 0 ? NULL : upstream_netns;
+	else
+		child_netns = isolate ? NULL : netns_path;
 	if (events_path && strcmp(events_path, "-") == 0) {
 		st.events = STDOUT_FILENO;
 	} else if (events_path) {
@@ -889,8 +980,9 @@ int cmd_run(int argc, char **argv)
 	 * dies is restarted on them: its port is never free for another) */
 	{
 		struct sluice_child_opts co = {
-			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = netns_path, .sandbox = name,
+			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = child_netns, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
+			.secrets = &st.secrets,
 		};
 
 		snprintf(st.flow_map, sizeof(st.flow_map), "%s/sluice_flows", st.sb.pin_dir);
@@ -1073,6 +1165,42 @@ int cmd_run(int argc, char **argv)
 				unsetenv("NO_PROXY");
 			}
 		}
+		/* the sandbox sees placeholders, never a secret */
+		for (size_t i = 0; i < st.policy->n_credentials; i++) {
+			const struct sluice_credential *cr = &st.policy->credentials[i];
+			const struct sluice_secret *sec = sluice_secrets_find(&st.secrets, cr->name);
+
+			if (cr->env && sec) {
+				setenv(cr->env, sec->placeholder, 1);
+				sluice_run_env_keep(&renv, cr->env);
+			}
+		}
+		/* CMD's environment: the minimal one, what sluice set, --env */
+		{
+			char **envp;
+
+			if (cfg.have_proxy)
+				sluice_run_env_keep(&renv, "SLUICE_PROXY");
+			else
+				unsetenv("SLUICE_PROXY");
+			if (cfg.have_proxy && proxy_env) {
+				sluice_run_env_keep(&renv, "http_proxy");
+				sluice_run_env_keep(&renv, "https_proxy");
+				sluice_run_env_keep(&renv, "HTTP_PROXY");
+				sluice_run_env_keep(&renv, "HTTPS_PROXY");
+			}
+			if (st.trust.bundle) {
+				size_t n = 0;
+				const char *const *names = sluice_trust_env_names(&n);
+
+				for (size_t i = 0; i < n; i++)
+					sluice_run_env_keep(&renv, names[i]);
+			}
+			envp = sluice_run_env_build(&renv);
+			if (!envp)
+				child_fail(errpipe[1], 2, "out of memory");
+			environ = envp;
+		}
 		execvp(argv[optind], &argv[optind]);
 		child_fail(errpipe[1], 127, "cannot execute %s: %s", argv[optind], strerror(errno));
 	}
@@ -1146,12 +1274,18 @@ int cmd_run(int argc, char **argv)
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
 			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
 		{
+			/* which variables CMD got besides the minimal set: names
+			 * only, never values */
 			struct sluice_line *l = sluice_evlog_begin(&st.log, SLUICE_DS_LIFECYCLE, -1);
+			char names[SLUICE_RUN_ENV_MAX * 132 + 4];
 
 			SL_STR(l, "event.kind", "state");
 			SL_STR(l, "event.action", "sandbox-start");
 			SL_STR(l, "message", m);
 			confine_fields(l, &meta);
+			sluice_run_env_names_json(&renv, names, sizeof(names));
+			sluice_line_put_raw(l, "sluice.env_passed", sizeof("sluice.env_passed") - 1, names, strlen(names));
+			SL_BOOL(l, "sluice.inherit_env", renv.inherit);
 			sluice_signer_fields(l, &st.signer);
 			sluice_evlog_commit(&st.log);
 		}

@@ -166,6 +166,12 @@ out:
 	return rc;
 }
 
+const char *const *sluice_trust_env_names(size_t *n)
+{
+	*n = sizeof(env_names) / sizeof(env_names[0]);
+	return env_names;
+}
+
 void sluice_trust_free(struct sluice_trust *t)
 {
 	free(t->bundle);

@@ -44,4 +44,7 @@ int sluice_trust_enter(const struct sluice_trust *t, char *msg, size_t msglen);
 /* Free the bundle.  Idempotent. */
 void sluice_trust_free(struct sluice_trust *t);
 
+/* The variables sluice_trust_enter() sets (SSL_CERT_FILE, ...): n of them. */
+const char *const *sluice_trust_env_names(size_t *n);
+
 #endif

@@ -16,6 +16,9 @@ and logs, when its one request is done).
 Special paths: /big?n=N (N bytes); /close (answers with Connection: close);
 /eof (a body delimited by closing the connection: no Content-Length);
 /extra (a complete response followed by stray bytes).
+With --auth-tokens FILE (one token a line, read at each request), every
+request needs "Authorization: Bearer <a token in FILE>", else 401: the
+origin of the credentials tests, which only the real secret opens.
 Chunked request bodies are read.  Runs in the world netns; exits on SIGTERM.
 """
 import argparse
@@ -30,6 +33,7 @@ import threading
 import time
 
 LOG = None
+AUTH_TOKENS = None
 LOCK = threading.Lock()
 
 
@@ -67,6 +71,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
         record(event="request", scheme=self.server.scheme, local=local, port=self.server.server_address[1],
                method=self.command, path=self.path, host=self.headers.get("Host"), sni=sni,
                headers=dict(self.headers), body_len=len(body), peer="%s:%s" % (peer[0], peer[1]))
+        if AUTH_TOKENS:
+            with open(AUTH_TOKENS) as f:
+                ok = ["Bearer " + t.strip() for t in f if t.strip()]
+            if self.headers.get("Authorization") not in ok:
+                out = b'{"error": "unauthorized"}'
+                self.send_response(401)
+                self.send_header("Content-Length", str(len(out)))
+                self.send_header("Connection", "close")
+                self.close_connection = True
+                self.end_headers()
+                self.wfile.write(out)
+                return
+        if "/echo-header" in self.path:
+            # the Authorization header back in a response header too
+            self.send_response(200)
+            out = b"{}"
+            self.send_header("X-Seen-Authorization", self.headers.get("Authorization", ""))
+            self.send_header("Content-Length", str(len(out)))
+            self.send_header("Connection", "close")
+            self.close_connection = True
+            self.end_headers()
+            self.wfile.write(out)
+            return
         if self.path.startswith("/big"):
             n = int(self.path.split("n=")[1]) if "n=" in self.path else 1 << 20
             out = b"x" * n
@@ -139,7 +166,10 @@ def main():
     ap.add_argument("--key")
     ap.add_argument("--log", required=True)
     ap.add_argument("--ready", required=True)
+    ap.add_argument("--auth-tokens")
     a = ap.parse_args()
+    global AUTH_TOKENS
+    AUTH_TOKENS = a.auth_tokens
     LOG = open(a.log, "a")
     servers = []
     if a.http:

@@ -98,6 +98,8 @@ class Env:
             extra += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
                       "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
         env = dict(os.environ, CERT=self.cert, PROBE=W.PROBE, SIXTH="1" if sixth else "")
+        # CMD gets a minimal environment: the script's variables by name
+        extra += ["--env", "CERT", "--env", "PROBE", "--env", "SIXTH"]
         r = self.w.sluice_run(["sh", self.script], policy=policy, extra=extra, timeout=120, env=env)
         steps = {}
         for line in r.stdout.splitlines():
@@ -310,7 +312,7 @@ python3 %s/dns_client.py %s
 curl -sS --max-time 10 -o /dev/null -w "SELF %%{http_code}\n" --proxy "$SLUICE_PROXY" "$SLUICE_PROXY/loop"
 """ % (HERE, w.write("malformed-dns.json", json.dumps([{"raw_hex": "0001", "timeout": 1},
                                                          {"name": "api.example.com", "qdcount": 2, "timeout": 1}])))
-    extra = ["--upstream-dns", "192.0.2.53", "--mode", "audit", "--keep-caps"]
+    extra = ["--upstream-dns", "192.0.2.53", "--mode", "audit", "--keep-caps", "--env", "PROBE"]
     for c in DOC:
         extra += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c]
     r = w.sluice_run(["sh", "-c", script], policy=e.start, extra=extra, timeout=120,

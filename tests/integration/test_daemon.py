@@ -49,9 +49,10 @@ def cg2():
 
 
 class Daemon:
-    def __init__(self, w, extra=()):
+    def __init__(self, w, extra=(), wrap=()):
         self.w = w
         self.extra = list(extra)
+        self.wrap = list(wrap)   # e.g. unshare -m: a daemon in a mount namespace of its own
         self.state = os.path.join(w.tmp, "state-%d" % time.monotonic_ns())
         self.env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(self.state, "control.sock"))
         self.events = os.path.join(self.state, "events.jsonl")
@@ -59,7 +60,7 @@ class Daemon:
         self.start()
 
     def start(self):
-        self.proc = subprocess.Popen([W.SLUICE, "daemon", "--state-dir", self.state, "--upstream-dns", "192.0.2.53",
+        self.proc = subprocess.Popen(self.wrap + [W.SLUICE, "daemon", "--state-dir", self.state, "--upstream-dns", "192.0.2.53",
                                       "--proxy-arg", "--allow-private-upstream", "--proxy-arg", "192.0.2.0/24"]
                                      + self.extra,
                                      stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.w.tmp, "daemon.err"), "a"))

@@ -121,7 +121,12 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 			sb_str(&b, e->inspect ? ",\"inspect\":true," : ",");
 			sb_ports(&b, e);
 			break;
-		case SLUICE_ENTRY_URL:    /* methods, url, why */
+		case SLUICE_ENTRY_URL:    /* [credential,] methods, url, why */
+			if (e->credential) {
+				sb_str(&b, "\"credential\":");
+				sb_json(&b, e->credential);
+				sb_str(&b, ",");
+			}
 			sb_str(&b, "\"methods\":[");
 			for (size_t j = 0; j < e->n_methods; j++) {
 				if (j)
@@ -186,6 +191,29 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 		sb_str(&b, ",\"why\":");
 		sb_json(&b, e->why ? e->why : "");
 		sb_str(&b, "}");
+	}
+	/* credentials (written only when there are some, so that policies
+	 * from before them keep their digest): allow_plain_http (when true),
+	 * env (when set), header, name; never the file or the secret */
+	if (p->n_credentials) {
+		sb_str(&b, "],\"credentials\":[");
+		for (size_t i = 0; i < p->n_credentials; i++) {
+			const struct sluice_credential *cr = &p->credentials[i];
+
+			sb_str(&b, i ? ",{" : "{");
+			if (cr->allow_plain_http)
+				sb_str(&b, "\"allow_plain_http\":true,");
+			if (cr->env) {
+				sb_str(&b, "\"env\":");
+				sb_json(&b, cr->env);
+				sb_str(&b, ",");
+			}
+			sb_str(&b, "\"header\":");
+			sb_json(&b, cr->header);
+			sb_str(&b, ",\"name\":");
+			sb_json(&b, cr->name);
+			sb_str(&b, "}");
+		}
 	}
 	sb_str(&b, "],\"dns\":{\"on_deny\":");
 	sb_json(&b, p->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain");

@@ -390,6 +390,9 @@ void sluice_evlog_set_envelope(struct sluice_evlog *w, const struct sluice_envel
 		SL_STR(&l, "sluice.policy_name", env->policy_name);
 		SL_STR(&l, "sluice.policy_sha256", env->policy_digest);
 		SL_STR(&l, "sluice.mode", env->mode);
+		SL_STR(&l, "container.id", env->container_id);
+		SL_STR(&l, "container.name", env->container_name);
+		SL_STR(&l, "container.runtime", env->container_runtime);
 	}
 	/* `{"ecs.version"...` becomes `,"ecs.version"...` */
 	w->env[0] = ',';

@@ -120,6 +120,10 @@ struct sluice_envelope {
 	const char *policy_name;  /* rule.ruleset, sluice.policy_name */
 	const char *policy_digest;/* rule.version, sluice.policy_sha256 (hex SHA-256) */
 	const char *mode;         /* sluice.mode: "enforce" / "audit"; NULL: none */
+	/* the container the sandbox is (sluice oci-hook, attach --container); NULL: none */
+	const char *container_id;      /* container.id: the runtime's id (64 hex for podman) */
+	const char *container_name;    /* container.name */
+	const char *container_runtime; /* container.runtime: podman, docker, containerd, cri-o, oci */
 };
 
 struct sluice_evlog {

@@ -50,6 +50,7 @@ static void add(struct lints *l, enum sluice_lint_code code, const struct sluice
 		[SLUICE_LINT_PLAIN_HTTP_BODY] = "plain-http-body",
 		[SLUICE_LINT_UNIX_DAEMON] = "unix-daemon",
 		[SLUICE_LINT_URL_SHADOWED] = "url-shadowed",
+		[SLUICE_LINT_CREDENTIAL_PLAIN_HTTP] = "credential-plain-http",
 	};
 	struct sluice_lint *x;
 	va_list ap;
@@ -428,6 +429,9 @@ int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 			}
 			if (strcmp(e->url_scheme, "http") != 0)
 				break;
+			if (e->credential)
+				add(&l, SLUICE_LINT_CREDENTIAL_PLAIN_HTTP, e, "%s: credential %s is sent over plain http (allow_plain_http: true): anyone on the path reads the secret",
+				    e->name, e->credential);
 			for (size_t j = 0; j < e->n_methods; j++) {
 				const char *m = e->methods[j];
 

@@ -25,23 +25,7 @@
 
 /* --- the YAML tree -------------------------------------------------------- */
 
-enum ynode_type { YN_SCALAR, YN_SEQ, YN_MAP };
-
-struct ynode {
-	enum ynode_type type;
-	unsigned line, col;
-	char *value;          /* scalar bytes, NUL-terminated (may hold a NUL) */
-	size_t len;
-	bool plain;           /* plain scalar (type is resolved from content) */
-	struct ynode **kids;  /* seq: items; map: key, value, key, value ... */
-	size_t n, cap;
-};
-
-struct ctx {
-	const char *file;
-	struct sluice_policy_error *err;
-	size_t n_nodes;
-};
+/* struct ynode and struct ctx: policy_internal.h (policy_cred.c reads them too) */
 
 static void set_error(struct sluice_policy_error *err, const char *file, unsigned line,
 		      unsigned col, const char *fmt, va_list ap)
@@ -389,6 +373,33 @@ static const struct ynode *map_get(const struct ynode *map, const char *key,
 			return map->kids[i + 1];
 		}
 	return NULL;
+}
+
+/* The helpers above, for policy_cred.c (policy_internal.h). */
+int sluice_yfail(struct ctx *c, const struct ynode *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_error(c->err, c->file, n ? n->line : 0, n ? n->col : 0, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+const char *sluice_yshown(const struct ynode *n, char *buf, size_t len) { return shown(n, buf, len); }
+bool sluice_yis_null(const struct ynode *n) { return is_null(n); }
+bool sluice_yis_bool(const struct ynode *n) { return is_plain_bool(n); }
+const char *sluice_ykind(const struct ynode *n) { return node_kind(n); }
+int sluice_ywant_string(struct ctx *c, const struct ynode *key, const struct ynode *v)
+{
+	return want_string(c, key, v);
+}
+int sluice_ycheck_keys(struct ctx *c, const struct ynode *map, const char *const *known, const char *where)
+{
+	return check_keys(c, map, known, where);
+}
+const struct ynode *sluice_ymap_get(const struct ynode *map, const char *key, const struct ynode **keynode)
+{
+	return map_get(map, key, keynode);
 }
 
 /* --- small tables ----------------------------------------------------------- */
@@ -950,11 +961,11 @@ static long first_duplicate(const struct sluice_policy *p, size_t *twin)
 static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
 {
 	static const char *const host_keys[] = { "host", "ports", "inspect", "why", NULL };
-	static const char *const url_keys[] = { "url", "methods", "why", NULL };
+	static const char *const url_keys[] = { "url", "methods", "credential", "why", NULL };
 	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "why", NULL };
 	static const char *const unix_keys[] = { "unix", "why", NULL };
 	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
-						  "protocol", "inspect", "why", "expires", "owner", "ticket", NULL };
+						  "protocol", "inspect", "credential", "why", "expires", "owner", "ticket", NULL };
 	const struct ynode *kn = NULL, *v, *kind_key = NULL, *kind_val = NULL;
 	const char *kinds[] = { "host", "url", "cidr", "unix" };
 	char b[64];
@@ -1019,6 +1030,9 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 				return fail(c, k, "'inspect' is not allowed in a url entry (https:// url entries are always inspected)");
 			if (strcmp(k->value, "inspect") == 0)
 				return fail(c, k, "'inspect' is not allowed in a %s entry (its traffic never passes the proxy)",
+					    sluice_entry_kind_name(e->kind));
+			if (strcmp(k->value, "credential") == 0)
+				return fail(c, k, "'credential' is not allowed in a %s entry (only url entries carry one)",
 					    sluice_entry_kind_name(e->kind));
 			if (strcmp(k->value, "methods") == 0 || strcmp(k->value, "protocol") == 0)
 				return fail(c, k, "'%s' is not allowed in a %s entry", k->value,
@@ -1096,6 +1110,8 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	} else {
 		e->protocol = IPPROTO_TCP;
 	}
+	if (e->kind == SLUICE_ENTRY_URL && sluice_cred_parse_entry(c, m, e) < 0)
+		return -1;
 	v = map_get(m, "why", &kn);
 	if (!v)
 		return fail(c, m, "%s entry needs 'why' (a justification a reviewer can read)",
@@ -1245,7 +1261,7 @@ static struct sluice_policy *policy_new(const char *path, const char *name)
 
 static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_policy *p)
 {
-	static const char *const keys[] = { "version", "name", "mode", "dns", "allow", NULL };
+	static const char *const keys[] = { "version", "name", "mode", "dns", "credentials", "allow", NULL };
 	const struct ynode *kn, *v;
 	char b[80];
 
@@ -1291,6 +1307,8 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 	if (v && parse_dns(c, kn, v, p) < 0)
 		return -1;
 
+	if (sluice_cred_parse(c, root, p) < 0)
+		return -1;
 	v = map_get(root, "allow", &kn);
 	if (v && !is_null(v)) {
 		if (want_kind(c, kn, v, YN_SEQ) < 0)
@@ -1329,7 +1347,7 @@ int sluice_policy_load_buffer(const char *name, const char *buf, size_t len,
 			      struct sluice_policy **out, struct sluice_policy_error *err)
 {
 	struct sluice_policy_error dummy = { .line = 0 };
-	struct ctx c = { .file = name ? name : "<policy>", .err = err ? err : &dummy };
+	struct ctx c = { .file = name ? name : "<policy>", .err = err ? err : &dummy, .policy = NULL };
 	struct ynode *root;
 	struct sluice_policy *p;
 
@@ -1349,6 +1367,7 @@ int sluice_policy_load_buffer(const char *name, const char *buf, size_t len,
 		ynode_free(root);
 		return fail_at(&c, 0, 0, "out of memory");
 	}
+	c.policy = p;
 	if (parse_policy(&c, root, p) < 0 || sluice_policy_compute_digest(p) < 0) {
 		if (!c.err->message[0])
 			fail_at(&c, 0, 0, "out of memory");
@@ -1426,6 +1445,7 @@ void sluice_policy_free(struct sluice_policy *p)
 		free(e->url_host);
 		free(e->url_path);
 		free(e->unix_path);
+		free(e->credential);
 		free(e->owner);
 		free(e->ticket);
 		for (size_t j = 0; j < e->n_methods; j++)
@@ -1433,6 +1453,7 @@ void sluice_policy_free(struct sluice_policy *p)
 		free(e->methods);
 	}
 	free(p->entries);
+	sluice_cred_free(p);
 	free(p->dns_qtypes);
 	free(p->path);
 	free(p->name);

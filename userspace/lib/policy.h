@@ -95,6 +95,26 @@ struct sluice_entry {
 	int64_t expires;
 	char *owner;
 	char *ticket;
+	/* SLUICE_ENTRY_URL only: `credential:`, the name of one of the
+	 * policy's credentials (NULL: none) and its index in p->credentials.
+	 * A request this entry allows gets that credential's header. */
+	char *credential;
+	size_t credential_idx;
+};
+
+/*
+ * One `credentials:` item (docs/policy.md "Credentials").  The secret
+ * itself is never part of a policy: sluice_secrets_load() reads it.
+ */
+struct sluice_credential {
+	char *name;               /* 1-64 of A-Z a-z 0-9 . _ -; in log lines (sluice.credential) */
+	char *file;               /* `file:` as written (absolute path), or NULL */
+	char *header;             /* the template as written: "Authorization: Bearer {secret}" */
+	char *header_name;        /* its field name: "Authorization" */
+	char *env;                /* `env:`: variable given the placeholder in the sandbox, or NULL */
+	bool allow_plain_http;    /* `allow_plain_http: true`: may be used by http:// entries */
+	unsigned line, column;    /* 1-based position of the item */
+	unsigned file_line, file_column;  /* of the `file:` value (0 when absent) */
 };
 
 struct sluice_policy {
@@ -107,6 +127,8 @@ struct sluice_policy {
 	size_t n_dns_qtypes;
 	struct sluice_entry *entries;
 	size_t n_entries;
+	struct sluice_credential *credentials;   /* `credentials:`, in file order */
+	size_t n_credentials;
 	char digest[SLUICE_DIGEST_HEX_LEN + 1]; /* SHA-256 of the canonical form, hex */
 };
 
@@ -252,6 +274,7 @@ enum sluice_lint_code {
 	SLUICE_LINT_PLAIN_HTTP_BODY,  /* url on http:// with methods that carry bodies */
 	SLUICE_LINT_UNIX_DAEMON,      /* unix socket of a daemon that acts for its clients (docker, dbus, ...) */
 	SLUICE_LINT_URL_SHADOWED,     /* an https:// url entry whose name a host entry allows whole */
+	SLUICE_LINT_CREDENTIAL_PLAIN_HTTP, /* a credential sent on http:// (allow_plain_http: true) */
 };
 
 struct sluice_lint {

@@ -17,6 +17,49 @@
 #define SLUICE_POLICY_MAX_QTYPES  64
 #define SLUICE_PATH_MAX           2048        /* url path prefixes and request paths */
 
+/* The YAML tree policy.c builds (each node keeps its position). */
+enum ynode_type { YN_SCALAR, YN_SEQ, YN_MAP };
+
+struct ynode {
+	enum ynode_type type;
+	unsigned line, col;
+	char *value;          /* scalar bytes, NUL-terminated (may hold a NUL) */
+	size_t len;
+	bool plain;           /* plain scalar (type is resolved from content) */
+	struct ynode **kids;  /* seq: items; map: key, value, key, value ... */
+	size_t n, cap;
+};
+
+/* One load: the file name for errors, the error, the policy being built. */
+struct ctx {
+	const char *file;
+	struct sluice_policy_error *err;
+	size_t n_nodes;
+	struct sluice_policy *policy;
+};
+
+/* policy.c's node helpers, for policy_cred.c: fail (sets c->err, returns
+ * -1), a node shown for a message, null / boolean tests, what a node is
+ * ("a string", ...), a string value, known and unique keys, a key's value
+ * (NULL when absent; *keynode its key). */
+__attribute__((format(printf, 3, 4)))
+int sluice_yfail(struct ctx *c, const struct ynode *n, const char *fmt, ...);
+const char *sluice_yshown(const struct ynode *n, char *buf, size_t len);
+bool sluice_yis_null(const struct ynode *n);
+bool sluice_yis_bool(const struct ynode *n);
+const char *sluice_ykind(const struct ynode *n);
+int sluice_ywant_string(struct ctx *c, const struct ynode *key, const struct ynode *v);
+int sluice_ycheck_keys(struct ctx *c, const struct ynode *map, const char *const *known, const char *where);
+const struct ynode *sluice_ymap_get(const struct ynode *map, const char *key, const struct ynode **keynode);
+
+/* policy_cred.c: the `credentials:` section of `root` into p->credentials
+ * (before the allow entries are parsed), `credential:` of the url entry
+ * `m` into e->credential (checked against p->credentials), and their
+ * release.  0 or -1 with c->err set. */
+int sluice_cred_parse(struct ctx *c, const struct ynode *root, struct sluice_policy *p);
+int sluice_cred_parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e);
+void sluice_cred_free(struct sluice_policy *p);
+
 /* digest.c: compute p->digest from the canonical serialisation. */
 int sluice_policy_compute_digest(struct sluice_policy *p);
 

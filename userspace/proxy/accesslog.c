@@ -81,6 +81,10 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 	SL_STR(b, "sluice.verdict", r->verdict);
 	SL_STR(b, "sluice.form", r->form);
 	SL_STR(b, "rule.name", r->rule);
+	SL_STR(b, "sluice.credential", r->credential);
+	SL_STR(b, "sluice.credential_event", r->cred_event);
+	if (r->severity > 0)
+		SL_I64(b, "event.severity", r->severity);
 	sluice_entry_log_fields(b, r->rule_entry);
 
 	SL_STR(b, "url.full", r->url_full);

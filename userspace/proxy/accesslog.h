@@ -44,6 +44,12 @@ struct proxy_log_rec {
 				       * destination.port when nothing was dialed; 0 = none */
 	const struct sluice_orig *orig;  /* the kernel's record, NULL when none */
 	const char *rule;             /* rule.name */
+	const char *credential;       /* sluice.credential: the credential whose header was set
+				       * (or whose placeholder was misdirected / echoed); never the secret */
+	int severity;                 /* event.severity (ECS, 0-100): 73 for a misdirected
+				       * credential placeholder; 0 = left out */
+	const char *cred_event;       /* sluice.credential_event: "credential_echoed" when a
+				       * response had the secret replaced; NULL otherwise */
 	const struct sluice_entry *rule_entry; /* its entry: sluice.rule_owner, _ticket, _expires; may be NULL */
 	int orig_dst_mismatch;        /* -1 unknown, 0, 1 */
 	int request_seq;              /* HTTP: the request's place on its client connection (1, 2, ...); 0 = none */

@@ -153,6 +153,9 @@ static void conn_log(struct conn *c)
 	r.target_port = c->port;   /* a refused CONNECT: the port it asked for */
 	r.orig = c->have_orig ? &c->orig : NULL;
 	r.rule = c->rule;
+	r.credential = c->cred ? c->cred->cr->name : c->cred_name;
+	r.cred_event = c->cred_event;
+	r.severity = c->severity_high ? 73 : 0;
 	r.rule_entry = c->rule_entry;
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
 	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
@@ -338,6 +341,9 @@ static void request_reset(struct conn *c)
 	c->n_dropped = 0;
 	c->verdict = "deny";
 	c->reason = c->deny_reason = c->rule = c->method = NULL;
+	c->cred = NULL;
+	c->cred_name = c->cred_event = NULL;
+	c->severity_high = false;
 	c->rule_entry = NULL;
 	c->logged = c->failed = c->have_dst = c->reused = c->retried = c->req_ok = false;
 	c->answer_cached = false;
@@ -565,9 +571,14 @@ static bool apply_decision(struct conn *c, const struct proxy_decision *d)
 	c->ip_literal = d->ip_literal;
 	c->ip_family = d->ip_family;
 	memcpy(c->ip, d->ip, sizeof(c->ip));
+	c->cred = NULL;
 	if (d->allow) {
 		c->verdict = c->deny_reason ? "would_deny" : "allow";
 		c->rule = d->entry ? d->entry->name : NULL;
+		/* the credential goes with a request its entry allowed, never
+		 * with a would-be denial, never with a CONNECT */
+		if (c->kind == K_HTTP && !c->deny_reason)
+			c->cred = proxy_cred_for(px, d->entry);
 		c->rule_entry = d->entry;
 		return true;
 	}
@@ -583,6 +594,27 @@ static bool apply_decision(struct conn *c, const struct proxy_decision *d)
 	else
 		conn_close(c, d->reason);
 	return false;
+}
+
+/*
+ * A request that carries a credential's placeholder (in its head: request
+ * line, URL, any header) to a destination that does not get that
+ * credential is exfiltration: refused (403 credential_misdirected), also in
+ * audit mode, and logged as a high-severity event.  Returns true when
+ * refused (and `c` is gone).  The body is looked at in http.c.
+ */
+static bool credential_misdirected(struct conn *c)
+{
+	const struct sluice_secret *s = proxy_cred_misdirected(c->px, c->cred, c->buf, c->head_len);
+
+	if (!s)
+		return false;
+	c->verdict = "deny";
+	c->cred = NULL;
+	c->cred_name = s->name;
+	c->severity_high = true;
+	conn_reply(c, 403, "credential_misdirected");
+	return true;
 }
 
 static void on_http_head(struct conn *c)
@@ -644,6 +676,8 @@ static void on_http_head(struct conn *c)
 		return;
 	}
 	if (!apply_decision(c, &d))
+		return;
+	if (px->secrets.n && credential_misdirected(c))
 		return;
 	if (c->kind == K_CONNECT) {
 		/* no upstream yet: an inspected name's is dialed for a request

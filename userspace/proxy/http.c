@@ -62,7 +62,42 @@ struct conn_http {
 	bool up_keep;                  /* the upstream was offered a persistent connection */
 	bool client_keep;              /* the client was told "keep-alive" */
 	bool client_eof;               /* the client half-closed after its request */
+	size_t echo_scanned;           /* response bytes looked at for an echoed secret */
 };
+
+#define HTTP_ECHO_SCAN_MAX (1024 * 1024)  /* response bytes scanned for an echoed secret */
+
+/*
+ * A response to a request that carried a credential may echo the secret
+ * (a debugging endpoint, an error page quoting the header).  Each
+ * occurrence in the first HTTP_ECHO_SCAN_MAX bytes of `n` bytes at `p`
+ * (writable: the head or body bytes in up_in) is overwritten byte for byte
+ * with the credential's placeholder (cut, or padded with '*', to the
+ * secret's length: the framing stays exact).  Logged as credential_echoed.
+ */
+static void redact_echo(struct conn *c, char *p, size_t n)
+{
+	const struct proxy_cred *cr = c->cred;
+	const struct sluice_secret *s = cr ? cr->secret : NULL;
+	struct conn_http *h = c->http;
+	struct sluice_secrets one;
+	size_t at = 0, off = 0;
+
+	if (!s || !s->value || h->echo_scanned >= HTTP_ECHO_SCAN_MAX)
+		return;
+	if (n > HTTP_ECHO_SCAN_MAX - h->echo_scanned)
+		n = HTTP_ECHO_SCAN_MAX - h->echo_scanned;
+	one.v = (struct sluice_secret *)s;
+	one.n = 1;
+	while (off < n && sluice_secrets_find_value(&one, p + off, n - off, &at)) {
+		char *q = p + off + at;
+
+		for (size_t i = 0; i < s->len; i++)
+			q[i] = i < SLUICE_PLACEHOLDER_LEN ? s->placeholder[i] : '*';
+		off += at + s->len;
+		c->cred_event = "credential_echoed";
+	}
+}
 
 static void on_upstream_io(void *owner, short what);
 static void on_client_writable(evutil_socket_t fd, short what, void *arg);
@@ -451,6 +486,8 @@ static int read_response_head(struct conn *c)
 		case PROXY_SCAN_COMPLETE:
 			break;
 		}
+		/* the head is ours to rewrite until it is parsed (pullup'd memory) */
+		redact_echo(c, (char *)p, hl);
 		if (proxy_response_parse(&h->resp, p, hl, h->head_request, &err) < 0) {
 			http_abort(c, 502, err.reason);
 			return -1;
@@ -505,6 +542,16 @@ static void process_response(struct conn *c)
 		bool done = false;
 		ssize_t used;
 
+		if (c->cred && h->echo_scanned < HTTP_ECHO_SCAN_MAX) {
+			/* one contiguous run of what is here (a secret split
+			 * across two upstream reads whose first part was already
+			 * passed on is not seen: docs/threat-model.md) */
+			size_t len = evbuffer_get_length(in);
+			char *p = (char *)evbuffer_pullup(in, (ssize_t)len);
+
+			if (p)
+				redact_echo(c, p, len);
+		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
 		used = proxy_response_feed(&h->resp, v.iov_base, v.iov_len, &done, &err);
@@ -514,6 +561,7 @@ static void process_response(struct conn *c)
 		}
 		evbuffer_remove_buffer(in, h->cl_out, (size_t)used);
 		c->resp_bytes += used;
+		h->echo_scanned += (size_t)used;
 		if (done) {
 			response_done(c);
 			return;
@@ -606,7 +654,19 @@ void http_start(struct conn *c)
 	h->head_request = c->req->method_id == HTTP_HEAD;
 	/* under terminated TLS each request has its own upstream TLS session */
 	h->up_keep = px->upool != NULL && !c->inspected;
-	if (proxy_build_request_head(c->req, c->target, c->host, h->up_keep, h->up_out) < 0) {
+	if (c->cred) {
+		/* after the decision, for this request only: the credential's
+		 * header replaces whatever the sandbox sent under that name */
+		struct proxy_set_header set = {
+			c->cred->cr->header_name, strlen(c->cred->cr->header_name),
+			c->cred->value, c->cred->value_len,
+		};
+
+		if (proxy_build_request_head_set(c->req, c->target, c->host, h->up_keep, &set, h->up_out) < 0) {
+			http_abort(c, 503, "out_of_memory");
+			return;
+		}
+	} else if (proxy_build_request_head(c->req, c->target, c->host, h->up_keep, h->up_out) < 0) {
 		http_abort(c, 503, "out_of_memory");
 		return;
 	}

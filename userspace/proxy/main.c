@@ -44,6 +44,7 @@ static void usage(FILE *f)
 		"  --listen ADDR:PORT         listen on ADDR:PORT (standalone and tests; repeatable)\n"
 		"  --flow-map PATH            pinned sluice_flows map (required): who each client is\n"
 		"  --policy FILE              allowlist (default: built-in, deny everything)\n"
+		"  --secrets-fd N             the credentials' secrets, from the loader (a sealed memfd)\n"
 		"  --netns PATH               join this network namespace first\n"
 		"  --sandbox NAME             sandbox name for the log (default: default)\n"
 		"  --log FILE                 access log, JSON lines, appended (default: stdout)\n"
@@ -256,6 +257,7 @@ int main(int argc, char **argv)
 		{ "upstream-ca", required_argument, NULL, 'a' },
 		{ "ca-cert-fd", required_argument, NULL, 'Z' },
 		{ "ca-fd", required_argument, NULL, 'Y' },
+		{ "secrets-fd", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -265,7 +267,7 @@ int main(int argc, char **argv)
 	struct proxy_config *cfg = &px.cfg;
 	struct sluice_policy_error perr;
 	struct event *sigs[3];
-	int c;
+	int c, secrets_fd = -1;
 
 	log_init("sluice-proxy", 0);
 	proxy_config_defaults(cfg);
@@ -282,6 +284,7 @@ int main(int argc, char **argv)
 			cfg->listen_addrs[cfg->n_listen_addrs++] = optarg;
 			break;
 		case 'm': cfg->flow_map = optarg; break;
+		case 'S': secrets_fd = (int)parse_uint("--secrets-fd", optarg, 0, INT_MAX); break;
 		case 'p': cfg->policy_path = optarg; break;
 		case 'n': cfg->netns = optarg; break;
 		case 's': cfg->sandbox = optarg; break;
@@ -393,6 +396,14 @@ int main(int argc, char **argv)
 	if (prctl(PR_SET_DUMPABLE, 0) < 0)
 		fatal("prctl(PR_SET_DUMPABLE)");
 	{
+		/* the credentials' secrets, as content from the loader (the
+		 * same no-dump rule keeps them out of core files) */
+		const char *why = NULL;
+
+		if (proxy_creds_init(&px, secrets_fd, &why) < 0)
+			fatalx("credentials: %s", why);
+	}
+	{
 		const char *why = NULL;
 
 		if (proxy_tls_init(&px, &why) < 0)
@@ -487,6 +498,7 @@ int main(int argc, char **argv)
 		log_warnx("%s", sluice_evlog_loss_summary(&px.log, summary, sizeof(summary)));
 	}
 	proxy_tls_free(&px);
+	proxy_creds_free(&px);
 	sluice_policy_free(px.policy);
 	close(px.flow_fd);
 	return 0;

@@ -32,6 +32,7 @@
 
 #include "addr.h"
 #include "evlog.h"
+#include "credentials.h"
 #include "policy.h"
 #include "request.h"
 #include "resolve.h"
@@ -109,6 +110,9 @@ struct proxy {
 	struct proxy_ca *ca;            /* the sandbox CA; NULL when the policy inspects nothing */
 	struct ssl_ctx_st *tls_server;  /* towards the sandbox (leaf per SNI), with ca */
 	struct ssl_ctx_st *tls_client;  /* towards origins: verifies chain and name */
+	struct proxy_cred *creds;       /* one per policy credential (p->credentials order); cred.c */
+	size_t n_creds;
+	struct sluice_secrets secrets;  /* from --secrets-fd: the secrets and placeholders */
 	/* timeouts; the first five are libevent "common timeouts" (main.c), not
 	 * plain timevals: pass them to event_add() only */
 	struct timeval tv_header, tv_idle, tv_connect, tv_linger, tv_keepalive;
@@ -116,6 +120,37 @@ struct proxy {
 	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
 	size_t n_listeners;
 };
+
+/* cred.c: credentials (docs/policy.md "Credentials") ------------------- */
+
+struct proxy_cred {
+	const struct sluice_credential *cr;   /* in px->policy */
+	const struct sluice_secret *secret;   /* in px->secrets */
+	char *value;                          /* the header's value, secret in it; wiped at exit */
+	size_t value_len;
+};
+
+/*
+ * Read the secrets handed over on `fd` (-1: none) and bind each of the
+ * policy's credentials to its secret.  A policy with credentials and no
+ * secret for one of them is refused (fail closed: the request would go out
+ * without it, or worse with the sandbox's own).  0, or -1 with *why.
+ */
+int proxy_creds_init(struct proxy *px, int fd, const char **why);
+
+/* Wipe (OPENSSL_cleanse) and free the secrets and header values. */
+void proxy_creds_free(struct proxy *px);
+
+/* The credential a request allowed by `e` gets, or NULL. */
+const struct proxy_cred *proxy_cred_for(const struct proxy *px, const struct sluice_entry *e);
+
+/*
+ * Does `len` bytes of `data` (a request head, a URL, a body part) carry a
+ * placeholder of a credential other than `allowed` (NULL: any)?  Returns
+ * that credential's secret record, or NULL.
+ */
+const struct sluice_secret *proxy_cred_misdirected(const struct proxy *px, const struct proxy_cred *allowed,
+						   const char *data, size_t len);
 
 /* Handle one accepted client socket (non-blocking).  Takes ownership of fd. */
 void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen_t peerlen);
@@ -189,6 +224,10 @@ struct conn {
 	const char *reason;             /* final reason for the log */
 	const char *deny_reason;        /* the policy's denial in audit mode */
 	const char *rule;
+	const struct proxy_cred *cred;  /* the credential this request gets (cred.c), or NULL */
+	const char *cred_event;         /* "credential_echoed" once a response was redacted */
+	const char *cred_name;          /* the credential of a misdirected placeholder */
+	bool severity_high;             /* event.severity 73 (a credential misdirected) */
 	const struct sluice_entry *rule_entry; /* the entry that allowed it (owner, ticket, expires), or NULL */
 	const char *method;
 	char *host;                     /* normalised name (or IP literal); malloc'd */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <openssl/crypto.h>
 
 #include <event2/buffer.h>
 
@@ -899,6 +900,7 @@ struct head_buf {
 	size_t len, cap;
 	char local[2048];
 	bool failed;
+	bool wipe;      /* holds a secret: OPENSSL_cleanse at the end */
 };
 
 static void hb_init(struct head_buf *b)
@@ -907,6 +909,7 @@ static void hb_init(struct head_buf *b)
 	b->len = 0;
 	b->cap = sizeof(b->local);
 	b->failed = false;
+	b->wipe = false;
 }
 
 static void hb_add(struct head_buf *b, const char *s, size_t n)
@@ -960,6 +963,8 @@ static int hb_finish(struct head_buf *b, struct evbuffer *out)
 {
 	int r = b->failed ? -1 : evbuffer_add(out, b->p, b->len);
 
+	if (b->wipe)
+		OPENSSL_cleanse(b->p, b->cap);
 	if (b->p != b->local)
 		free(b->p);
 	return r < 0 ? -1 : 0;
@@ -976,10 +981,18 @@ static void hb_header(struct head_buf *b, const struct proxy_header *h)
 int proxy_build_request_head(const struct proxy_request *req, const struct proxy_target *t,
 			     const char *host_norm, bool keep_alive, struct evbuffer *out)
 {
+	return proxy_build_request_head_set(req, t, host_norm, keep_alive, NULL, out);
+}
+
+int proxy_build_request_head_set(const struct proxy_request *req, const struct proxy_target *t,
+				 const char *host_norm, bool keep_alive, const struct proxy_set_header *set,
+				 struct evbuffer *out)
+{
 	bool v6 = strchr(host_norm, ':') != NULL;
 	struct head_buf b;
 
 	hb_init(&b);
+	b.wipe = set != NULL;
 	hb_str(&b, req->method);
 	HB_LIT(&b, " ");
 	hb_str(&b, t->path);
@@ -991,8 +1004,15 @@ int proxy_build_request_head(const struct proxy_request *req, const struct proxy
 	for (size_t i = 0; i < req->n_headers; i++) {
 		const struct proxy_header *h = &req->headers[i];
 
+		if (set && h->name_len == set->name_len && strncasecmp(h->name, set->name, h->name_len) == 0)
+			continue;   /* replaced, never doubled */
 		if (!proxy_header_dropped(req, h->name, h->name_len))
 			hb_header(&b, h);
+	}
+	if (set) {
+		struct proxy_header sh = { set->name, set->name_len, set->value, set->value_len };
+
+		hb_header(&b, &sh);
 	}
 	HB_LIT(&b, "Host: ");
 	if (v6)

@@ -266,6 +266,23 @@ int proxy_check_hello(const struct sni_result *h, const char *connect_host,
 int proxy_build_request_head(const struct proxy_request *req, const struct proxy_target *t,
 			     const char *host_norm, bool keep_alive, struct evbuffer *out);
 
+/* A header the proxy sets itself (a credential's, docs/policy.md
+ * "Credentials"): name and value, neither NUL-terminated nor with CR/LF
+ * (checked when the policy and the secret were loaded). */
+struct proxy_set_header {
+	const char *name;
+	size_t name_len;
+	const char *value;
+	size_t value_len;
+};
+
+/* proxy_build_request_head() that also sets `set` (NULL: none): every
+ * header of the client with that name (any case) is left out, and
+ * "name: value" written once instead. */
+int proxy_build_request_head_set(const struct proxy_request *req, const struct proxy_target *t,
+				 const char *host_norm, bool keep_alive, const struct proxy_set_header *set,
+				 struct evbuffer *out);
+
 /* "http://host[:port]/path[?query]" of a target into buf (truncated to
  * len); "https://" when t->tls.  The port is shown when it is not the
  * scheme's default (80, 443). */

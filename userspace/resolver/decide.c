@@ -352,6 +352,18 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 		return respond(d, RSV_V_DENY, on_deny_rcode(ctx->policy), "invalid_name");
 	}
 
+	/* a credential's placeholder as (part of) a label is exfiltration
+	 * of something the sandbox was told is a secret: refused whatever
+	 * the policy and the mode say, and logged */
+	if (ctx->placeholders) {
+		const struct sluice_secret *ph = sluice_secrets_find_placeholder(ctx->placeholders, d->name,
+										 strlen(d->name), true);
+
+		if (ph) {
+			d->credential = ph->name;
+			return respond(d, RSV_V_DENY, RSV_REFUSED, "credential_misdirected");
+		}
+	}
 	allowed = ctx->policy && sluice_policy_allows_name(ctx->policy, d->name);
 	d->rule = allowed ? find_rule(ctx->policy, d->name) : NULL;
 	if (!allowed)

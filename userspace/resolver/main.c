@@ -44,6 +44,7 @@ static void usage(FILE *f)
 "  --udp-fd N, --tcp-fd N   serve on inherited sockets (bound UDP, listening TCP)\n"
 "  --listen ADDR:PORT       open UDP and TCP sockets there (standalone use, tests)\n"
 "  --policy FILE            policy (default: the built-in one, which allows nothing)\n"
+"  --secrets-fd N           the credentials' placeholders, from the loader (a sealed memfd)\n"
 "  --netns PATH             join this network namespace first: upstream queries\n"
 "                           leave from the sandbox's network\n"
 "  --sandbox NAME           sandbox name for the log\n"
@@ -117,12 +118,13 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
-	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD };
+	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "policy", required_argument, NULL, O_POLICY },
+		{ "secrets-fd", required_argument, NULL, O_SECRETS },
 		{ "netns", required_argument, NULL, O_NETNS },
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
 		{ "log", required_argument, NULL, O_LOG },
@@ -140,6 +142,8 @@ int main(int argc, char **argv)
 	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp = 0, n_tcp = 0, n_listen = 0;
 	const char *listen_addrs[MAX_FDS];
 	const char *policy_path = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
+	int secrets_fd = -1;
+	static struct sluice_secrets placeholders;
 	const char *upstream = NULL, *mode = NULL;
 	struct netaddr_cidr allow[MAX_ALLOW];
 	size_t n_allow = 0;
@@ -174,6 +178,7 @@ int main(int argc, char **argv)
 			listen_addrs[n_listen++] = optarg;
 			break;
 		case O_POLICY: policy_path = optarg; break;
+		case O_SECRETS: secrets_fd = parse_int(optarg, 0, INT_MAX, "--secrets-fd"); break;
 		case O_NETNS: netns = optarg; break;
 		case O_SANDBOX: sandbox = optarg; break;
 		case O_LOG: log_path = optarg; break;
@@ -237,6 +242,11 @@ int main(int argc, char **argv)
 			    : policy->mode;
 	cfg.ctx.allow_private = allow;
 	cfg.ctx.n_allow_private = n_allow;
+	if (secrets_fd >= 0) {
+		if (sluice_secrets_from_fd(secrets_fd, &placeholders) < 0)
+			fatalx("--secrets-fd: malformed hand-over");
+		cfg.ctx.placeholders = &placeholders;
+	}
 	cfg.ctx.tunnel = rsv_tunnel_new(policy->n_entries, NULL);
 	if (!cfg.ctx.tunnel)
 		fatalx("out of memory");
@@ -366,6 +376,7 @@ int main(int argc, char **argv)
 
 		log_warnx("%s", sluice_evlog_loss_summary(&evlog, summary, sizeof(summary)));
 	}
+	sluice_secrets_clear(&placeholders);
 	sluice_policy_free(policy);
 	if (log_path)
 		close(cfg.log_fd);

@@ -127,6 +127,10 @@ void rsv_log_fields(struct sluice_line *l, const struct rsv_decision *d, const s
 	SL_STR(l, "sluice.verdict", rsv_verdict_name(d->verdict));
 	if (d->rule && d->rule->name)
 		SL_STR(l, "rule.name", d->rule->name);
+	if (d->credential) {
+		SL_STR(l, "sluice.credential", d->credential);
+		SL_I64(l, "event.severity", 73);
+	}
 	sluice_entry_log_fields(l, d->rule);
 
 	snprintf(idbuf, sizeof(idbuf), "%u", (unsigned)d->id & 0xffff);

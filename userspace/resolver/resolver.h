@@ -24,6 +24,7 @@
 #include <ldns/ldns.h>
 
 #include "netaddr.h"
+#include "credentials.h"
 #include "policy.h"
 
 /* DNS response codes (RFC 1035 4.1.1, RFC 6895 2.3). */
@@ -70,6 +71,8 @@ struct rsv_ctx {
 	const struct netaddr_cidr *allow_private; /* --allow-private-answers */
 	size_t n_allow_private;
 	struct rsv_tunnel *tunnel;            /* may be NULL: no tunnelling checks */
+	const struct sluice_secrets *placeholders; /* may be NULL: the credentials' placeholders
+						    * (--secrets-fd; no secret values) */
 };
 
 /* One answer record, for the log (dns.answers). */
@@ -98,6 +101,8 @@ struct rsv_decision {
 	char raw_name[1024];             /* as sent, presentation form (escaped) */
 	uint16_t qtype, qclass;
 	const struct sluice_entry *rule; /* matching allow entry, or NULL */
+	const char *credential;          /* a credential whose placeholder was in the name
+					  * (reason credential_misdirected), or NULL */
 	bool tunnel_suspect;
 	const char *tunnel_why;          /* "long_label", "high_entropy", "rate", ... */
 

@@ -4,7 +4,8 @@
  * against a brute-force oracle: generated policy pairs on a small universe
  * of names, ports, addresses, URLs, record types and unix paths; the oracle
  * asks the real matchers of the policy library whether each element is
- * allowed by the policy and by the boundary.  Both verdicts must occur
+ * allowed by the policy and by the boundary, and which credential the
+ * proxy would set on each request.  Both verdicts must occur
  * often, and the decision must agree with the oracle on every pair.  Also:
  * expiry parsing (policy_expiry.c) and a few hand-written cases.
  */
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -101,9 +103,14 @@ static void gen_entry(char *buf, size_t len, int k)
 				snprintf(ms + strlen(ms), sizeof(ms) - strlen(ms), "%s%s", ms[0] ? ", " : "", methods[i]);
 		if (!ms[0])
 			snprintf(ms, sizeof(ms), "GET");
-		snprintf(buf + o, len - o, "  - url: %s://%s%s%s\n    methods: [%s]\n    why: w\n",
-			 rnd(2) ? "http" : "https", url_hosts[rnd(N(url_hosts))], url_ports[rnd(N(url_ports))],
-			 prefixes[rnd(N(prefixes))], ms);
+		{
+			unsigned c = rnd(3);
+
+			snprintf(buf + o, len - o, "  - url: %s://%s%s%s\n    methods: [%s]\n%s    why: w\n",
+				 rnd(2) ? "http" : "https", url_hosts[rnd(N(url_hosts))], url_ports[rnd(N(url_ports))],
+				 prefixes[rnd(N(prefixes))], ms,
+				 c == 0 ? "    credential: k1\n" : c == 1 ? "    credential: k2\n" : "");
+		}
 		break;
 	}
 	case 3:
@@ -125,7 +132,11 @@ static struct sluice_policy *gen_policy(const char *name, unsigned max_entries, 
 		struct sluice_policy_error err;
 		unsigned n = rnd(max_entries + 1);
 
-		snprintf(buf, sizeof(buf), "version: 1\nname: %s\nmode: %s\ndns:\n  qtypes: [A%s%s]\nallow:\n", name,
+		snprintf(buf, sizeof(buf), "version: 1\nname: %s\nmode: %s\ndns:\n  qtypes: [A%s%s]\n"
+			 "credentials:\n"
+			 "  - name: k1\n    header: \"Authorization: Bearer {secret}\"\n    allow_plain_http: true\n"
+			 "  - name: k2\n    header: \"X-Key: {secret}\"\n    allow_plain_http: true\n"
+			 "allow:\n", name,
 			 kinds == 0x1f && rnd(20) == 0 ? "audit" : "enforce", dns_wide || rnd(4) == 0 ? ", AAAA" : "",
 			 rnd(6) == 0 ? ", TXT" : "");
 		for (unsigned i = 0; i < n; i++) {
@@ -180,6 +191,30 @@ static bool request_allows(const struct sluice_policy *p, const char *scheme, co
 	return sluice_policy_match_host(p, host, port) || sluice_policy_match_url(p, scheme, host, port, method, path);
 }
 
+/* The credential the proxy would set on an allowed request: that of the
+ * url entry that decides it (url entries first, then host entries, as
+ * proxy_decide_url()), or NULL. */
+static const struct sluice_credential *request_cred(const struct sluice_policy *p, const char *scheme,
+						    const char *host, uint16_t port, const char *method,
+						    const char *path)
+{
+	const struct sluice_entry *u = sluice_policy_match_url(p, scheme, host, port, method, path);
+
+	return u && u->credential ? &p->credentials[u->credential_idx] : NULL;
+}
+
+/* Does b send the credential c (or any, when c is NULL) on an allowed request? */
+static bool cred_ok(const struct sluice_policy *p, const struct sluice_policy *b, const char *scheme,
+		    const char *host, uint16_t port, const char *method, const char *path)
+{
+	const struct sluice_credential *cp = request_cred(p, scheme, host, port, method, path), *cb;
+
+	if (!cp)
+		return true;
+	cb = request_cred(b, scheme, host, port, method, path);
+	return cb && strcmp(cb->name, cp->name) == 0 && strcasecmp(cb->header_name, cp->header_name) == 0;
+}
+
 /* Is everything p allows in the universe also allowed by b? */
 static bool oracle_within(const struct sluice_policy *p, const struct sluice_policy *b)
 {
@@ -209,7 +244,8 @@ static bool oracle_within(const struct sluice_policy *p, const struct sluice_pol
 						uint16_t port = k < N(u_ports) ? u_ports[k] : u_url_ports[k - N(u_ports)];
 
 						if (request_allows(p, sch, u_names[n], port, u_methods[m], u_paths[q]) &&
-						    !request_allows(b, sch, u_names[n], port, u_methods[m], u_paths[q]))
+						    (!request_allows(b, sch, u_names[n], port, u_methods[m], u_paths[q]) ||
+						     !cred_ok(p, b, sch, u_names[n], port, u_methods[m], u_paths[q])))
 							return false;
 					}
 		for (size_t q = 0; q < N(u_qtypes); q++)
@@ -235,6 +271,7 @@ static const struct round {
 	{ 0x3, 8, 2, 2 },
 	{ 1u << 2, 10, 2, 2 },
 	{ 1u << 4, 6, 2, 1 },
+	{ 1u << 2, 14, 2, 1 },
 };
 
 static void test_decision_matches_the_oracle(void **state)
@@ -242,7 +279,7 @@ static void test_decision_matches_the_oracle(void **state)
 	unsigned within = 0, outside = 0, agreed = 0;
 
 	(void)state;
-	for (int i = 0; i < 1500; i++) {
+	for (int i = 0; i < 1800; i++) {
 		const struct round *r = &rounds[i / 300];
 		struct sluice_policy *b, *p;
 
@@ -284,6 +321,10 @@ static void test_decision_matches_the_oracle(void **state)
 			if (sscanf(x[k].example, "TLS or HTTP to %299[^:]:%u", name, &port) == 2) {
 				assert_non_null(sluice_policy_match_host(p, name, (uint16_t)port));
 				assert_null(sluice_policy_match_host(b, name, (uint16_t)port));
+			} else if (strstr(x[k].example, " with credential ") &&
+				   sscanf(x[k].example, "%15s %7[a-z]://%299[^:]:%u%63s", m, sch, name, &port, path) == 5) {
+				assert_true(request_allows(p, sch, name, (uint16_t)port, m, path));
+				assert_false(cred_ok(p, b, sch, name, (uint16_t)port, m, path));
 			} else if (sscanf(x[k].example, "%15s %7[a-z]://%299[^:]:%u%63s", m, sch, name, &port, path) == 5) {
 				assert_true(request_allows(p, sch, name, (uint16_t)port, m, path));
 				assert_false(request_allows(b, sch, name, (uint16_t)port, m, path));
@@ -345,6 +386,25 @@ static void test_examples(void **state)
 	assert_string_equal(x[0].example, "TCP to 198.51.101.0:5432");
 	assert_int_equal(x[1].entry, 2);
 	assert_string_equal(x[1].example, "TLS or HTTP to a.a.example.com:8443 (any path, any method)");
+	free(x);
+	sluice_policy_free(p);
+	sluice_policy_free(b);
+
+	/* credentials: the boundary's first url entry for /a/b sends k2, so
+	 * GET /a/b with k1 is beyond it, though /a itself gets k1 there too */
+#define CREDS "credentials:\n  - name: k1\n    header: \"Authorization: Bearer {secret}\"\n" \
+	      "  - name: k2\n    header: \"X-Key: {secret}\"\n"
+	b = load("version: 1\nname: b\n" CREDS "allow:\n"
+		 "  - url: https://a.example.com/a/b\n    methods: [GET]\n    credential: k2\n    why: w\n"
+		 "  - url: https://a.example.com/\n    methods: [GET]\n    credential: k1\n    why: w\n");
+	p = load("version: 1\nname: p\n" CREDS "allow:\n"
+		 "  - url: https://a.example.com/a\n    methods: [GET]\n    credential: k1\n    why: w\n"
+		 "  - url: https://a.example.com/c\n    methods: [GET]\n    why: w\n");
+	n = sluice_policy_within(p, b, &x);
+	assert_int_equal(n, 1);
+	assert_int_equal(x[0].entry, 0);
+	assert_string_equal(x[0].example, "GET https://a.example.com:443/a/b with credential k1 (Authorization), "
+					  "which the boundary sends another credential on");
 	free(x);
 	sluice_policy_free(p);
 	sluice_policy_free(b);

@@ -89,7 +89,7 @@ static void name_of_id(const char *id, char *out, size_t len)
 {
 	size_t i;
 
-	for (i = 0; id[i] && i < 12 && i + 1 < len; i++) {
+	for (i = 0; i < 12 && i + 1 < len && id[i]; i++) {
 		char c = id[i];
 
 		out[i] = (c == '-' || c == '_' || (c == '.' && i > 0) || (c >= '0' && c <= '9') ||

@@ -1090,20 +1090,22 @@ static json_object *do_reload(json_object *req)
 		return reply_error("no sandbox named '%s'", name ? name : "");
 	if (!policy)
 		return reply_error("reload needs a policy");
+	msg[0] = 0;
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
 				       &n_sig, msg, sizeof(msg)) < 0)
 		np = NULL;   /* msg says why */
-	else if (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
+	else if ((D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) ||
+		 reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0) {
 		sluice_policy_free(np);
-	else if (reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0)
-		sluice_policy_free(np);
-	else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
+		np = NULL;
+	} else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
 		sluice_secrets_clear(&nsec);
 		sluice_policy_free(np);
-	} else {
-		msg[0] = 0;
+		np = NULL;
 	}
-	if (msg[0]) {
+	if (!np) {
+		if (!msg[0])
+			snprintf(msg, sizeof(msg), "reload refused");
 		/* the sandbox keeps its policy; the refusal is in its stream too */
 		free(bytes);
 		free(sig);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -404,9 +405,16 @@ static int keygen_run(char **argv, const char *in, size_t in_len, const int *kee
 	close(pout[1]);
 	close(perr[1]);
 	pin[0] = pout[1] = perr[1] = -1;
-	/* the message is a line: it fits in the pipe, the write never waits */
-	if (in_len && sluice_write_all(pin[1], in, in_len) < 0)
-		snprintf(err, errcap, "cannot write to %s: %s", bin, strerror(errno));
+	/* the message is a line: it fits in the pipe, the write never waits;
+	 * one that exited already gives EPIPE, not a SIGPIPE that kills us */
+	if (in_len) {
+		struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+
+		sigaction(SIGPIPE, &ign, &old);
+		if (sluice_write_all(pin[1], in, in_len) < 0)
+			snprintf(err, errcap, "cannot write to %s: %s", bin, strerror(errno));
+		sigaction(SIGPIPE, &old, NULL);
+	}
 	close(pin[1]);
 	pin[1] = -1;
 	while (open_fds > 0) {

@@ -153,16 +153,16 @@ def test_bad_allowed_signers_line_is_an_error(w):
 
 
 class SignedDaemon(Daemon):
-    """The daemon of test_daemon.py, in signed mode (its own state dir; the
-    sandbox names here are this file's own)."""
+    """The daemon of test_daemon.py, in signed mode or with other options
+    (its own state dir; the sandbox names here are this file's own)."""
 
-    def __init__(self, w, signers):
-        self.signers = signers
+    def __init__(self, w, signers, args=None):
+        self.args = args if args is not None else ["--allowed-signers", signers]
         Daemon.__init__(self, w)
 
     def start(self):
-        self.proc = subprocess.Popen([W.SLUICE, "daemon", "--state-dir", self.state, "--upstream-dns", "192.0.2.53",
-                                      "--allowed-signers", self.signers],
+        self.proc = subprocess.Popen([W.SLUICE, "daemon", "--state-dir", self.state, "--upstream-dns", "192.0.2.53"]
+                                     + self.args,
                                      stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.w.tmp, "daemon.err"), "a"))
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -379,3 +379,99 @@ allow:
         p = w.write("bad.yaml", base % bad)
         r = _sluice("policy", "check", p)
         assert r.returncode == 2 and "bad.yaml:7:14: bad 'expires'" in r.stderr and want in r.stderr, (bad, r)
+
+
+# --- boundaries --------------------------------------------------------------
+
+BOUNDARY = """\
+version: 1
+name: org-boundary
+allow:
+  - cidr: 192.0.2.0/28
+    ports: [5432, 9000]
+    protocol: tcp
+    why: the team's databases
+  - host: "*.example.com"
+    ports: [443]
+    why: the org's APIs
+"""
+
+
+def test_run_and_daemon_refuse_a_policy_outside_the_boundary(w):
+    bnd = w.write("boundary.yaml", BOUNDARY)
+    inside = w.write("inside.yaml", POLICY)
+    outside = w.write("outside.yaml", POLICY.replace("192.0.2.10/32", "192.0.2.0/27"))
+    r = _sluice("policy", "check", "--within", bnd, inside)
+    assert r.returncode == 1 and "boundary %s: within" % bnd in r.stdout, r   # 1: the special-range warning
+    r = _sluice("policy", "check", "--within", bnd, outside)
+    assert r.returncode == 2, r
+    assert "outside.yaml:4:5: outside the boundary %s: allow[0] cidr:192.0.2.0/27 allows TCP to 192.0.2.16:5432" % bnd \
+        in r.stderr, r
+    res = w.probe("tcp", "192.0.2.10", 5432, policy=inside, extra=["--boundary", bnd])
+    assert res.rc == 0 and res.probe()["result"] == "ok", res
+    mark = w.mark()
+    res = w.probe("tcp", "192.0.2.10", 5432, policy=outside, extra=["--boundary", bnd])
+    assert res.rc == 2 and "allows TCP to 192.0.2.16:5432" in res.stderr and res.events == [], res
+    assert not w.arrived_since(mark)
+    # --mode audit is a policy that lets everything through
+    res = w.probe("tcp", "192.0.2.10", 5432, policy=inside, extra=["--boundary", bnd, "--mode", "audit"])
+    assert res.rc == 2 and "the policy allows everything (mode audit" in res.stderr, res
+    # an invalid boundary is an error, nothing runs
+    bad = w.write("bad-boundary.yaml", BOUNDARY.replace("ports: [443]", "ports: [443]\n    colour: red"))
+    res = w.probe("tcp", "192.0.2.10", 5432, policy=inside, extra=["--boundary", bad])
+    assert res.rc == 2 and "bad-boundary.yaml:10:5: unknown key 'colour'" in res.stderr and res.events == [], res
+    name = "bnd%d" % os.getpid()
+    d = SignedDaemon(w, None, args=["--boundary", bnd])
+    a = Workload(w, name)
+    try:
+        st = json.loads(d.ctl("status", "--json").stdout)
+        assert st["boundary"] == bnd and st["policy_signatures"] == "not required", st
+        r = d.ctl("attach", "--policy", outside, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode != 0 and "outside the boundary" in r.stderr + r.stdout, r
+        assert name not in d.status()
+        r = d.ctl("attach", "--policy", inside, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0, r
+        digest = d.status()[name]["policy_sha256"]
+        r = d.ctl("reload", "--policy", outside, name)
+        assert r.returncode != 0 and "outside the boundary" in r.stderr + r.stdout and "nothing changed" in r.stderr + r.stdout, r
+        assert d.status()[name]["policy_sha256"] == digest
+        assert a.probe("tcp", "192.0.2.20", 5432) == "EPERM"
+        assert d.ctl("detach", name).returncode == 0
+    finally:
+        a.close()
+        d.close()
+
+
+def test_daemon_entry_expires_without_a_reload(w):
+    name = "exp%d" % os.getpid()
+    expires = int(time.time()) + 4
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires))
+    pol = w.write("daemon-expiring.yaml", POLICY.replace("    why: database\n", "    why: database\n    expires: %s\n"
+                                                         "    ticket: SEC-9\n" % stamp))
+    d = SignedDaemon(w, None, args=[])
+    a = Workload(w, name)
+    try:
+        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0, r
+        st = d.status()[name]
+        assert st["expires"] == [{"rule": "allow[0] cidr:192.0.2.10/32", "expires": stamp, "expired": False,
+                                  "ticket": "SEC-9"}], st
+        r = d.ctl("status")
+        assert "expires next allow[0] cidr:192.0.2.10/32 at %s, ticket SEC-9" % stamp in r.stdout, r
+        assert a.probe("tcp", "192.0.2.10", 5432) == "ok"
+        while time.time() < expires + 0.3:
+            time.sleep(0.05)
+        assert a.probe("tcp", "192.0.2.10", 5432) == "EPERM"
+        time.sleep(0.5)
+        ev = d.events_of(name)
+        exp = [e for e in ev if e.get("event.action") == "entry-expired"]
+        assert len(exp) == 1 and exp[0]["sluice.rule_ticket"] == "SEC-9", exp
+        den = [e for e in ev if e.get("event.action") == "egress-denied" and e.get("destination.port") == 5432]
+        assert den and den[-1]["event.reason"] == "entry_expired", den
+        st = d.status()[name]
+        assert st["expires"][0]["expired"] is True, st
+        assert "expired     1 entry" in d.ctl("status").stdout
+        assert d.ctl("detach", name).returncode == 0
+    finally:
+        a.close()
+        d.close()

@@ -125,6 +125,13 @@ int sluice_entry_meta_set(struct sluice_entry *e, const char *key, const char *v
 		const char *r;
 		int64_t t;
 
+		/* the kernel's unix allowlist (an LPM trie of names) has no
+		 * clock: an expiry there would silently never happen */
+		if (e->kind == SLUICE_ENTRY_UNIX) {
+			snprintf(why, whylen, "'expires' is not supported on a unix entry (the kernel could not end it)");
+			return -1;
+		}
+
 		if (sluice_rfc3339_parse(value, &t, &r) < 0) {
 			snprintf(why, whylen, "bad 'expires' '%.40s': %s", value, r);
 			return -1;

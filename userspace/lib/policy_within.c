@@ -13,6 +13,12 @@
  *   unix         paths (exact, or every path below a directory) and
  *                abstract names
  *   mode         audit lets everything through
+ *   credentials  a request a url entry with `credential:` allows carries that
+ *                credential's header (the first url entry matching it
+ *                decides, as in the proxy): the boundary's deciding entry
+ *                for the same request must carry a credential of the same
+ *                name and header field; a request sent without one is
+ *                narrower and needs no credential in the boundary
  *
  * Expiry is not a narrowing here: a policy entry allows until it expires,
  * and a boundary is a standing limit (boundary entries with `expires:` are
@@ -27,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 
@@ -259,6 +266,74 @@ static void check_url(const struct sluice_policy *B, const struct sluice_entry *
 	}
 }
 
+/* --- credentials ------------------------------------------------------------------ */
+
+/* The credential (or NULL) the first url entry of `p` matching the request
+ * sends; entries compared as written (expiry aside, as everywhere here). */
+static const struct sluice_credential *cred_of(const struct sluice_policy *p, const char *scheme, const char *host,
+					       uint16_t port, const char *method, const char *path, bool *matched)
+{
+	*matched = false;
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *u = &p->entries[i];
+		bool m = false;
+
+		if (u->kind != SLUICE_ENTRY_URL || u->url_port != port || strcmp(u->url_scheme, scheme) ||
+		    strcmp(u->url_host, host) || !sluice_path_prefix_match(u->url_path, path))
+			continue;
+		for (size_t k = 0; k < u->n_methods; k++)
+			if (strcmp(u->methods[k], method) == 0)
+				m = true;
+		if (!m)
+			continue;
+		*matched = true;
+		return u->credential && u->credential_idx < p->n_credentials ? &p->credentials[u->credential_idx] : NULL;
+	}
+	return NULL;
+}
+
+static bool same_cred(const struct sluice_credential *a, const struct sluice_credential *b)
+{
+	return a && b && strcmp(a->name, b->name) == 0 && strcasecmp(a->header_name, b->header_name) == 0;
+}
+
+/*
+ * For the url entry e of P: every request it matches whose credential
+ * (P's first matching url entry's) is not NULL must get the same one from
+ * B.  Paths fall into the atoms of the (nested) prefix sets of the url
+ * entries of both policies on e's scheme, host and port; each prefix is its
+ * atom's representative, so trying the prefixes inside e's is exact.
+ */
+static void check_cred(const struct sluice_policy *P, const struct sluice_policy *B, const struct sluice_entry *e,
+		       struct out *o)
+{
+	const struct sluice_policy *both[2] = { P, B };
+
+	for (size_t m = 0; m < e->n_methods; m++)
+		for (int w = 0; w < 2; w++)
+			for (size_t i = 0; i < both[w]->n_entries; i++) {
+				const struct sluice_entry *u = &both[w]->entries[i];
+				const struct sluice_credential *cp, *cb;
+				bool pm, bm;
+
+				if (u->kind != SLUICE_ENTRY_URL || u->url_port != e->url_port ||
+				    strcmp(u->url_scheme, e->url_scheme) || strcmp(u->url_host, e->url_host) ||
+				    !sluice_path_prefix_match(e->url_path, u->url_path))
+					continue;
+				/* u->url_path: a representative path inside e's prefix */
+				cp = cred_of(P, e->url_scheme, e->url_host, e->url_port, e->methods[m], u->url_path, &pm);
+				if (!cp)
+					continue;
+				cb = cred_of(B, e->url_scheme, e->url_host, e->url_port, e->methods[m], u->url_path, &bm);
+				if (same_cred(cp, cb))
+					continue;
+				add(o, e, "request", "%s %s://%s:%u%s with credential %s (%s), which the boundary %s",
+				    e->methods[m], e->url_scheme, e->url_host, e->url_port, u->url_path, cp->name,
+				    cp->header_name, cb ? "sends another credential on" : "sends no credential on");
+				return;
+			}
+}
+
 /* --- cidr ---------------------------------------------------------------------- */
 
 static bool bit(const uint8_t *a, unsigned i)
@@ -433,7 +508,9 @@ int sluice_policy_within(const struct sluice_policy *p, const struct sluice_poli
 	bool names = false;
 
 	*out = NULL;
-	if (p->mode == SLUICE_MODE_AUDIT && boundary->mode != SLUICE_MODE_AUDIT)
+	if (boundary->mode == SLUICE_MODE_AUDIT)
+		return 0;   /* an audit-mode boundary lets everything through: nothing is beyond it */
+	if (p->mode == SLUICE_MODE_AUDIT)
 		add(&o, NULL, "mode", "everything (mode audit enforces nothing; the boundary is enforce)");
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
@@ -446,6 +523,8 @@ int sluice_policy_within(const struct sluice_policy *p, const struct sluice_poli
 		case SLUICE_ENTRY_URL:
 			names = true;
 			check_url(boundary, e, &o);
+			if (e->credential)
+				check_cred(p, boundary, e, &o);
 			break;
 		case SLUICE_ENTRY_CIDR:
 			check_cidr(boundary, e, &o);

@@ -478,8 +478,78 @@ static int rr_addr(const ldns_rr *rr, int *family, uint8_t addr[16])
 	return -1;
 }
 
+/* Age every record of the answer and authority sections of r by `age`
+ * seconds (a cached reply, RFC 1035 3.2.1: the TTL counts down). */
+static void age_records(ldns_pkt *r, uint32_t age)
+{
+	ldns_rr_list *lists[2] = { ldns_pkt_answer(r), ldns_pkt_authority(r) };
+
+	for (size_t k = 0; k < 2; k++)
+		for (size_t i = 0; i < ldns_rr_list_rr_count(lists[k]); i++) {
+			ldns_rr *rr = ldns_rr_list_rr(lists[k], i);
+			uint32_t ttl = ldns_rr_ttl(rr);
+
+			ldns_rr_set_ttl(rr, ttl > age ? ttl - age : 0);
+		}
+}
+
+/* How long the reply r may be kept (RFC 2181 8, RFC 2308 5): the smallest
+ * TTL of its answer and authority records, for a negative answer the SOA's
+ * TTL and MINIMUM; 0 (not cacheable) for TC, other rcodes, a negative
+ * answer without SOA or no records at all. */
+static uint32_t reply_cache_ttl(const ldns_pkt *r, int rcode)
+{
+	ldns_rr_list *ans = ldns_pkt_answer(r), *auth = ldns_pkt_authority(r);
+	uint32_t ttl = UINT32_MAX;
+	bool soa = false;
+
+	if (ldns_pkt_tc(r) || (rcode != RSV_NOERROR && rcode != RSV_NXDOMAIN))
+		return 0;
+	for (size_t i = 0; i < ldns_rr_list_rr_count(ans); i++)
+		if (ldns_rr_ttl(ldns_rr_list_rr(ans, i)) < ttl)
+			ttl = ldns_rr_ttl(ldns_rr_list_rr(ans, i));
+	for (size_t i = 0; i < ldns_rr_list_rr_count(auth); i++) {
+		ldns_rr *rr = ldns_rr_list_rr(auth, i);
+
+		if (ldns_rr_ttl(rr) < ttl)
+			ttl = ldns_rr_ttl(rr);
+		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_SOA && ldns_rr_rd_count(rr) == 7) {
+			uint32_t min = ldns_rdf2native_int32(ldns_rr_rdf(rr, 6));
+
+			soa = true;
+			if (min < ttl)
+				ttl = min;
+		}
+	}
+	if (ldns_rr_list_rr_count(ans) == 0 && !soa)
+		return 0;
+	return ttl == UINT32_MAX ? 0 : ttl;
+}
+
+static enum rsv_reply process_reply(const struct rsv_ctx *ctx, struct rsv_decision *d, uint16_t id,
+				    const uint8_t *msg, size_t len, bool via_tcp, uint32_t age);
+
 enum rsv_reply rsv_process_reply(const struct rsv_ctx *ctx, struct rsv_decision *d, uint16_t id,
 				 const uint8_t *msg, size_t len, bool via_tcp)
+{
+	return process_reply(ctx, d, id, msg, len, via_tcp, 0);
+}
+
+enum rsv_reply rsv_process_cached(const struct rsv_ctx *ctx, struct rsv_decision *d,
+				  const uint8_t *msg, size_t len, uint32_t age)
+{
+	enum rsv_reply r;
+
+	if (len < LDNS_HEADER_SIZE || LDNS_TC_WIRE(msg))
+		return RSV_REPLY_IGNORE;
+	r = process_reply(ctx, d, LDNS_ID_WIRE(msg), msg, len, true, age);
+	if (r == RSV_REPLY_DONE)
+		d->cached = true;
+	return r;
+}
+
+static enum rsv_reply process_reply(const struct rsv_ctx *ctx, struct rsv_decision *d, uint16_t id,
+				    const uint8_t *msg, size_t len, bool via_tcp, uint32_t age)
 {
 	ldns_pkt *r = NULL;
 	ldns_rdf *qname = NULL, *chain[RSV_MAX_CHAIN + 1];
@@ -508,6 +578,9 @@ enum rsv_reply rsv_process_reply(const struct rsv_ctx *ctx, struct rsv_decision 
 	rcode = ldns_pkt_get_rcode(r);
 	if (ldns_pkt_edns_extended_rcode(r) != 0)
 		rcode = RSV_SERVFAIL;
+	d->cache_ttl = reply_cache_ttl(r, rcode);
+	if (age)
+		age_records(r, age);
 	switch (rcode) {
 	case RSV_NOERROR:
 	case RSV_NXDOMAIN:

@@ -132,6 +132,34 @@ static ldns_pkt *skeleton(const struct rsv_decision *d, int rcode, bool tc)
 	return r;
 }
 
+/*
+ * Wire bytes of r, uncompressed when that fits `limit` (ldns's compression
+ * searches a tree of every name written and was a sixth of the resolver's
+ * CPU per answer), else compressed (RFC 1035 4.1.4).  Returns 0 and a
+ * malloc'd buffer, -1 on error.
+ */
+static int pkt_wire(const ldns_pkt *r, size_t limit, uint8_t **wire, size_t *wlen)
+{
+	ldns_buffer *b = ldns_buffer_new(512);
+
+	*wire = NULL;
+	*wlen = 0;
+	if (b && ldns_pkt2buffer_wire_compress(b, r, NULL) == LDNS_STATUS_OK &&
+	    ldns_buffer_position(b) <= limit) {
+		*wlen = ldns_buffer_position(b);
+		*wire = ldns_buffer_export(b);
+		ldns_buffer_free(b);
+		return *wire ? 0 : -1;
+	}
+	ldns_buffer_free(b);
+	if (ldns_pkt2wire(wire, r, wlen) != LDNS_STATUS_OK) {
+		free(*wire);
+		*wire = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* Serialise a response with `answers` (borrowed, cloned); if it does not
  * fit the client's UDP size, send it again empty with TC (RFC 2181 9). */
 static int build_resp(struct rsv_decision *d, int rcode, const ldns_rr_list *answers, bool tc)
@@ -151,9 +179,8 @@ static int build_resp(struct rsv_decision *d, int rcode, const ldns_rr_list *ans
 			return -1;
 		}
 	}
-	if (ldns_pkt2wire(&wire, r, &wlen) != LDNS_STATUS_OK) {
+	if (pkt_wire(r, limit, &wire, &wlen) < 0) {
 		ldns_pkt_free(r);
-		free(wire);
 		return -1;
 	}
 	ldns_pkt_free(r);
@@ -237,6 +264,40 @@ static int dname_to_host(const ldns_rdf *dn, char *out, size_t outlen)
 	return 0;
 }
 
+/*
+ * A wire-format name in presentation form with the trailing dot, as
+ * ldns_rdf2str() writes it, for the common case only: every byte a letter,
+ * digit, '-' or '_' (nothing to escape).  Returns 0, or -1 when the name
+ * needs ldns_rdf2str() (other bytes, the root, overflow).  It saves
+ * ldns's per-character printf on every query and answer record.
+ */
+static int dname_text(const ldns_rdf *dn, char *out, size_t outlen)
+{
+	const uint8_t *p = ldns_rdf_data(dn);
+	size_t len = ldns_rdf_size(dn), pos = 0, o = 0;
+
+	while (pos < len) {
+		uint8_t l = p[pos++];
+
+		if (l == 0)
+			break;
+		if (l > 63 || pos + l > len || o + l + 2 > outlen)
+			return -1;
+		while (l--) {
+			uint8_t c = p[pos++];
+
+			if (!(isalnum(c) || c == '-' || c == '_') || c > 127)
+				return -1;
+			out[o++] = (char)c;
+		}
+		out[o++] = '.';
+	}
+	if (o == 0)
+		return -1;
+	out[o] = '\0';
+	return 0;
+}
+
 static const struct sluice_entry *find_rule(const struct sluice_policy *p, const char *name)
 {
 	size_t i;
@@ -306,10 +367,12 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 	d->have_question = true;
 	d->qtype = (uint16_t)ldns_rr_get_type(q);
 	d->qclass = (uint16_t)ldns_rr_get_class(q);
-	s = ldns_rdf2str(ldns_rr_owner(q));
-	if (s) {
-		snprintf(d->raw_name, sizeof(d->raw_name), "%s", s);
-		free(s);
+	if (dname_text(ldns_rr_owner(q), d->raw_name, sizeof(d->raw_name)) < 0) {
+		s = ldns_rdf2str(ldns_rr_owner(q));
+		if (s) {
+			snprintf(d->raw_name, sizeof(d->raw_name), "%s", s);
+			free(s);
+		}
 	}
 	if (ldns_pkt_ancount(d->query) || ldns_pkt_nscount(d->query))
 		return respond(d, RSV_V_REFUSE, RSV_FORMERR, "malformed");
@@ -352,8 +415,9 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 		return respond(d, RSV_V_DENY, on_deny_rcode(ctx->policy), "invalid_name");
 	}
 
-	allowed = ctx->policy && sluice_policy_allows_name(ctx->policy, d->name);
-	d->rule = allowed ? find_rule(ctx->policy, d->name) : NULL;
+	/* the entry that allows it (what sluice_policy_allows_name() checks) */
+	d->rule = find_rule(ctx->policy, d->name);
+	allowed = d->rule != NULL;
 	if (!allowed)
 		return policy_deny(ctx, d, on_deny_rcode(ctx->policy), "name_not_allowed");
 	if (!sluice_policy_allows_qtype(ctx->policy, d->qtype))
@@ -412,6 +476,31 @@ static bool in_chain(ldns_rdf *const *chain, size_t n, const ldns_rdf *name)
 	return false;
 }
 
+/* The text of rdata field `rd` into out, without ldns's allocation and
+ * printf where it is an address or a plain name; -1: use ldns_rdf2str(). */
+static int rdf_text(const ldns_rdf *rd, char *out, size_t outlen)
+{
+	size_t l;
+
+	switch (ldns_rdf_get_type(rd)) {
+	case LDNS_RDF_TYPE_A:
+		return ldns_rdf_size(rd) == 4 && inet_ntop(AF_INET, ldns_rdf_data(rd), out,
+							   (socklen_t)outlen) ? 0 : -1;
+	case LDNS_RDF_TYPE_AAAA:
+		return ldns_rdf_size(rd) == 16 && inet_ntop(AF_INET6, ldns_rdf_data(rd), out,
+							    (socklen_t)outlen) ? 0 : -1;
+	case LDNS_RDF_TYPE_DNAME:
+		if (dname_text(rd, out, outlen) < 0)
+			return -1;
+		l = strlen(out);
+		if (l > 1)
+			out[l - 1] = '\0';   /* no trailing dot in the log */
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 static void answer_record(struct rsv_answer *a, const ldns_rr *rr)
 {
 	char *s;
@@ -420,8 +509,9 @@ static void answer_record(struct rsv_answer *a, const ldns_rr *rr)
 	memset(a, 0, sizeof(*a));
 	a->type = (uint16_t)ldns_rr_get_type(rr);
 	a->ttl = ldns_rr_ttl(rr);
-	s = ldns_rdf2str(ldns_rr_owner(rr));
-	if (s) {
+	if (rdf_text(ldns_rr_owner(rr), a->name, sizeof(a->name)) == 0) {
+		/* done */
+	} else if ((s = ldns_rdf2str(ldns_rr_owner(rr)))) {
 		size_t l = strlen(s);
 
 		if (l > 1 && s[l - 1] == '.')
@@ -429,6 +519,8 @@ static void answer_record(struct rsv_answer *a, const ldns_rr *rr)
 		snprintf(a->name, sizeof(a->name), "%s", s);
 		free(s);
 	}
+	if (ldns_rr_rd_count(rr) == 1 && rdf_text(ldns_rr_rdf(rr, 0), a->data, sizeof(a->data)) == 0)
+		return;
 	for (i = 0; i < ldns_rr_rd_count(rr) && o + 1 < sizeof(a->data); i++) {
 		s = ldns_rdf2str(ldns_rr_rdf(rr, i));
 		if (!s)

@@ -528,15 +528,6 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		c->txns = t;
 		c->pending++;
 	}
-	t->timer = evtimer_new(s->base, timer_cb, t);
-	if (!t->timer) {
-		log_warnx("out of memory: query dropped");
-		rsv_decide(&s->cfg->ctx, msg, len, c != NULL, mono_now(), &t->d);
-		t->d.action = RSV_ACT_DROP;
-		t->d.reason = "internal_error";
-		txn_finish(t);
-		return;
-	}
 	now = mono_now();
 	switch (rsv_decide(&s->cfg->ctx, msg, len, c != NULL, now, &t->d)) {
 	case RSV_ACT_DROP:
@@ -551,6 +542,13 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 			return;
 		if (s->inflight >= s->cfg->max_inflight) {
 			txn_fail(t, RSV_SERVFAIL, false, "overloaded");
+			return;
+		}
+		/* only a query that goes upstream needs a timer */
+		t->timer = evtimer_new(s->base, timer_cb, t);
+		if (!t->timer) {
+			log_warnx("out of memory: query failed");
+			txn_fail(t, RSV_SERVFAIL, false, "internal_error");
 			return;
 		}
 		s->inflight++;

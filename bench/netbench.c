@@ -628,7 +628,7 @@ static int cmd_dns(int argc, char **argv)
 	static double sent_at[65536];
 	size_t lat_cap = 1 << 20, nlat = 0;
 	double *lat = malloc(lat_cap * sizeof(double));
-	long outstanding = 0, lost = 0, bad = 0, sent = 0;
+	long outstanding = 0, lost = 0, bad = 0, sent = 0, not_noerror = 0;
 	uint16_t id = 1;
 	double t0 = now_s(), end = t0 + seconds, t;
 
@@ -663,6 +663,8 @@ static int cmd_dns(int argc, char **argv)
 			uint16_t rid = (uint16_t)(r[0] << 8 | r[1]);
 
 			if (sent_at[rid] != 0) {
+				if ((r[3] & 0x0f) != 0)
+					not_noerror++;  /* answered, but refused or failed */
 				if (nlat < lat_cap)
 					lat[nlat++] = now_s() - sent_at[rid];
 				sent_at[rid] = 0;
@@ -687,8 +689,8 @@ static int cmd_dns(int argc, char **argv)
 	t = now_s() - t0;
 	qsort(lat, nlat, sizeof(double), cmp_double);
 	printf("{\"seconds\":%.3f,\"answered\":%zu,\"qps\":%.1f,\"lost\":%ld,\"unmatched\":%ld,"
-	       "\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-	       t, nlat, (double)nlat / t, lost, bad, nlat ? lat[nlat / 2] * 1e6 : 0.0,
+	       "\"not_noerror\":%ld,\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+	       t, nlat, (double)nlat / t, lost, bad, not_noerror, nlat ? lat[nlat / 2] * 1e6 : 0.0,
 	       nlat ? lat[(size_t)((double)nlat * 0.99)] * 1e6 : 0.0);
 	return nlat ? 0 : 1;
 }

@@ -89,6 +89,32 @@ struct {
 	__type(value, struct sluice_orig);
 } sluice_sk_orig SEC(".maps");
 
+/*
+ * The backstop's memo (kernel-internal, never read by user space): the
+ * destination a TCP socket's connect was allowed to by a cidr entry, and the
+ * policy generation that allowed it.  The egress backstop passes a packet of
+ * that socket without the LPM lookup only if the packet's (family, address,
+ * protocol, port) and the current generation are exactly these: the memo of
+ * cidr_allowed4/6() for those inputs, so it answers what the lookup would.
+ * TCP only: its connect hook runs under the socket lock, so the record is
+ * never written by two connects at once (a UDP socket's connect is not
+ * serialised, and sendmsg judges per call: UDP keeps the lookup).
+ */
+struct sluice_judged {
+	__u32 daddr[4];     /* network byte order; IPv4 (and v4-mapped) in daddr[0] */
+	__u32 gen_plus1;    /* generation + 1; 0: nothing judged */
+	__u16 dport;        /* host byte order */
+	__u8  family;       /* SLUICE_AF_INET or SLUICE_AF_INET6 */
+	__u8  pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sluice_judged);
+} sluice_sk_judged SEC(".maps");
+
 /* sluice's own listeners (proxy, resolver): marked by the loader. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -512,6 +538,27 @@ static __always_inline bool target_ours(struct bpf_sock_addr *ctx, bool dns, boo
 	return ours;
 }
 
+/* Record in sluice_sk_judged that a cidr entry allowed this TCP connect
+ * (see there).  Best effort: without a record the backstop looks up. */
+static __always_inline void judged(struct bpf_sock_addr *ctx, const struct verdict_ctx *v, __u32 gen)
+{
+	struct sluice_judged *j;
+
+	if (!ctx->sk)
+		return;
+	j = bpf_sk_storage_get(&sluice_sk_judged, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!j)
+		return;
+	j->gen_plus1 = 0;   /* never a mix of two records under one generation */
+	j->daddr[0] = v->daddr[0];
+	j->daddr[1] = v->daddr[1];
+	j->daddr[2] = v->daddr[2];
+	j->daddr[3] = v->daddr[3];
+	j->dport = v->dport;
+	j->family = v->family;
+	j->gen_plus1 = gen + 1;
+}
+
 /*
  * What applying a decision means for both families.  Returns the program's
  * return value, or -1 when the destination must be rewritten to the proxy
@@ -531,6 +578,10 @@ static __always_inline int settle(struct bpf_sock_addr *ctx, struct verdict_ctx 
 	}
 	switch (d) {
 	case D_ALLOW:
+		if (v->protocol == SLUICE_IPPROTO_TCP)
+			judged(ctx, v, gen);
+		stat_inc(SLUICE_STAT_ALLOWED);
+		return SYS_PROCEED;
 	case D_DIRECT_DNS:
 		stat_inc(SLUICE_STAT_ALLOWED);
 		return SYS_PROCEED;
@@ -872,6 +923,29 @@ static __always_inline bool tcp_reply(struct __sk_buff *skb, __u32 l4off)
 	return o && (o->flags & SLUICE_ORIG_PASSIVE);
 }
 
+/* Did this packet's socket connect to exactly this TCP destination under
+ * this generation with a cidr entry's allowance (sluice_sk_judged)?
+ * `daddr`: network byte order, IPv4 in [0] for SLUICE_AF_INET. */
+static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8 family, const __u32 *daddr,
+					  __u16 dport)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sluice_judged *j;
+
+	if (!sk)
+		return false;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return false;
+	j = bpf_sk_storage_get(&sluice_sk_judged, sk, 0, 0);
+	if (!j || j->gen_plus1 != gen + 1 || j->family != family || j->dport != dport)
+		return false;
+	if (family == SLUICE_AF_INET)
+		return j->daddr[0] == daddr[0];
+	return j->daddr[0] == daddr[0] && j->daddr[1] == daddr[1] && j->daddr[2] == daddr[2] &&
+	       j->daddr[3] == daddr[3];
+}
+
 SEC("cgroup_skb/egress")
 int sluice_egress(struct __sk_buff *skb)
 {
@@ -896,7 +970,9 @@ int sluice_egress(struct __sk_buff *skb)
 				goto drop;
 			v.dport = bpf_ntohs(ports[1]);
 		}
-		ok = egress_allowed4(gen, iph.daddr, iph.protocol, v.dport);
+		ok = (l4off && iph.protocol == SLUICE_IPPROTO_TCP &&
+		      judged_before(skb, gen, SLUICE_AF_INET, v.daddr, v.dport)) ||
+		     egress_allowed4(gen, iph.daddr, iph.protocol, v.dport);
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6_)) {
 		struct ipv6hdr ip6;
 
@@ -912,9 +988,15 @@ int sluice_egress(struct __sk_buff *skb)
 			v.dport = bpf_ntohs(ports[1]);
 		}
 		if (is_v4mapped(v.daddr)) {
-			ok = egress_allowed4(gen, v.daddr[3], v.protocol, v.dport);
+			__u32 a4[4] = { v.daddr[3], 0, 0, 0 };
+
+			ok = (l4off && v.protocol == SLUICE_IPPROTO_TCP &&
+			      judged_before(skb, gen, SLUICE_AF_INET, a4, v.dport)) ||
+			     egress_allowed4(gen, v.daddr[3], v.protocol, v.dport);
 		} else {
-			ok = cidr_allowed6(gen, v.daddr, v.protocol, v.dport) ||
+			ok = (l4off && v.protocol == SLUICE_IPPROTO_TCP &&
+			      judged_before(skb, gen, SLUICE_AF_INET6, v.daddr, v.dport)) ||
+			     cidr_allowed6(gen, v.daddr, v.protocol, v.dport) ||
 			     (sluice_cfg.have_dns && v.dport == sluice_cfg.dns6_port &&
 			      addr6_eq(v.daddr, sluice_cfg.dns6_addr)) ||
 			     (sluice_cfg.have_proxy && v.protocol == SLUICE_IPPROTO_TCP &&

@@ -8,7 +8,7 @@ STEPS.json is a list; each step is either a query
      "transport": "udp"|"tcp", "qclass": 1, "opcode": 0, "qdcount": 1,
      "qr": false, "edns": [1232, 0], "raw_hex": "...", "timeout": 3}
 (raw_hex sends those bytes instead of a built query), or a rendezvous
-    {"touch": PATH} / {"wait": PATH, "timeout": 20}
+    {"touch": PATH} / {"wait": PATH, "timeout": 20}, or a pause {"sleep": SECONDS}
 Prints one JSON line per query: {"step": i, "rcode", "tc", "answers"} or
 {"step": i, "error": "timeout"|"ECONNREFUSED"|...}.  The server address
 is any address on port 53: the kernel sends it to the sandbox's resolver.
@@ -51,6 +51,8 @@ def main():
     for i, s in enumerate(steps):
         if "touch" in s:
             open(s["touch"], "w").close()
+        elif "sleep" in s:
+            time.sleep(s["sleep"])
         elif "wait" in s:
             deadline = time.time() + s.get("timeout", 20)
             while not os.path.exists(s["wait"]) and time.time() < deadline:

@@ -347,6 +347,56 @@ def test_reload_under_flood_never_judges_by_neither(w):
         d.close()
 
 
+HOLD = """
+import os, socket, sys, time
+d = sys.argv[1]
+def out(s):
+    open(os.path.join(d, "hold.out"), "a").write(s + "\\n")
+t = socket.create_connection(("192.0.2.10", 9000), timeout=3)
+t.sendall(b"one"); out("first " + t.recv(10).decode())
+open(os.path.join(d, "held"), "w").close()
+while not os.path.exists(os.path.join(d, "go")):
+    time.sleep(0.02)
+t.settimeout(2)
+try:
+    t.sendall(b"two"); out("second " + t.recv(10).decode())
+except OSError as e:
+    out("second error %s" % type(e).__name__)
+"""
+
+
+def test_reload_cuts_an_established_connection_the_new_policy_denies(w):
+    """The egress backstop passes a judged TCP connection's packets without
+    the LPM lookup only under the generation that judged it: after a reload
+    that no longer allows the destination, the connection's next packets
+    are dropped (egress_backstop), as if looked up."""
+    d = Daemon(w)
+    a = Workload(w, "cut")
+    try:
+        pa, pb = w.write("ca.yaml", POLICY_A), w.write("cb.yaml", POLICY_B)
+        assert d.ctl("attach", "--policy", pb, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", "cut").returncode == 0
+        script = w.write("hold.py", HOLD)
+        a.run("sh", "-c", "python3 %s %s >/dev/null 2>&1 &" % (script, a.dir))
+        deadline = time.time() + 10
+        while not os.path.exists(os.path.join(a.dir, "held")):
+            assert time.time() < deadline, "the held connection did not start"
+            time.sleep(0.05)
+        assert open(os.path.join(a.dir, "hold.out")).read().split("\n")[0] == "first one"
+        assert d.ctl("reload", "--policy", pa, "cut").returncode == 0   # 9000 no longer allowed
+        open(os.path.join(a.dir, "go"), "w").close()
+        deadline = time.time() + 10
+        while len(open(os.path.join(a.dir, "hold.out")).read().splitlines()) < 2:
+            assert time.time() < deadline, "the held connection never finished"
+            time.sleep(0.05)
+        second = open(os.path.join(a.dir, "hold.out")).read().splitlines()[1]
+        assert second.startswith("second error"), second
+        bs = [e for e in d.events_of("cut") if e.get("event.reason") == "egress_backstop"]
+        assert bs and all(e["destination.port"] == 9000 for e in bs), bs
+    finally:
+        a.close()
+        d.close()
+
+
 def test_two_sandboxes_same_netns_are_isolated(w):
     d = Daemon(w)
     a, b = Workload(w, "iso-a"), Workload(w, "iso-b")

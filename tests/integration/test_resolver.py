@@ -36,6 +36,12 @@ allow:
   - host: tc.example.com
     ports: [443]
     why: truncated over UDP
+  - host: short.example.com
+    ports: [443]
+    why: answers with a TTL of 1 s
+  - cidr: 10.9.0.0/16
+    ports: [443]
+    why: an internal range the policy names (its answers pass the filter)
 """
 
 ZONE = {
@@ -44,6 +50,9 @@ ZONE = {
     "private.example.com": {"A": ["10.1.2.3", "127.0.0.1", "169.254.169.254"]},
     "mixed.example.com": {"A": ["10.1.2.3", "93.184.216.34"]},
     "tc.example.com": {"A": ["192.0.2.10"]},
+    "short.example.com": {"A": ["192.0.2.40"]},
+    "b.pkg.example.org": {"A": ["192.0.2.30"]},
+    "internal.pkg.example.org": {"A": ["10.9.1.1"]},
     "a.pkg.example.org": {"CNAME": "cdn.example.net"},
     "cdn.example.net": {"A": ["192.0.2.20"]},
 }
@@ -59,7 +68,8 @@ def _upstream(w):
     if not getattr(w, "_dns_upstream", None):
         zone = w.write("zone.json", json.dumps(ZONE))
         w.start_server([os.path.join(HERE, "dns_server.py"), "--listen", UPSTREAM + ":53",
-                        "--zone-file", zone, "--log", log], name="dns-upstream")
+                        "--zone-file", zone, "--ttl", "short.example.com=1", "--log", log],
+                       name="dns-upstream")
         w._dns_upstream = log
     return log
 
@@ -111,7 +121,7 @@ def test_allowed_names_answered(w):
         {"name": "api.example.com"},
         {"name": "API.Example.COM.", "type": "AAAA"},
         {"name": "a.pkg.example.org"},
-        {"name": "api.example.com", "transport": "tcp"},
+        {"name": "b.pkg.example.org", "transport": "tcp"},
         {"name": "api.example.com", "server": "2001:db8::1"},
     ])
     assert res[0]["rcode"] == "NOERROR" and [a["data"] for a in res[0]["answers"]] == ["192.0.2.10"], res
@@ -122,7 +132,7 @@ def test_allowed_names_answered(w):
     assert res[4]["rcode"] == "NOERROR" and res[4]["answers"], res
     names = [(u["name"], u["type"], u["transport"]) for u in up]
     assert ("api.example.com", "A", "udp") in names and ("api.example.com", "AAAA", "udp") in names, up
-    assert ("api.example.com", "A", "tcp") in names, up   # TCP queries go upstream over TCP
+    assert ("b.pkg.example.org", "A", "tcp") in names, up   # TCP queries go upstream over TCP
     assert all(u["src"] == "192.0.2.2" for u in up), up   # from the sandbox's network
     assert len({u["sport"] for u in up}) == len(up), up   # a fresh source port per query
     l = _line(lines, "api.example.com", "AAAA")
@@ -138,6 +148,92 @@ def test_allowed_names_answered(w):
     assert [a["type"] for a in l["dns.answers"]] == ["CNAME", "A"], l
     tcp = [x for x in lines if x["network.transport"] == "tcp"]
     assert len(tcp) == 1 and tcp[0]["sluice.upstream_transport"] == "tcp", lines
+
+
+def test_cached_answer_served_and_filtered_again(w):
+    """A second query for a name and qtype within the TTL is answered from
+    the cache: nothing goes upstream, the TTL is aged, the line says so; UDP
+    and TCP share the cache; another qtype is a miss."""
+    res, lines, up, _ = _ask(w, [
+        {"name": "api.example.com"},
+        {"sleep": 1.1},
+        {"name": "api.example.com"},
+        {"name": "Api.Example.Com", "transport": "tcp"},
+        {"name": "api.example.com", "type": "AAAA"},
+        {"name": "a.pkg.example.org"},
+        {"name": "a.pkg.example.org"},
+    ])
+    for x in res:
+        assert x["rcode"] == "NOERROR" and x["answers"], res
+    # (a sleep prints no line: res[1] is the query after it)
+    assert len(res) == 6 and [a["data"] for a in res[1]["answers"]] == ["192.0.2.10"], res
+    assert res[0]["answers"][0]["ttl"] == 60 and 0 < res[1]["answers"][0]["ttl"] < 60, res
+    assert res[2]["qd"][0][0] == "Api.Example.Com", res   # the client's spelling, from the cache too
+    assert [a["type"] for a in res[5]["answers"]] == ["CNAME", "A"], res
+    asked = sorted((u["name"], u["type"]) for u in up)
+    assert asked == [("a.pkg.example.org", "A"), ("api.example.com", "A"), ("api.example.com", "AAAA")], up
+    api = [l for l in lines if l["dns.question.name"] == "api.example.com" and l["dns.question.type"] == "A"]
+    assert len(api) == 3, lines
+    assert "sluice.dns_cached" not in api[0] and api[0]["sluice.upstream.ip"] == UPSTREAM, api
+    for l in api[1:]:
+        _common(l)
+        assert l["sluice.dns_cached"] is True and "sluice.upstream.ip" not in l, l
+        assert l["event.outcome"] == "success" and l["event.reason"] == "allowed", l
+        assert l["dns.answers"][0]["data"] == "192.0.2.10" and l["dns.answers"][0]["ttl"] < 60, l
+    assert [l["network.transport"] for l in api] == ["udp", "udp", "tcp"], api
+
+
+def test_cache_honours_ttl_and_max_ttl(w):
+    """A reply is kept no longer than its TTL (short.example.com: 1 s) nor
+    than --cache-max-ttl (1 s here, api.example.com has 60 s): asked again
+    after that, the name goes upstream again."""
+    res, lines, up, _ = _ask(w, [
+        {"name": "short.example.com"},
+        {"name": "api.example.com"},
+        {"name": "short.example.com"},
+        {"name": "api.example.com"},
+        {"sleep": 1.3},
+        {"name": "short.example.com"},
+        {"name": "api.example.com"},
+    ], extra=["--resolver-arg", "--cache-max-ttl", "--resolver-arg", "1"])
+    assert all(x["rcode"] == "NOERROR" and x["answers"] for x in res), res
+    asked = [u["name"] for u in up]
+    assert asked.count("short.example.com") == 2 and asked.count("api.example.com") == 2, up
+    cached = [l.get("sluice.dns_cached", False) for l in lines]
+    assert cached == [False, False, True, True, False, False], lines
+    # no cache at all: every query goes upstream
+    res, lines, up, _ = _ask(w, [{"name": "api.example.com"}] * 3,
+                             extra=["--resolver-arg", "--cache-size", "--resolver-arg", "0"])
+    assert len(up) == 3 and not any(l.get("sluice.dns_cached") for l in lines), (up, lines)
+
+
+def test_cached_reply_never_bypasses_the_policy(w):
+    """The cache holds the upstream's bytes, not a verdict: each use is
+    decided and filtered under the policy in force.  The tunnelling limit
+    still counts, a cached answer in a range only a cidr entry allows is
+    filtered again, and a policy change (a new resolver: `sluice run` again)
+    starts from an empty cache, so the name now denied is denied."""
+    res, lines, up, _ = _ask(w, [
+        {"name": "internal.pkg.example.org"},
+        {"name": "internal.pkg.example.org"},
+    ], allow_doc=False)
+    assert [a["data"] for a in res[1]["answers"]] == ["10.9.1.1"], res
+    assert len(up) == 1 and lines[1].get("sluice.dns_cached") is True, (up, lines)
+    # same upstream, the cidr entry gone: the answer is filtered, cached or not
+    nocidr = POLICY.replace("  - cidr: 10.9.0.0/16\n    ports: [443]\n", "  - cidr: 198.51.100.0/24\n    ports: [443]\n")
+    assert nocidr != POLICY
+    res, lines, up, _ = _ask(w, [{"name": "internal.pkg.example.org"}] * 2, policy=nocidr, allow_doc=False)
+    assert [x["rcode"] for x in res] == ["NXDOMAIN"] * 2 and not any(x["answers"] for x in res), res
+    assert [l["event.reason"] for l in lines] == ["private_answer"] * 2, lines
+    assert lines[1].get("sluice.dns_cached") is True, lines
+    assert lines[1]["sluice.dns_filtered_answers"][0]["sluice_filter"] == "private", lines
+    # the name out of the policy: denied, nothing upstream, nothing from a cache
+    denied = POLICY.replace("  - host: api.example.com\n    ports: [443]\n    why: exact name\n", "")
+    assert denied != POLICY
+    res, lines, up, _ = _ask(w, [{"name": "api.example.com"}] * 2, policy=denied)
+    assert [x["rcode"] for x in res] == ["NXDOMAIN"] * 2 and up == [], (res, up)
+    assert [l["event.reason"] for l in lines] == ["name_not_allowed"] * 2, lines
+    assert not any(l.get("sluice.dns_cached") for l in lines), lines
 
 
 def test_denied_name_never_reaches_upstream(w):

@@ -643,6 +643,125 @@ static void test_private_answer_exceptions(void **state)
 	assert_string_equal(f->d.reason, "private_answer");
 }
 
+/* --- the answer cache ------------------------------------------------------ */
+
+static void test_cache_ttl_and_bounds(void **state)
+{
+	struct fx *f = *state;
+	static const char *const rrs[] = { "api.example.com. 60 IN A 198.51.100.9", NULL };
+	struct rsv_cache *c = rsv_cache_new(2, 30);
+	const uint8_t *m;
+	size_t len;
+	uint32_t age;
+	uint8_t *w;
+	size_t wl;
+	uint64_t hits, misses;
+
+	assert_non_null(c);
+	assert_null(rsv_cache_new(0, 30));
+	forward(f, "api.example.com", LDNS_RR_TYPE_A, false);
+	wl = reply(&f->d, 7, RSV_NOERROR, false, rrs, &w);
+	assert_int_equal(rsv_process_reply(&f->ctx, &f->d, 7, w, wl, false), RSV_REPLY_DONE);
+	assert_int_equal(f->d.cache_ttl, 60);
+	assert_int_equal(rsv_cache_put(c, "api.example.com", LDNS_RR_TYPE_A, w, wl, f->d.cache_ttl, 100.0), 0);
+	/* capped at max_ttl (30), and keyed by qtype */
+	assert_true(rsv_cache_get(c, "api.example.com", LDNS_RR_TYPE_A, 129.5, &m, &len, &age));
+	assert_int_equal(age, 29);
+	assert_int_equal(len, wl);
+	assert_memory_equal(m, w, wl);
+	assert_false(rsv_cache_get(c, "api.example.com", LDNS_RR_TYPE_AAAA, 101.0, &m, &len, &age));
+	assert_false(rsv_cache_get(c, "api.example.com", LDNS_RR_TYPE_A, 130.0, &m, &len, &age));
+	assert_int_equal(rsv_cache_count(c), 0);   /* the expired one was dropped */
+	/* ttl 0 and oversized messages are not kept */
+	assert_int_equal(rsv_cache_put(c, "a.example", 1, w, wl, 0, 100.0), 0);
+	assert_int_equal(rsv_cache_put(c, "a.example", 1, w, RSV_CACHE_MAX_MSG + 1, 60, 100.0), 0);
+	assert_int_equal(rsv_cache_count(c), 0);
+	/* two entries at most, least recently used out first */
+	assert_int_equal(rsv_cache_put(c, "a.example", 1, w, wl, 60, 100.0), 0);
+	assert_int_equal(rsv_cache_put(c, "b.example", 1, w, wl, 60, 100.0), 0);
+	assert_true(rsv_cache_get(c, "a.example", 1, 101.0, &m, &len, &age));
+	assert_int_equal(rsv_cache_put(c, "c.example", 1, w, wl, 60, 100.0), 0);
+	assert_int_equal(rsv_cache_count(c), 2);
+	assert_false(rsv_cache_get(c, "b.example", 1, 101.0, &m, &len, &age));
+	assert_true(rsv_cache_get(c, "a.example", 1, 101.0, &m, &len, &age));
+	assert_true(rsv_cache_get(c, "c.example", 1, 101.0, &m, &len, &age));
+	/* a replaced entry is not counted twice; a dropped one is gone */
+	assert_int_equal(rsv_cache_put(c, "c.example", 1, w, wl, 60, 102.0), 0);
+	assert_int_equal(rsv_cache_count(c), 2);
+	rsv_cache_drop(c, "c.example", 1);
+	assert_false(rsv_cache_get(c, "c.example", 1, 103.0, &m, &len, &age));
+	rsv_cache_stats(c, &hits, &misses);
+	assert_int_equal(hits, 4);
+	assert_int_equal(misses, 4);
+	free(w);
+	rsv_cache_free(c);
+}
+
+static void test_cache_what_is_cacheable(void **state)
+{
+	struct fx *f = *state;
+	static const char *const two[] = { "api.example.com. 60 IN A 198.51.100.9",
+					   "api.example.com. 20 IN A 198.51.100.10", NULL };
+
+	forward(f, "api.example.com", LDNS_RR_TYPE_A, false);
+	assert_int_equal(feed(f, 1, RSV_NOERROR, false, two, false), RSV_REPLY_DONE);
+	assert_int_equal(f->d.cache_ttl, 20);                 /* the smallest TTL */
+	forward(f, "api.example.com", LDNS_RR_TYPE_A, false);
+	assert_int_equal(feed(f, 1, RSV_SERVFAIL, false, NULL, false), RSV_REPLY_DONE);
+	assert_int_equal(f->d.cache_ttl, 0);                  /* failures are not kept */
+	forward(f, "api.example.com", LDNS_RR_TYPE_A, false);
+	assert_int_equal(feed(f, 1, RSV_NXDOMAIN, false, NULL, false), RSV_REPLY_DONE);
+	assert_int_equal(f->d.cache_ttl, 0);                  /* negative without SOA (RFC 2308 5) */
+	forward(f, "api.example.com", LDNS_RR_TYPE_A, true);
+	assert_int_equal(feed(f, 1, RSV_NOERROR, true, two, true), RSV_REPLY_DONE);
+	assert_int_equal(f->d.cache_ttl, 0);                  /* truncated */
+}
+
+/* The cache holds bytes, never a verdict: a reply kept under one policy is
+ * filtered under the policy of each use, and TTLs are aged. */
+static void test_cached_reply_filtered_again(void **state)
+{
+	struct fx *f = *state;
+	static const char *const rrs[] = { "api.example.com. 60 IN A 198.51.100.9",
+					   "api.example.com. 60 IN A 203.0.113.1", NULL };
+	struct sluice_policy *other = load(POLICY_REFUSED);   /* no cidr entry */
+	uint8_t *w;
+	size_t wl;
+	char a[256];
+	ldns_pkt *r;
+
+	forward(f, "api.example.com", LDNS_RR_TYPE_A, false);
+	wl = reply(&f->d, 9, RSV_NOERROR, false, rrs, &w);
+	assert_int_equal(rsv_process_reply(&f->ctx, &f->d, 9, w, wl, false), RSV_REPLY_DONE);
+	assert_false(f->d.cached);
+
+	/* same policy, 25 s later: the cidr entry's address only, TTL 35 */
+	forward(f, "api.example.com", LDNS_RR_TYPE_A, false);
+	assert_int_equal(rsv_process_cached(&f->ctx, &f->d, w, wl, 25), RSV_REPLY_DONE);
+	assert_true(f->d.cached);
+	answers_of(f, a, sizeof(a));
+	assert_string_equal(a, "198.51.100.9");
+	r = resp_pkt(&f->d);
+	assert_int_equal(ldns_rr_ttl(ldns_rr_list_rr(ldns_pkt_answer(r), 0)), 35);
+	ldns_pkt_free(r);
+
+	/* a policy without the cidr entry: nothing usable is left */
+	f->ctx.policy = other;
+	forward(f, "api.example.com", LDNS_RR_TYPE_A, false);
+	assert_int_equal(rsv_process_cached(&f->ctx, &f->d, w, wl, 1), RSV_REPLY_DONE);
+	assert_string_equal(f->d.reason, "private_answer");
+	assert_int_equal(f->d.verdict, RSV_V_DENY);
+	assert_int_equal(f->d.rcode, RSV_REFUSED);
+
+	/* bytes for another question are refused, never served */
+	f->ctx.policy = f->p;
+	forward(f, "x.pkg.example.org", LDNS_RR_TYPE_A, false);
+	assert_int_equal(rsv_process_cached(&f->ctx, &f->d, w, wl, 1), RSV_REPLY_IGNORE);
+	assert_false(f->d.cached);
+	free(w);
+	sluice_policy_free(other);
+}
+
 static void test_answer_chain(void **state)
 {
 	struct fx *f = *state;
@@ -982,6 +1101,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_upstream_rcodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_private_answers_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_private_answer_exceptions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_ttl_and_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_what_is_cacheable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cached_reply_filtered_again, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_udp_size_limit, setup, teardown),
 		cmocka_unit_test(test_entropy),

@@ -134,6 +134,34 @@ static ldns_pkt *skeleton(const struct rsv_decision *d, int rcode, bool tc)
 	return r;
 }
 
+/*
+ * Wire bytes of r, uncompressed when that fits `limit` (ldns's compression
+ * searches a tree of every name written and was a sixth of the resolver's
+ * CPU per answer), else compressed (RFC 1035 4.1.4).  Returns 0 and a
+ * malloc'd buffer, -1 on error.
+ */
+static int pkt_wire(const ldns_pkt *r, size_t limit, uint8_t **wire, size_t *wlen)
+{
+	ldns_buffer *b = ldns_buffer_new(512);
+
+	*wire = NULL;
+	*wlen = 0;
+	if (b && ldns_pkt2buffer_wire_compress(b, r, NULL) == LDNS_STATUS_OK &&
+	    ldns_buffer_position(b) <= limit) {
+		*wlen = ldns_buffer_position(b);
+		*wire = ldns_buffer_export(b);
+		ldns_buffer_free(b);
+		return *wire ? 0 : -1;
+	}
+	ldns_buffer_free(b);
+	if (ldns_pkt2wire(wire, r, wlen) != LDNS_STATUS_OK) {
+		free(*wire);
+		*wire = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* Serialise a response with `answers` (borrowed, cloned); if it does not
  * fit the client's UDP size, send it again empty with TC (RFC 2181 9). */
 static int build_resp(struct rsv_decision *d, int rcode, const ldns_rr_list *answers, bool tc)
@@ -153,9 +181,8 @@ static int build_resp(struct rsv_decision *d, int rcode, const ldns_rr_list *ans
 			return -1;
 		}
 	}
-	if (ldns_pkt2wire(&wire, r, &wlen) != LDNS_STATUS_OK) {
+	if (pkt_wire(r, limit, &wire, &wlen) < 0) {
 		ldns_pkt_free(r);
-		free(wire);
 		return -1;
 	}
 	ldns_pkt_free(r);
@@ -232,6 +259,40 @@ static int dname_to_host(const ldns_rdf *dn, char *out, size_t outlen)
 				return -1;
 			out[o++] = (char)c;
 		}
+	}
+	if (o == 0)
+		return -1;
+	out[o] = '\0';
+	return 0;
+}
+
+/*
+ * A wire-format name in presentation form with the trailing dot, as
+ * ldns_rdf2str() writes it, for the common case only: every byte a letter,
+ * digit, '-' or '_' (nothing to escape).  Returns 0, or -1 when the name
+ * needs ldns_rdf2str() (other bytes, the root, overflow).  It saves
+ * ldns's per-character printf on every query and answer record.
+ */
+static int dname_text(const ldns_rdf *dn, char *out, size_t outlen)
+{
+	const uint8_t *p = ldns_rdf_data(dn);
+	size_t len = ldns_rdf_size(dn), pos = 0, o = 0;
+
+	while (pos < len) {
+		uint8_t l = p[pos++];
+
+		if (l == 0)
+			break;
+		if (l > 63 || pos + l > len || o + l + 2 > outlen)
+			return -1;
+		while (l--) {
+			uint8_t c = p[pos++];
+
+			if (!(isalnum(c) || c == '-' || c == '_') || c > 127)
+				return -1;
+			out[o++] = (char)c;
+		}
+		out[o++] = '.';
 	}
 	if (o == 0)
 		return -1;
@@ -333,10 +394,12 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 	d->have_question = true;
 	d->qtype = (uint16_t)ldns_rr_get_type(q);
 	d->qclass = (uint16_t)ldns_rr_get_class(q);
-	s = ldns_rdf2str(ldns_rr_owner(q));
-	if (s) {
-		snprintf(d->raw_name, sizeof(d->raw_name), "%s", s);
-		free(s);
+	if (dname_text(ldns_rr_owner(q), d->raw_name, sizeof(d->raw_name)) < 0) {
+		s = ldns_rdf2str(ldns_rr_owner(q));
+		if (s) {
+			snprintf(d->raw_name, sizeof(d->raw_name), "%s", s);
+			free(s);
+		}
 	}
 	if (ldns_pkt_ancount(d->query) || ldns_pkt_nscount(d->query))
 		return respond(d, RSV_V_REFUSE, RSV_FORMERR, "malformed");
@@ -402,8 +465,9 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 			return respond(d, RSV_V_DENY, RSV_REFUSED, "credential_misdirected");
 		}
 	}
-	allowed = ctx->policy && sluice_policy_allows_name(ctx->policy, d->name);
-	d->rule = allowed ? find_rule(ctx->policy, d->name) : NULL;
+	/* the entry that allows it (what sluice_policy_allows_name() checks) */
+	d->rule = find_rule(ctx->policy, d->name);
+	allowed = d->rule != NULL;
 	if (!allowed)
 		return policy_deny(ctx, d, on_deny_rcode(ctx->policy), "name_not_allowed");
 	if (!sluice_policy_allows_qtype(ctx->policy, d->qtype))
@@ -462,6 +526,31 @@ static bool in_chain(ldns_rdf *const *chain, size_t n, const ldns_rdf *name)
 	return false;
 }
 
+/* The text of rdata field `rd` into out, without ldns's allocation and
+ * printf where it is an address or a plain name; -1: use ldns_rdf2str(). */
+static int rdf_text(const ldns_rdf *rd, char *out, size_t outlen)
+{
+	size_t l;
+
+	switch (ldns_rdf_get_type(rd)) {
+	case LDNS_RDF_TYPE_A:
+		return ldns_rdf_size(rd) == 4 && inet_ntop(AF_INET, ldns_rdf_data(rd), out,
+							   (socklen_t)outlen) ? 0 : -1;
+	case LDNS_RDF_TYPE_AAAA:
+		return ldns_rdf_size(rd) == 16 && inet_ntop(AF_INET6, ldns_rdf_data(rd), out,
+							    (socklen_t)outlen) ? 0 : -1;
+	case LDNS_RDF_TYPE_DNAME:
+		if (dname_text(rd, out, outlen) < 0)
+			return -1;
+		l = strlen(out);
+		if (l > 1)
+			out[l - 1] = '\0';   /* no trailing dot in the log */
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 static void answer_record(struct rsv_answer *a, const ldns_rr *rr)
 {
 	char *s;
@@ -470,8 +559,9 @@ static void answer_record(struct rsv_answer *a, const ldns_rr *rr)
 	memset(a, 0, sizeof(*a));
 	a->type = (uint16_t)ldns_rr_get_type(rr);
 	a->ttl = ldns_rr_ttl(rr);
-	s = ldns_rdf2str(ldns_rr_owner(rr));
-	if (s) {
+	if (rdf_text(ldns_rr_owner(rr), a->name, sizeof(a->name)) == 0) {
+		/* done */
+	} else if ((s = ldns_rdf2str(ldns_rr_owner(rr)))) {
 		size_t l = strlen(s);
 
 		if (l > 1 && s[l - 1] == '.')
@@ -479,6 +569,8 @@ static void answer_record(struct rsv_answer *a, const ldns_rr *rr)
 		snprintf(a->name, sizeof(a->name), "%s", s);
 		free(s);
 	}
+	if (ldns_rr_rd_count(rr) == 1 && rdf_text(ldns_rr_rdf(rr, 0), a->data, sizeof(a->data)) == 0)
+		return;
 	for (i = 0; i < ldns_rr_rd_count(rr) && o + 1 < sizeof(a->data); i++) {
 		s = ldns_rdf2str(ldns_rr_rdf(rr, i));
 		if (!s)
@@ -528,8 +620,78 @@ static int rr_addr(const ldns_rr *rr, int *family, uint8_t addr[16])
 	return -1;
 }
 
+/* Age every record of the answer and authority sections of r by `age`
+ * seconds (a cached reply, RFC 1035 3.2.1: the TTL counts down). */
+static void age_records(ldns_pkt *r, uint32_t age)
+{
+	ldns_rr_list *lists[2] = { ldns_pkt_answer(r), ldns_pkt_authority(r) };
+
+	for (size_t k = 0; k < 2; k++)
+		for (size_t i = 0; i < ldns_rr_list_rr_count(lists[k]); i++) {
+			ldns_rr *rr = ldns_rr_list_rr(lists[k], i);
+			uint32_t ttl = ldns_rr_ttl(rr);
+
+			ldns_rr_set_ttl(rr, ttl > age ? ttl - age : 0);
+		}
+}
+
+/* How long the reply r may be kept (RFC 2181 8, RFC 2308 5): the smallest
+ * TTL of its answer and authority records, for a negative answer the SOA's
+ * TTL and MINIMUM; 0 (not cacheable) for TC, other rcodes, a negative
+ * answer without SOA or no records at all. */
+static uint32_t reply_cache_ttl(const ldns_pkt *r, int rcode)
+{
+	ldns_rr_list *ans = ldns_pkt_answer(r), *auth = ldns_pkt_authority(r);
+	uint32_t ttl = UINT32_MAX;
+	bool soa = false;
+
+	if (ldns_pkt_tc(r) || (rcode != RSV_NOERROR && rcode != RSV_NXDOMAIN))
+		return 0;
+	for (size_t i = 0; i < ldns_rr_list_rr_count(ans); i++)
+		if (ldns_rr_ttl(ldns_rr_list_rr(ans, i)) < ttl)
+			ttl = ldns_rr_ttl(ldns_rr_list_rr(ans, i));
+	for (size_t i = 0; i < ldns_rr_list_rr_count(auth); i++) {
+		ldns_rr *rr = ldns_rr_list_rr(auth, i);
+
+		if (ldns_rr_ttl(rr) < ttl)
+			ttl = ldns_rr_ttl(rr);
+		if (ldns_rr_get_type(rr) == LDNS_RR_TYPE_SOA && ldns_rr_rd_count(rr) == 7) {
+			uint32_t min = ldns_rdf2native_int32(ldns_rr_rdf(rr, 6));
+
+			soa = true;
+			if (min < ttl)
+				ttl = min;
+		}
+	}
+	if (ldns_rr_list_rr_count(ans) == 0 && !soa)
+		return 0;
+	return ttl == UINT32_MAX ? 0 : ttl;
+}
+
+static enum rsv_reply process_reply(const struct rsv_ctx *ctx, struct rsv_decision *d, uint16_t id,
+				    const uint8_t *msg, size_t len, bool via_tcp, uint32_t age);
+
 enum rsv_reply rsv_process_reply(const struct rsv_ctx *ctx, struct rsv_decision *d, uint16_t id,
 				 const uint8_t *msg, size_t len, bool via_tcp)
+{
+	return process_reply(ctx, d, id, msg, len, via_tcp, 0);
+}
+
+enum rsv_reply rsv_process_cached(const struct rsv_ctx *ctx, struct rsv_decision *d,
+				  const uint8_t *msg, size_t len, uint32_t age)
+{
+	enum rsv_reply r;
+
+	if (len < LDNS_HEADER_SIZE || LDNS_TC_WIRE(msg))
+		return RSV_REPLY_IGNORE;
+	r = process_reply(ctx, d, LDNS_ID_WIRE(msg), msg, len, true, age);
+	if (r == RSV_REPLY_DONE)
+		d->cached = true;
+	return r;
+}
+
+static enum rsv_reply process_reply(const struct rsv_ctx *ctx, struct rsv_decision *d, uint16_t id,
+				    const uint8_t *msg, size_t len, bool via_tcp, uint32_t age)
 {
 	ldns_pkt *r = NULL;
 	ldns_rdf *qname = NULL, *chain[RSV_MAX_CHAIN + 1];
@@ -558,6 +720,9 @@ enum rsv_reply rsv_process_reply(const struct rsv_ctx *ctx, struct rsv_decision 
 	rcode = ldns_pkt_get_rcode(r);
 	if (ldns_pkt_edns_extended_rcode(r) != 0)
 		rcode = RSV_SERVFAIL;
+	d->cache_ttl = reply_cache_ttl(r, rcode);
+	if (age)
+		age_records(r, age);
 	switch (rcode) {
 	case RSV_NOERROR:
 	case RSV_NXDOMAIN:

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 "usage: sluice-resolver (--udp-fd N | --tcp-fd N | --listen ADDR:PORT)...\n"
 "                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE | --log-fd N]\n"
 "                       [--upstream-dns ADDR[:PORT]] [--ready-fd N] [--mode audit|enforce]\n"
-"                       [--allow-private-answers CIDR]... [--upstream-timeout-ms N] [-v]\n"
+"                       [--allow-private-answers CIDR]... [--upstream-timeout-ms N]\n"
+"                       [--cache-size N] [--cache-max-ttl SECONDS] [-v]\n"
 "\n"
 "Answers DNS queries for the names a sluice policy allows, forwarding them to\n"
 "the upstream resolver; any other name gets the policy's dns.on_deny (NXDOMAIN\n"
@@ -64,6 +65,10 @@ static void usage(FILE *f)
 "                           refusals) per client address per second, UDP (default 200,\n"
 "                           bursts of twice that; 0: no limit); beyond, dropped and\n"
 "                           counted in dns-queries-dropped lines\n"
+"  --cache-size N           upstream replies kept in memory (default 4096, 0: none);\n"
+"                           every use is decided and filtered again\n"
+"  --cache-max-ttl SECONDS  keep a reply at most this long (default 300), never\n"
+"                           longer than its TTL\n"
 "  -V, --version            the version and the libbpf it runs with\n"
 "\n"
 "Examples:\n"
@@ -143,7 +148,8 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
-	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT };
+	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT,
+	       O_CACHE_SIZE, O_CACHE_TTL };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -161,6 +167,8 @@ int main(int argc, char **argv)
 		{ "allow-private-answers", required_argument, NULL, O_ALLOW },
 		{ "upstream-timeout-ms", required_argument, NULL, O_TIMEOUT },
 		{ "denied-rate", required_argument, NULL, O_DENIED_RATE },
+		{ "cache-size", required_argument, NULL, O_CACHE_SIZE },
+		{ "cache-max-ttl", required_argument, NULL, O_CACHE_TTL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -185,7 +193,7 @@ int main(int argc, char **argv)
 	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600];
 	static struct sluice_evlog evlog;
 	unsigned ulen;
-	long timeout_ms = 2000;
+	long timeout_ms = 2000, cache_size = 4096, cache_ttl = 300;
 	unsigned denied_rate = RSV_DENIED_RATE;
 	struct rsv_fair *fair;
 
@@ -240,6 +248,12 @@ int main(int argc, char **argv)
 		case O_TIMEOUT:
 			timeout_ms = parse_int(optarg, 10, 60000, "--upstream-timeout-ms");
 			break;
+		case O_CACHE_SIZE:
+			cache_size = parse_int(optarg, 0, 1 << 20, "--cache-size");
+			break;
+		case O_CACHE_TTL:
+			cache_ttl = parse_int(optarg, 0, 86400, "--cache-max-ttl");
+			break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': sluice_version_print(stdout, "sluice-resolver"); return 0;
@@ -293,6 +307,8 @@ int main(int argc, char **argv)
 	cfg.lc.policy = policy;
 	cfg.lc.mode = cfg.ctx.mode;
 	cfg.timeout_ms = (unsigned)timeout_ms;
+	cfg.cache_size = (unsigned)cache_size;
+	cfg.cache_max_ttl = (unsigned)cache_ttl;
 
 	if (!upstream) {
 		if (rsv_resolv_conf_first("/etc/resolv.conf", nsbuf, sizeof(nsbuf)) < 0)

@@ -201,6 +201,8 @@ void rsv_log_fields(struct sluice_line *l, const struct rsv_decision *d, const s
 	}
 	SL_STR(l, "network.transport", d->tcp ? "tcp" : "udp");
 	SL_STR(l, "network.protocol", "dns");
+	if (d->cached)
+		SL_BOOL(l, "sluice.dns_cached", true);
 	if (m->upstream) {
 		PUT_HOSTPORT(l, "sluice.upstream.ip", "sluice.upstream.port", m->upstream);
 		SL_STR(l, "sluice.upstream_transport", m->upstream_transport);

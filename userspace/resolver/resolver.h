@@ -117,6 +117,9 @@ struct rsv_decision {
 	size_t resp_len;
 
 	bool truncated;            /* the response was sent with TC set */
+	bool cached;               /* answered from the cache (rsv_process_cached) */
+	uint32_t cache_ttl;        /* after a reply: seconds it may be cached, 0: not (TC,
+				      SERVFAIL/REFUSED, negative without SOA) */
 
 	/* private */
 	ldns_pkt *query;           /* parsed client query */
@@ -161,6 +164,54 @@ enum rsv_reply {
  */
 enum rsv_reply rsv_process_reply(const struct rsv_ctx *ctx, struct rsv_decision *d, uint16_t id,
 				 const uint8_t *msg, size_t len, bool via_tcp);
+
+/*
+ * Answer a FORWARD decision from a reply the upstream gave earlier (`msg`,
+ * `len`: its bytes as received, for the same name and qtype) that is `age`
+ * seconds old: every check of rsv_process_reply() runs again with the
+ * current ctx (question, CNAME chain, the special-range answer filter), and
+ * the TTLs sent are aged.  Sets d->cached.  Returns RSV_REPLY_DONE, or
+ * RSV_REPLY_IGNORE when the bytes cannot be used (then ask the upstream).
+ */
+enum rsv_reply rsv_process_cached(const struct rsv_ctx *ctx, struct rsv_decision *d,
+				  const uint8_t *msg, size_t len, uint32_t age);
+
+/* --- the answer cache (cache.c) ----------------------------------------- */
+
+/*
+ * A bounded cache of upstream replies keyed by (normalised name, qtype),
+ * least recently used out first.  It holds the upstream's bytes, never a
+ * verdict: every use goes through rsv_decide() (the policy, the tunnelling
+ * limits) and rsv_process_cached() (the answer filter) again.
+ */
+struct rsv_cache;
+
+/* `max_entries` replies (0: no cache, returns NULL with errno 0), each kept
+ * at most `max_ttl` seconds and at most RSV_CACHE_MAX_MSG bytes.  NULL with
+ * errno ENOMEM on failure. */
+#define RSV_CACHE_MAX_MSG 4096
+struct rsv_cache *rsv_cache_new(size_t max_entries, uint32_t max_ttl);
+void rsv_cache_free(struct rsv_cache *c);
+
+/* Keep reply `msg` (`len` bytes) for `name`/`qtype` for `ttl` seconds
+ * (capped at max_ttl) from monotonic time `now` (seconds).  Does nothing for
+ * ttl 0 or a message over RSV_CACHE_MAX_MSG.  Returns 0, -1 on ENOMEM. */
+int rsv_cache_put(struct rsv_cache *c, const char *name, uint16_t qtype, const uint8_t *msg,
+		  size_t len, uint32_t ttl, double now);
+
+/* The live reply for `name`/`qtype` at `now`: its bytes (owned by the cache,
+ * valid until the next put or drop) in *msg and *len and its age in whole
+ * seconds in *age.  Returns false when there is none (expired ones are
+ * dropped). */
+bool rsv_cache_get(struct rsv_cache *c, const char *name, uint16_t qtype, double now,
+		   const uint8_t **msg, size_t *len, uint32_t *age);
+
+/* Forget the reply for `name`/`qtype` (it could not be used). */
+void rsv_cache_drop(struct rsv_cache *c, const char *name, uint16_t qtype);
+
+/* Entries held now; hits and misses so far. */
+size_t rsv_cache_count(const struct rsv_cache *c);
+void rsv_cache_stats(const struct rsv_cache *c, uint64_t *hits, uint64_t *misses);
 
 /*
  * Build a response with rcode `rcode` and no answers for a FORWARD decision

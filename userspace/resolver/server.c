@@ -11,6 +11,10 @@
  * SERVFAIL.  A truncated UDP reply is asked again over TCP; if that fails
  * the client gets TC and retries over TCP itself.  Queries that came over
  * TCP go upstream over TCP (RFC 7766).
+ *
+ * A query the policy allows is answered from the cache when it holds a live
+ * reply for the name and qtype: the same answer filter runs on the cached
+ * bytes (rsv_process_cached()), only the upstream round trip is saved.
  */
 #include "server.h"
 
@@ -101,6 +105,7 @@ struct rsv_server {
 	unsigned n_conns;
 	unsigned inflight;
 	char upstream_str[64];
+	struct rsv_cache *cache;     /* NULL: no cache */
 };
 
 void rsv_server_cfg_default(struct rsv_server_cfg *c)
@@ -113,6 +118,8 @@ void rsv_server_cfg_default(struct rsv_server_cfg *c)
 	c->tcp_timeout_ms = 5000;
 	c->max_inflight = 1024;
 	c->max_tcp_clients = 256;
+	c->cache_size = 4096;
+	c->cache_max_ttl = 300;
 }
 
 static double mono_now(void)
@@ -309,6 +316,11 @@ static bool got_reply(struct txn *t, const uint8_t *buf, size_t len)
 
 	switch (rsv_process_reply(&s->cfg->ctx, &t->d, t->up_id, buf, len, t->via_tcp)) {
 	case RSV_REPLY_DONE:
+		/* the upstream's bytes, not our response: every later use is
+		 * filtered again (a lost entry only costs a round trip) */
+		if (t->d.cache_ttl)
+			(void)rsv_cache_put(s->cache, t->d.name, t->d.qtype, buf, len, t->d.cache_ttl,
+					    mono_now());
 		up_close(t);
 		send_client(t);
 		txn_finish(t);
@@ -479,6 +491,25 @@ static void up_tcp_start(struct txn *t)
 	evtimer_add(t->timer, &tv);
 }
 
+/* Answer t (a FORWARD decision) from the cache if it holds a live reply.
+ * Returns true if t is finished. */
+static bool answer_cached(struct rsv_server *s, struct txn *t, double now)
+{
+	const uint8_t *msg;
+	size_t len;
+	uint32_t age;
+
+	if (!rsv_cache_get(s->cache, t->d.name, t->d.qtype, now, &msg, &len, &age))
+		return false;
+	if (rsv_process_cached(&s->cfg->ctx, &t->d, msg, len, age) != RSV_REPLY_DONE) {
+		rsv_cache_drop(s->cache, t->d.name, t->d.qtype);
+		return false;
+	}
+	send_client(t);
+	txn_finish(t);
+	return true;
+}
+
 /* One query from a client (UDP: udp_fd; TCP: conn). */
 static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 			 const struct sockaddr_storage *from, socklen_t fromlen, int udp_fd,
@@ -513,15 +544,6 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		c->txns = t;
 		c->pending++;
 	}
-	t->timer = evtimer_new(s->base, timer_cb, t);
-	if (!t->timer) {
-		log_warnx("out of memory: query dropped");
-		rsv_decide(&s->cfg->ctx, msg, len, c != NULL, mono_now(), &t->d);
-		t->d.action = RSV_ACT_DROP;
-		t->d.reason = "internal_error";
-		txn_finish(t);
-		return;
-	}
 	now = mono_now();
 	act = rsv_decide(&s->cfg->ctx, msg, len, c != NULL, now, &t->d);
 	/* a UDP flood of names the policy denies is answered (and logged) at
@@ -540,8 +562,17 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		txn_finish(t);
 		return;
 	case RSV_ACT_FORWARD:
+		if (answer_cached(s, t, now))
+			return;
 		if (s->inflight >= s->cfg->max_inflight) {
 			txn_fail(t, RSV_SERVFAIL, false, "overloaded");
+			return;
+		}
+		/* only a query that goes upstream needs a timer */
+		t->timer = evtimer_new(s->base, timer_cb, t);
+		if (!t->timer) {
+			log_warnx("out of memory: query failed");
+			txn_fail(t, RSV_SERVFAIL, false, "internal_error");
 			return;
 		}
 		s->inflight++;
@@ -824,6 +855,11 @@ struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg
 		return NULL;
 	s->base = base;
 	s->cfg = cfg;
+	s->cache = rsv_cache_new(cfg->cache_size, cfg->cache_max_ttl);
+	if (!s->cache && errno) {
+		free(s);
+		return NULL;
+	}
 	rsv_sockaddr_str((struct sockaddr *)&cfg->upstream, s->upstream_str, sizeof(s->upstream_str));
 	return s;
 }
@@ -930,5 +966,6 @@ void rsv_server_free(struct rsv_server *s)
 	}
 	free(s->udp);
 	free(s->tcp);
+	rsv_cache_free(s->cache);
 	free(s);
 }

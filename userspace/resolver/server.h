@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * server.h - the event loop side of sluice-resolver (libevent 2.1): UDP and
- * TCP listeners, upstream queries over UDP (fresh socket, random source port
- * and ID per attempt, one retry) and TCP, and the query log.  Every decision
+ * TCP listeners, the answer cache (cache.c), upstream queries over UDP (fresh
+ * socket, random source port and ID per attempt, one retry) and TCP, and the
+ * query log.  Every decision
  * is rsv_decide()/rsv_process_reply() (resolver.h).
  */
 #ifndef SLUICE_RESOLVER_SERVER_H
@@ -27,6 +28,8 @@ struct rsv_server_cfg {
 	unsigned max_tcp_clients;         /* default 256 */
 	struct rsv_fair *fair;            /* per-client limit on denied names, drop counts (fair.h;
 					   * not owned; NULL: none) */
+	unsigned cache_size;              /* upstream replies kept (default 4096; 0: no cache) */
+	unsigned cache_max_ttl;           /* seconds a reply is kept at most (default 300) */
 };
 
 struct rsv_server;
@@ -35,7 +38,7 @@ struct rsv_server;
 void rsv_server_cfg_default(struct rsv_server_cfg *c);
 
 /* A server on `base` using `cfg` (kept by reference: it must outlive the
- * server).  NULL on ENOMEM. */
+ * server), with a cache of cfg->cache_size replies.  NULL on ENOMEM. */
 struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg *cfg);
 
 /*

@@ -61,7 +61,8 @@ SKELS         := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 LIB_SRCS      := $(wildcard userspace/lib/*.c)
 LIB_OBJS      := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
-LOADER_SRCS   := $(filter-out loader/main.c,$(wildcard loader/*.c))
+# loader/suggest/: `sluice policy suggest`, one file per step (suggest/internal.h)
+LOADER_SRCS   := $(filter-out loader/main.c,$(wildcard loader/*.c)) $(wildcard loader/suggest/*.c)
 LOADER_OBJS   := $(patsubst %.c,$(OUTPUT)/%.o,$(LOADER_SRCS))
 PROXY_SRCS    := $(filter-out userspace/proxy/main.c,$(wildcard userspace/proxy/*.c))
 PROXY_OBJS    := $(patsubst %.c,$(OUTPUT)/%.o,$(PROXY_SRCS))
@@ -278,7 +279,7 @@ demo: all
 # assumes libbpf (a system header) frees nothing, so bpftool's own error path
 # (bpf_object__destroy_skeleton) reads as a leak in build/*.skel.h, which
 # NOLINT cannot reach; unix.Malloc is off for those files only.
-LINT_SRCS := $(LIB_SRCS) $(wildcard loader/*.c) $(wildcard userspace/proxy/*.c) $(wildcard userspace/resolver/*.c)
+LINT_SRCS := $(LIB_SRCS) $(LOADER_SRCS) loader/main.c $(wildcard userspace/proxy/*.c) $(wildcard userspace/resolver/*.c)
 LINT_SKEL_FILES := $(filter loader/destroy.c loader/sandbox.c,$(LINT_SRCS))
 LINT_FLAGS := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-U_FORTIFY_SOURCE $(INCLUDES) -Iloader

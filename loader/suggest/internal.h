@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * suggest/internal.h - the parts of `sluice policy suggest` (public API:
- * loader/cmd_suggest.h) and what they share.  Three steps, one file each:
+ * loader/cmd_suggest.h) and what they share.  The steps, one file each:
  *   read.c    every line is parsed (json-c) and is either used (aggregated
  *             into an observation), noted (understood, but nothing a policy
  *             could allow: lifecycle lines, refusals no policy lifts) or

@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include "../events.h"
+
 static const char *intern(struct suggest *s, const char *str)
 {
 	struct hnode *x = sg_hmap_put(&s->strings, str);
@@ -160,21 +162,65 @@ static void add_pobs(struct line_ctx *l, enum via via, const char *host, uint16_
 	s->c.used++;
 }
 
+/* A kernel line whose reason (`code`, from sluice_reason_code(); `r` its
+ * printable name) gives no entry: noted with why, or skipped when suggest
+ * does not know it. */
+static void kernel_other(struct line_ctx *l, int code, const char *r)
+{
+	struct suggest *s = l->s;
+
+	switch (code) {
+	case SLUICE_REASON_SOCK_RAW:
+	case SLUICE_REASON_SOCK_ICMP:
+	case SLUICE_REASON_SOCK_PROTO:
+	case SLUICE_REASON_PROTO:
+	case SLUICE_REASON_REDIRECT_TARGET:
+	case SLUICE_REASON_FOREIGN_SOCKET:
+	case SLUICE_REASON_SOCKET_FAMILY:
+		note(s, l->file, l->lineno, "kernel %s: refused in audit mode too, no policy can allow it", r);
+		return;
+	case SLUICE_REASON_NO_PROXY:
+	case SLUICE_REASON_NO_RESOLVER: {
+		const char *what = code == SLUICE_REASON_NO_PROXY ? "proxy" : "resolver";
+
+		note(s, l->file, l->lineno, "kernel %s: the sandbox ran without its %s (--no-%s); nothing to add to a policy",
+		     r, what, what);
+		return;
+	}
+	case SLUICE_REASON_UNIX_NOT_ALLOWED:
+	case SLUICE_REASON_UNIX_OUTSIDE: {
+		/* a unix socket reaches a daemon outside: suggest never adds one
+		 * (glibc's nscd lookups are the usual ones, and harmless to refuse) */
+		const char *where = jstr(l->o, "destination.address");
+		char p[128];
+
+		sg_printable(p, sizeof(p), where ? where : "?");
+		note(s, l->file, l->lineno, "kernel %s: unix socket %s; not suggested: add a unix: entry by hand if the sandbox needs that daemon",
+		     r, p);
+		return;
+	}
+	case SLUICE_REASON_BACKSTOP:
+		note(s, l->file, l->lineno, "kernel egress_backstop: packets that bypassed the socket hooks were dropped; investigate, do not allow");
+		return;
+	default:
+		problem(s, l->file, l->lineno, "kernel event with an unknown event.reason '%s'", r);
+		return;
+	}
+}
+
 /* Kernel event lines. */
 static void read_kernel(struct line_ctx *l, const char *action)
 {
-	static const char *const never[] = { "raw_socket", "icmp_socket", "socket_protocol",
-					     "protocol_not_allowed", "redirect_target_not_ours", "foreign_socket",
-					     "socket_family", NULL };
 	struct suggest *s = l->s;
 	const char *verdict = jstr(l->o, "sluice.verdict"), *reason = jstr(l->o, "event.reason");
 	const char *transport = jstr(l->o, "network.transport"), *ipstr = jstr(l->o, "destination.ip");
 	int64_t port = -1;
-	int family = 0;
+	int family = 0, code;
 	uint8_t addr[16];
 	struct kobs *k;
 	struct hnode *x;
 	char *key, r[64];
+	bool tcp;
 
 	if (!verdict || (strcmp(verdict, "deny") != 0 && strcmp(verdict, "would_deny") != 0)) {
 		problem(s, l->file, l->lineno, "kernel event without a sluice.verdict of deny or would_deny");
@@ -189,34 +235,12 @@ static void read_kernel(struct line_ctx *l, const char *action)
 		note(s, l->file, l->lineno, "kernel: the start-up canary's own attempts (sluice run proves the filter with them)");
 		return;
 	}
-	if (is_one_of(reason, never)) {
-		note(s, l->file, l->lineno, "kernel %s: refused in audit mode too, no policy can allow it", r);
+	code = sluice_reason_code(reason);
+	if (code != SLUICE_REASON_TCP_PORT && code != SLUICE_REASON_UDP) {
+		kernel_other(l, code, r);
 		return;
 	}
-	if (strcmp(reason, "no_proxy") == 0 || strcmp(reason, "dns_no_resolver") == 0) {
-		note(s, l->file, l->lineno, "kernel %s: the sandbox ran without its %s (--no-%s); nothing to add to a policy",
-		     r, reason[0] == 'n' ? "proxy" : "resolver", reason[0] == 'n' ? "proxy" : "resolver");
-		return;
-	}
-	if (strcmp(reason, "unix_not_allowed") == 0 || strcmp(reason, "unix_outside_sandbox") == 0) {
-		/* a unix socket reaches a daemon outside: suggest never adds one
-		 * (glibc's nscd lookups are the usual ones, and harmless to refuse) */
-		const char *where = jstr(l->o, "destination.address");
-		char p[128];
-
-		sg_printable(p, sizeof(p), where ? where : "?");
-		note(s, l->file, l->lineno, "kernel %s: unix socket %s; not suggested: add a unix: entry by hand if the sandbox needs that daemon",
-		     r, p);
-		return;
-	}
-	if (strcmp(reason, "egress_backstop") == 0) {
-		note(s, l->file, l->lineno, "kernel egress_backstop: packets that bypassed the socket hooks were dropped; investigate, do not allow");
-		return;
-	}
-	if (strcmp(reason, "tcp_port_not_allowed") != 0 && strcmp(reason, "udp_not_allowed") != 0) {
-		problem(s, l->file, l->lineno, "kernel event with an unknown event.reason '%s'", r);
-		return;
-	}
+	tcp = code == SLUICE_REASON_TCP_PORT;
 	if (!ipstr || sluice_ip_normalise(ipstr, &family, addr) != 0) {
 		problem(s, l->file, l->lineno, "kernel event %s without a valid destination.ip", r);
 		return;
@@ -225,10 +249,9 @@ static void read_kernel(struct line_ctx *l, const char *action)
 		problem(s, l->file, l->lineno, "kernel event %s without a valid destination.port", r);
 		return;
 	}
-	if (!transport || (strcmp(transport, "tcp") != 0 && strcmp(transport, "udp") != 0) ||
-	    (transport[0] == 't') != (reason[0] == 't')) {
+	if (!transport || strcmp(transport, tcp ? "tcp" : "udp") != 0) {
 		problem(s, l->file, l->lineno, "kernel event %s with network.transport other than %s", r,
-			reason[0] == 't' ? "tcp" : "udp");
+			tcp ? "tcp" : "udp");
 		return;
 	}
 	if (port == 0) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_suggest.c - `sluice policy suggest` (loader/cmd_suggest.c) as pure
+ * test_suggest.c - `sluice policy suggest` (loader/suggest/) as pure
  * logic: JSON lines in, policy text (or --against diff) out.  Every result is
  * loaded back with the policy library and linted; the observations must be
  * allowed by it.  Also: bad lines reported with file:line and counted,

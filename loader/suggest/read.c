@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include <http_parser.h>
+
 #include "../events.h"
 
 static const char *intern(struct suggest *s, const char *str)
@@ -284,43 +286,48 @@ static void read_kernel(struct line_ctx *l, const char *action)
 }
 
 /* url.full "http://host[:port]/path?q" (or "https://", a request inside
- * inspected TLS: *https set) -> port and normalised path. */
+ * inspected TLS: *https set) -> port and normalised path.  Split by
+ * http-parser's URL parser, as the proxy split the request it logged; the
+ * path normalised by the policy library.  The host is not taken from it:
+ * url.domain names the host the proxy decided on. */
 static int parse_url_full(const char *url, uint16_t *port, char *path, size_t len, bool *https,
 			  const char **why)
 {
-	const char *a, *p, *host_end, *colon;
-	char *end;
-	unsigned long v;
+	struct http_parser_url u;
+	char *raw;
+	int rc;
 
 	*why = "url.full is not an http:// or https:// URL";
 	*https = strncmp(url, "https://", 8) == 0;
 	if (!*https && strncmp(url, "http://", 7) != 0)
 		return -1;
-	a = url + (*https ? 8 : 7);
-	p = a + strcspn(a, "/?#");
-	if (*a == '[') {
-		host_end = memchr(a, ']', (size_t)(p - a));
-		if (!host_end)
-			return -1;
-		colon = host_end + 1 < p && host_end[1] == ':' ? host_end + 1 : NULL;
-	} else {
-		colon = memchr(a, ':', (size_t)(p - a));
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(url, strlen(url), 0, &u) != 0 || !(u.field_set & (1u << UF_HOST))) {
+		/* for the message only: a ':' after the host is a port that did not parse */
+		const char *a = url + (*https ? 8 : 7), *e = a + strcspn(a, "/?#"), *h = a;
+
+		if (*a == '[')
+			h = memchr(a, ']', (size_t)(e - a));
+		if (h && memchr(h, ':', (size_t)(e - h)))
+			*why = "url.full has a bad port";
+		return -1;
 	}
 	*port = *https ? 443 : 80;
-	if (colon) {
-		errno = 0;
-		v = strtoul(colon + 1, &end, 10);
-		if (errno || end != p || v == 0 || v > 65535) {
+	if (u.field_set & (1u << UF_PORT)) {
+		if (u.port == 0) {
 			*why = "url.full has a bad port";
 			return -1;
 		}
-		*port = (uint16_t)v;
+		*port = u.port;
 	}
-	if (*p != '/') {
+	if (!(u.field_set & (1u << UF_PATH))) {
 		snprintf(path, len, "/");
 		return 0;
 	}
-	return sluice_url_path_normalise(p, path, len, why);
+	raw = sg_xasprintf("%.*s", (int)u.field_data[UF_PATH].len, url + u.field_data[UF_PATH].off);
+	rc = sluice_url_path_normalise(raw, path, len, why);
+	free(raw);
+	return rc;
 }
 
 /* Proxy access-log lines. */

@@ -262,7 +262,7 @@ static void plan_http_group(struct suggest *s, struct pobs **v, size_t i, size_t
 
 				if (x->kind == SLUICE_ENTRY_URL && strcmp(x->url_scheme, "http") == 0 &&
 				    x->url_port == port && strcmp(x->url_host, host) == 0 &&
-				    sg_prefix_covers(x->url_path, v[k]->path))
+				    sluice_path_prefix_match(x->url_path, v[k]->path))
 					found = (int)e;
 			}
 			if (found >= 0) {
@@ -326,7 +326,7 @@ static void plan_http_group(struct suggest *s, struct pobs **v, size_t i, size_t
 			rl = sg_reversed_labels(host);
 			t->sortkey = sg_xasprintf("%s %05u %s", rl, port, t->prefix);
 			free(rl);
-		} else if (!sg_prefix_covers(t->prefix, v[k]->path)) {
+		} else if (!sluice_path_prefix_match(t->prefix, v[k]->path)) {
 			char *c = sg_common_prefix(t->prefix, v[k]->path);
 
 			free(t->prefix);

@@ -230,25 +230,14 @@ const char *sg_qtype_text(uint16_t t, char *buf, size_t len)
 	return buf;
 }
 
-/* Does path prefix `prefix` cover `path` (both normalised), on a segment
- * boundary?  "/pub/" covers "/pub/x"; "/pub" covers "/pub" and "/pub/x". */
-bool sg_prefix_covers(const char *prefix, const char *path)
-{
-	size_t n = strlen(prefix);
-
-	if (strncmp(prefix, path, n) != 0)
-		return false;
-	return prefix[n - 1] == '/' || path[n] == '\0' || path[n] == '/';
-}
-
 /* The longest prefix covering both, ending at a '/' (at least "/"). */
 char *sg_common_prefix(const char *a, const char *b)
 {
 	size_t i = 0, cut = 1;
 
-	if (sg_prefix_covers(a, b))
+	if (sluice_path_prefix_match(a, b))
 		return sg_xstrdup(a);
-	if (sg_prefix_covers(b, a))
+	if (sluice_path_prefix_match(b, a))
 		return sg_xstrdup(b);
 	while (a[i] && a[i] == b[i]) {
 		if (a[i] == '/')

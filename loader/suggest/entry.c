@@ -166,6 +166,25 @@ char *sg_target_why(const struct target *t)
 	return buf;
 }
 
+/* A note on e: `before`, t's names (printable, comma-separated), `after`. */
+static void names_note(struct oentry *e, const struct target *t, const char *before, const char *after)
+{
+	char *buf = NULL, nm[SLUICE_HOST_MAX + 1];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		sg_oom();
+	fputs(before, f);
+	for (size_t i = 0; i < t->n_names; i++) {
+		sg_printable(nm, sizeof(nm), t->names[i]);
+		fprintf(f, "%s%s", i ? ", " : "", nm);
+	}
+	fputs(after, f);
+	fclose(f);
+	sg_oentry_note(e, buf);
+}
+
 /* Turn a target into an entry (new, or merged into the POLICY entry it widens). */
 void sg_target_entry(struct suggest *s, const struct target *t, struct oentry *e)
 {
@@ -214,38 +233,12 @@ void sg_target_entry(struct suggest *s, const struct target *t, struct oentry *e
 	}
 	free(bits);
 	e->why = x ? sg_xstrdup(x->why) : sg_target_why(t);
-	if (t->kind == SLUICE_ENTRY_CIDR && t->n_names) {
-		char *buf = NULL, nm[SLUICE_HOST_MAX + 1];
-		size_t len = 0;
-		FILE *f = open_memstream(&buf, &len);
-
-		if (!f)
-			sg_oom();
-		fprintf(f, "address of ");
-		for (size_t i = 0; i < t->n_names; i++) {
-			sg_printable(nm, sizeof(nm), t->names[i]);
-			fprintf(f, "%s%s", i ? ", " : "", nm);
-		}
-		fprintf(f, " in the resolver's answers; a cidr entry because the proxy passes only HTTP and TLS (the port is not a web port, or it is UDP)");
-		fclose(f);
-		sg_oentry_note(e, buf);
-	}
-	if (t->kind == SLUICE_ENTRY_HOST && t->n_names) {
-		char *buf = NULL, nm[SLUICE_HOST_MAX + 1];
-		size_t len = 0;
-		FILE *f = open_memstream(&buf, &len);
-
-		if (!f)
-			sg_oom();
-		fprintf(f, "review: the address reached directly also answered for ");
-		for (size_t i = 0; i < t->n_names; i++) {
-			sg_printable(nm, sizeof(nm), t->names[i]);
-			fprintf(f, "%s%s", i ? ", " : "", nm);
-		}
-		fprintf(f, "; this name was the latest resolved before the connection");
-		fclose(f);
-		sg_oentry_note(e, buf);
-	}
+	if (t->kind == SLUICE_ENTRY_CIDR && t->n_names)
+		names_note(e, t, "address of ",
+			   " in the resolver's answers; a cidr entry because the proxy passes only HTTP and TLS (the port is not a web port, or it is UDP)");
+	if (t->kind == SLUICE_ENTRY_HOST && t->n_names)
+		names_note(e, t, "review: the address reached directly also answered for ",
+			   "; this name was the latest resolved before the connection");
 	if (t->suspect)
 		sg_oentry_note(e, sg_xasprintf("review: the resolver flagged queries under this name as DNS-tunnel-like (%s)",
 					 t->suspect_reason ? t->suspect_reason : "suspect"));

@@ -26,7 +26,7 @@ ARCH     := $(shell uname -m | sed 's/x86_64/x86/' | sed 's/aarch64/arm64/')
 
 DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
-	libevent-dev libhttp-parser-dev libldns-dev libc-ares-dev liburing-dev libseccomp-dev \
+	libevent-dev libhttp-parser-dev libldns-dev liburing-dev libseccomp-dev \
 	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables containerd \
 	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion \
 	dpkg-dev debhelper lintian systemd openssh-client
@@ -49,11 +49,17 @@ CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 LDFLAGS += -fsanitize=address,undefined
 endif
 INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
-LIBS     := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lssl -lcrypto -ljson-c -levent -lhttp_parser -lldns -lcares
-# libsystemd (sd_notify) and libseccomp (loader/seccomp_baseline.c) only where
-# the loader's code is linked: sluice, its unit tests and fuzzers; never the
-# proxy or the resolver
-LOADER_LIBS := $(LIBS) -lsystemd -lseccomp
+# Each binary links what its code calls.  LIBS: what userspace/lib (libsluice.a)
+# calls, in every binary (libbpf, libyaml, libidn2, libpsl, libcrypto, json-c).
+# The loader adds libevent (the daemon's loop, metrics), http-parser (suggest's
+# url.full), libsystemd (sd_notify) and libseccomp (loader/seccomp_baseline.c);
+# the proxy libssl, libevent and http-parser; the resolver libevent and ldns.
+# Unit tests and fuzzers link every module: ALL_LIBS.
+LIBS          := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c
+LOADER_LIBS   := $(LIBS) -levent -lhttp_parser -lsystemd -lseccomp
+PROXY_LIBS    := -lssl $(LIBS) -levent -lhttp_parser
+RESOLVER_LIBS := $(LIBS) -levent -lldns
+ALL_LIBS      := -lssl $(LIBS) -levent -lhttp_parser -lldns -lsystemd -lseccomp
 
 BPF_SRCS      := $(wildcard bpf/*.bpf.c)
 BPF_OBJS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
@@ -61,7 +67,8 @@ SKELS         := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 LIB_SRCS      := $(wildcard userspace/lib/*.c)
 LIB_OBJS      := $(patsubst %.c,$(OUTPUT)/%.o,$(LIB_SRCS))
-LOADER_SRCS   := $(filter-out loader/main.c,$(wildcard loader/*.c))
+# loader/suggest/: `sluice policy suggest`, one file per step (suggest/internal.h)
+LOADER_SRCS   := $(filter-out loader/main.c,$(wildcard loader/*.c)) $(wildcard loader/suggest/*.c)
 LOADER_OBJS   := $(patsubst %.c,$(OUTPUT)/%.o,$(LOADER_SRCS))
 PROXY_SRCS    := $(filter-out userspace/proxy/main.c,$(wildcard userspace/proxy/*.c))
 PROXY_OBJS    := $(patsubst %.c,$(OUTPUT)/%.o,$(PROXY_SRCS))
@@ -179,11 +186,11 @@ $(OUTPUT)/sluice: $(OUTPUT)/loader/main.o $(LIBLOADER) $(LIBSLUICE)
 
 $(OUTPUT)/sluice-proxy: $(OUTPUT)/userspace/proxy/main.o $(LIBPROXY) $(LIBSLUICE)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(PROXY_LIBS) -o $@
 
 $(OUTPUT)/sluice-resolver: $(OUTPUT)/userspace/resolver/main.o $(LIBRESOLVER) $(LIBSLUICE)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(RESOLVER_LIBS) -o $@
 
 # --- tests -------------------------------------------------------------
 # Each tests/unit/test_<module>.c links against every module library; a
@@ -193,7 +200,7 @@ $(OUTPUT)/tests/unit/%: tests/unit/%.c $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(
 	$(call msg,CC-TEST,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Iloader -Iuserspace/proxy -Iuserspace/resolver $(LDFLAGS) \
-		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(LOADER_LIBS) -lcmocka \
+		$< $(UNIT_MOCKS) $(LIBLOADER) $(LIBPROXY) $(LIBRESOLVER) $(LIBSLUICE) $(ALL_LIBS) -lcmocka \
 		$(shell cat tests/unit/$*.wrap 2>/dev/null) -o $@
 
 $(OUTPUT)/tests/tools/%: tests/tools/%.c | $(OUTPUT)
@@ -248,7 +255,7 @@ FUZZ_SMOKE_SECONDS ?= 10
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(SKELS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(LOADER_LIBS) -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRCS) $(ALL_LIBS) -o $@
 
 # A crash, leak or sanitizer report fails the target (the log is kept in
 # $(OUTPUT)/fuzz/NAME.log, the input in $(OUTPUT)/fuzz/crash-*); /bin/sh has
@@ -278,7 +285,7 @@ demo: all
 # assumes libbpf (a system header) frees nothing, so bpftool's own error path
 # (bpf_object__destroy_skeleton) reads as a leak in build/*.skel.h, which
 # NOLINT cannot reach; unix.Malloc is off for those files only.
-LINT_SRCS := $(LIB_SRCS) $(wildcard loader/*.c) $(wildcard userspace/proxy/*.c) $(wildcard userspace/resolver/*.c)
+LINT_SRCS := $(LIB_SRCS) $(LOADER_SRCS) loader/main.c $(wildcard userspace/proxy/*.c) $(wildcard userspace/resolver/*.c)
 LINT_SKEL_FILES := $(filter loader/destroy.c loader/sandbox.c,$(LINT_SRCS))
 LINT_FLAGS := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-U_FORTIFY_SOURCE $(INCLUDES) -Iloader

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_suggest.h - `sluice policy suggest`: a policy from observed traffic
+ * (the code: loader/suggest/, its parts in loader/suggest/internal.h)
  * (docs/policy.md, "Audit mode and suggest").
  *
  * Reads kernel events, proxy access-log lines and resolver query-log lines

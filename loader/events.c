@@ -54,6 +54,14 @@ const char *sluice_reason_name(unsigned reason)
 	return reason < SLUICE_REASON__MAX && reason_names[reason] ? reason_names[reason] : "unknown";
 }
 
+int sluice_reason_code(const char *name)
+{
+	for (unsigned r = 0; name && r < SLUICE_REASON__MAX; r++)
+		if (reason_names[r] && strcmp(reason_names[r], name) == 0)
+			return (int)r;
+	return -1;
+}
+
 const char *sluice_hook_name(unsigned hook)
 {
 	return hook < SLUICE_HOOK__MAX && hook_names[hook] ? hook_names[hook] : "unknown";

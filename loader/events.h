@@ -37,6 +37,12 @@ struct sluice_event_meta {
 const char *sluice_reason_name(unsigned reason);
 const char *sluice_hook_name(unsigned hook);
 
+/* The reverse of sluice_reason_name(): the enum sluice_reason number of a
+ * stable name read back from a log line ("tcp_port_not_allowed" -> 1), or -1
+ * for a name no reason has (or NULL).  `sluice policy suggest` reads lines
+ * by it. */
+int sluice_reason_code(const char *name);
+
 /* CLOCK_REALTIME - CLOCK_BOOTTIME in ns, for converting event timestamps. */
 int64_t sluice_boot_to_real_ns(void);
 

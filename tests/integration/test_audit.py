@@ -341,3 +341,33 @@ curl -sS --max-time 10 -o /dev/null -w "SELF %%{http_code}\n" --proxy "$SLUICE_P
     assert p.returncode == 0, p
     assert "allow: []" in p.stdout, p.stdout
     assert "no policy can allow it" in p.stdout and "refused whatever the policy says" in p.stdout, p.stdout
+
+
+GOLDEN = os.path.join(W.ROOT, "tests", "golden", "suggest")
+# (name, arguments): each case's stdout and stderr (with "rc=N") are in
+# tests/golden/suggest/NAME.out and NAME.err; the logs (made by gen.py) cover
+# every kind of line suggest reads, notes or skips.  SLUICE_GOLDEN_UPDATE=1
+# rewrites the expected files (after a change that is meant to alter output).
+GOLDEN_CASES = [
+    ("audit", ["--name", "job", "audit.jsonl"]),
+    ("against-enforce", ["--against", "against.yaml", "enforce.jsonl"]),
+    ("against-both", ["--against", "against.yaml", "audit.jsonl", "enforce.jsonl"]),
+    ("both", ["audit.jsonl", "enforce.jsonl"]),
+]
+
+
+def test_suggest_golden_outputs(w):
+    """The same logs give byte for byte the same policy, diff and report."""
+    relays = os.path.join(W.ROOT, "policies", "relays.txt")
+    for name, args in GOLDEN_CASES:
+        r = subprocess.run([W.SLUICE, "policy", "suggest", "--relays", relays] + args, cwd=GOLDEN,
+                           capture_output=True, text=True, timeout=60)
+        err = r.stderr + "rc=%d\n" % r.returncode
+        if os.environ.get("SLUICE_GOLDEN_UPDATE") == "1":
+            open(os.path.join(GOLDEN, name + ".out"), "w").write(r.stdout)
+            open(os.path.join(GOLDEN, name + ".err"), "w").write(err)
+            continue
+        want_out = open(os.path.join(GOLDEN, name + ".out")).read()
+        want_err = open(os.path.join(GOLDEN, name + ".err")).read()
+        assert r.stdout == want_out, (name, r.stdout)
+        assert err == want_err, (name, err)

@@ -225,6 +225,19 @@ static void test_unknown_numbers_do_not_crash(void **state)
 /* A write error loses the line (counted, with the reason), never a torn
  * one; once the destination works again, an events_lost line says how many
  * were lost meanwhile, then lines flow again. */
+/* sluice_reason_code() reads back every name sluice_reason_name() writes
+ * (suggest reads kernel lines by it), and nothing else. */
+static void test_reason_names_read_back(void **state)
+{
+	for (unsigned r = 0; r < SLUICE_REASON__MAX; r++)
+		assert_int_equal(sluice_reason_code(sluice_reason_name(r)), (int)r);
+	assert_int_equal(sluice_reason_code("tcp_port_not_allowed"), SLUICE_REASON_TCP_PORT);
+	assert_int_equal(sluice_reason_code("unknown"), -1);
+	assert_int_equal(sluice_reason_code("TCP_PORT_NOT_ALLOWED"), -1);
+	assert_int_equal(sluice_reason_code(""), -1);
+	assert_int_equal(sluice_reason_code(NULL), -1);
+}
+
 static void test_write_error_counted_then_recovery_line(void **state)
 {
 	struct sluice_event e = { .hook = SLUICE_HOOK_CONNECT4, .reason = 1, .family = SLUICE_AF_INET, .protocol = 6, .pid = 5 };
@@ -362,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_canary_is_marked),
 		cmocka_unit_test(test_sock_create_has_no_destination),
 		cmocka_unit_test(test_unknown_numbers_do_not_crash),
+		cmocka_unit_test(test_reason_names_read_back),
 		cmocka_unit_test(test_write_error_counted_then_recovery_line),
 		cmocka_unit_test(test_restored_losses_carry_on),
 		cmocka_unit_test(test_line_is_bounded),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_suggest.c - `sluice policy suggest` (loader/cmd_suggest.c) as pure
+ * test_suggest.c - `sluice policy suggest` (loader/suggest/) as pure
  * logic: JSON lines in, policy text (or --against diff) out.  Every result is
  * loaded back with the policy library and linted; the observations must be
  * allowed by it.  Also: bad lines reported with file:line and counted,
@@ -624,6 +624,30 @@ static void test_untrusted_text_cannot_inject_yaml(void **state)
 	result_free(&r);
 }
 
+/* url.full split by http-parser: the port and path taken, what it cannot
+ * read reported (and the line skipped), never guessed at. */
+static void test_url_full_parsed(void **state)
+{
+	struct result r;
+
+	log_reset("audit");
+	http("GET", "http://ok.example.com:8080/a/./b?q=1", "ok.example.com", "host_not_allowed", "would_deny");
+	http("GET", "http://ok.example.com:99999/x", "ok.example.com", "host_not_allowed", "would_deny");
+	http("GET", "http://ok.example.com:0/x", "ok.example.com", "host_not_allowed", "would_deny");
+	http("GET", "http:///x", "ok.example.com", "host_not_allowed", "would_deny");
+	http("GET", "ftp://ok.example.com/x", "ok.example.com", "host_not_allowed", "would_deny");
+	run(&r);
+	assert_int_equal(r.c.skipped, 4);
+	assert_has(r.diag, "f.jsonl:2: proxy-http line: url.full has a bad port (line skipped)");
+	assert_has(r.diag, "f.jsonl:3: proxy-http line: url.full has a bad port (line skipped)");
+	assert_has(r.diag, "f.jsonl:4: proxy-http line: url.full is not an http:// or https:// URL (line skipped)");
+	assert_has(r.diag, "f.jsonl:5: proxy-http line: url.full is not an http:// or https:// URL (line skipped)");
+	assert_int_equal(r.p->n_entries, 1);
+	assert_int_equal(r.p->entries[0].url_port, 8080);
+	assert_string_equal(r.p->entries[0].url_path, "/a/b");
+	result_free(&r);
+}
+
 static void test_empty_input(void **state)
 {
 	struct result r;
@@ -965,6 +989,7 @@ int main(void)
 		cmocka_unit_test(test_names_from_the_resolver),
 		cmocka_unit_test(test_notes_and_lost_events),
 		cmocka_unit_test(test_untrusted_text_cannot_inject_yaml),
+		cmocka_unit_test(test_url_full_parsed),
 		cmocka_unit_test(test_empty_input),
 		cmocka_unit_test(test_bad_name_option),
 		cmocka_unit_test(test_against_smallest_additions),

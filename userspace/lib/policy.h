@@ -243,6 +243,15 @@ const struct sluice_entry *sluice_policy_match_url(const struct sluice_policy *p
 int sluice_url_path_normalise(const char *in, char *out, size_t len, const char **why);
 
 /*
+ * Does the path prefix `prefix` cover `path` (both normalised by
+ * sluice_url_path_normalise(), prefix not empty) on a segment boundary, as
+ * a url entry's path does: "/debian/" covers "/debian/x"; "/debian" covers
+ * "/debian" and "/debian/x" but never "/debianx".  (normalise.c; also used
+ * by `sluice policy suggest` to group paths under an entry's prefix.)
+ */
+bool sluice_path_prefix_match(const char *prefix, const char *path);
+
+/*
  * Is TLS to the normalised name `host` on TCP `port` inspected (terminated
  * by the proxy)?  True when a URL entry with scheme "https" names exactly
  * that host and port, or a HOST entry with `inspect: true` allows it on

@@ -73,10 +73,6 @@ int sluice_policy_compute_digest(struct sluice_policy *p);
  * no public suffix list is available (callers fail closed). */
 int sluice_is_public_suffix(const char *name);
 
-/* normalise.c: does the path prefix `prefix` cover `path` on a segment
- * boundary (both normalised)? */
-bool sluice_path_prefix_match(const char *prefix, const char *path);
-
 /* Is `port` inside one of the ranges? */
 bool sluice_ports_contain(const struct sluice_port_range *r, size_t n, uint16_t port);
 

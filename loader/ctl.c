@@ -27,6 +27,7 @@
 #include "sandbox.h"
 #include "inspect.h"
 #include "log.h"
+#include "owner.h"
 #include "ocsf.h"
 
 static const char *sock_path(void)
@@ -251,6 +252,8 @@ static void human_detach(json_object *resp)
 	printf("detached\n");
 }
 
+static void print_runs(json_object *runs);
+
 static void human_status(json_object *resp)
 {
 	json_object *arr;
@@ -267,12 +270,13 @@ static void human_status(json_object *resp)
 		if (as && as[0])
 			printf("boundary: every policy must be within %s\n", as);
 	}
-	if (!json_object_object_get_ex(resp, "sandboxes", &arr) || json_object_array_length(arr) == 0) {
+	if (!json_object_object_get_ex(resp, "sandboxes", &arr) || json_object_array_length(arr) == 0)
 		printf("no sandboxes attached\n");
-		return;
-	}
-	for (size_t i = 0; i < json_object_array_length(arr); i++)
-		print_sandbox(json_object_array_get_idx(arr, i));
+	else
+		for (size_t i = 0; i < json_object_array_length(arr); i++)
+			print_sandbox(json_object_array_get_idx(arr, i));
+	if (json_object_object_get_ex(resp, "runs", &arr))
+		print_runs(arr);
 }
 
 static void sanitize_name(char *name)
@@ -529,9 +533,46 @@ int cmd_detach(int argc, char **argv)
 	return 0;
 }
 
+/* One `sluice run` sandbox whose recorded owner is alive, into the array. */
+static int add_run(const char *name, const struct sluice_owner *o, void *arg)
+{
+	json_object *r;
+
+	if (strcmp(o->kind, "run") != 0 || !sluice_owner_alive(o))
+		return 0;
+	r = json_object_new_object();
+	json_object_object_add(r, "name", json_object_new_string(name));
+	json_object_object_add(r, "pid", json_object_new_int(o->pid));
+	json_object_object_add(r, "info", json_object_new_string(o->info));
+	json_object_array_add(arg, r);
+	return 0;
+}
+
+/* The `sluice run` sandboxes of this host, from their owner records
+ * (owner.h): name, the loader's pid, its policy and confinement. */
+static json_object *run_sandboxes(void)
+{
+	json_object *a = json_object_new_array();
+
+	sluice_owner_each(add_run, a);
+	return a;
+}
+
+static void print_runs(json_object *runs)
+{
+	size_t n = json_object_array_length(runs);
+
+	printf("sluice run sandboxes: %zu\n", n);
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(runs, i);
+
+		printf("  %s (pid %s): %s\n", get_str(r, "name"), get_str(r, "pid"), get_str(r, "info"));
+	}
+}
+
 int cmd_status(int argc, char **argv)
 {
-	json_object *req = json_object_new_object();
+	json_object *req = json_object_new_object(), *resp, *runs;
 	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
 
 	if (argc > 1 && !json) {
@@ -542,12 +583,25 @@ int cmd_status(int argc, char **argv)
 			"The daemon's sandboxes: name, cgroup (and id), mode, policy name, sha256 and\n"
 			"generation, the hooks attached, the counters (allowed, redirected, denied,\n"
 			"would-deny, events lost), the proxy's and resolver's pids, and the events\n"
-			"file.  --json: the daemon's answer as it is.\n");
+			"file; then the `sluice run` sandboxes of this host (name, pid, policy, the\n"
+			"confinement: profile, user, Landlock ABI, seccomp).  --json: the daemon's\n"
+			"answer with \"runs\" added.  Exit 2 when no daemon answers (the runs are\n"
+			"listed all the same).\n");
 		json_object_put(req);
 		return help ? 0 : 2;
 	}
 	json_object_object_add(req, "cmd", json_object_new_string("status"));
-	return finish(sluice_ctl_call(req), json, human_status);
+	resp = sluice_ctl_call(req);
+	runs = run_sandboxes();
+	if (!resp) {
+		/* no daemon: still say what `sluice run` holds */
+		if (!json)
+			print_runs(runs);
+		json_object_put(runs);
+		return 2;
+	}
+	json_object_object_add(resp, "runs", runs);
+	return finish(resp, json, human_status);
 }
 
 int cmd_reload(int argc, char **argv)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "owner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -37,6 +38,11 @@ uint64_t sluice_proc_start_time(pid_t pid)
 
 int sluice_owner_write(const char *name, const char *kind)
 {
+	return sluice_owner_write_info(name, kind, NULL);
+}
+
+int sluice_owner_write_info(const char *name, const char *kind, const char *info)
+{
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	FILE *f;
 
@@ -50,6 +56,8 @@ int sluice_owner_write(const char *name, const char *kind)
 	if (!f)
 		return -errno;
 	fprintf(f, "%s %d %" PRIu64 "\n", kind, (int)getpid(), sluice_proc_start_time(getpid()));
+	if (info)
+		fprintf(f, "%.*s\n", (int)strcspn(info, "\n") < 511 ? (int)strcspn(info, "\n") : 511, info);
 	if (fclose(f) != 0 || rename(tmp, path) < 0) {
 		int err = -errno;
 
@@ -73,6 +81,8 @@ int sluice_owner_read(const char *name, struct sluice_owner *o)
 		return -errno;
 	memset(o, 0, sizeof(*o));
 	n = fscanf(f, "%15s %d %llu", o->kind, &pid, &st);
+	if (n == 3 && fgetc(f) == '\n' && fgets(o->info, sizeof(o->info), f))
+		o->info[strcspn(o->info, "\n")] = 0;
 	fclose(f);
 	if (n != 3 || pid <= 0)
 		return -EINVAL;
@@ -94,4 +104,28 @@ bool sluice_owner_alive(const struct sluice_owner *o)
 	uint64_t st = sluice_proc_start_time(o->pid);
 
 	return st != 0 && st == o->start_time;
+}
+
+int sluice_owner_each(int (*fn)(const char *name, const struct sluice_owner *o, void *arg), void *arg)
+{
+	DIR *d = opendir(SLUICE_OWNER_DIR);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		struct sluice_owner o;
+		size_t len = strlen(de->d_name);
+
+		if (de->d_name[0] == '.' || (len > 4 && strcmp(de->d_name + len - 4, ".tmp") == 0))
+			continue;
+		if (sluice_owner_read(de->d_name, &o) < 0)
+			continue;
+		n++;
+		if (fn(de->d_name, &o, arg))
+			break;
+	}
+	closedir(d);
+	return n;
 }

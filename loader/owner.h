@@ -19,11 +19,21 @@ struct sluice_owner {
 	char kind[16];          /* "run" or "daemon" */
 	pid_t pid;
 	uint64_t start_time;    /* /proc/PID/stat field 22 (clock ticks since boot) */
+	char info[512];         /* what the owner says of the sandbox ("" none): the
+				 * confinement and policy of a `sluice run` (`sluice status`) */
 };
 
 /* Record the calling process as the owner of sandbox `name` (kind "run" or
  * "daemon"), replacing any record.  Returns 0 or -errno. */
 int sluice_owner_write(const char *name, const char *kind);
+
+/* The same with one line of `info` (NULL: none; cut at a newline and at
+ * 511 bytes) that `sluice status` shows. */
+int sluice_owner_write_info(const char *name, const char *kind, const char *info);
+
+/* Call fn for every record in SLUICE_OWNER_DIR (name, record); stops when fn
+ * returns non-zero.  Returns the count of records visited. */
+int sluice_owner_each(int (*fn)(const char *name, const struct sluice_owner *o, void *arg), void *arg);
 
 /* Read the record of `name` into o.  Returns 0, -ENOENT (no record) or
  * -errno / -EINVAL (unreadable). */

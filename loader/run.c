@@ -967,8 +967,15 @@ int cmd_run(int argc, char **argv)
 				  strerror(-err), name);
 			goto out;
 		}
-		/* who owns the pins, for `sluice gc` after a SIGKILL */
-		err = sluice_owner_write(name, "run");
+		/* who owns the pins, for `sluice gc` after a SIGKILL; and what
+		 * the sandbox is, for `sluice status` */
+		{
+			char d[256], info[512];
+
+			snprintf(info, sizeof(info), "policy %s (%.12s), mode %s, %s", st.policy->name ? st.policy->name : "",
+				 st.policy->digest, mode, sluice_confine_describe(&conf, d, sizeof(d)));
+			err = sluice_owner_write_info(name, "run", info);
+		}
 		if (err) {
 			log_warnx("run: cannot record the owner in %s: %s", SLUICE_OWNER_DIR, strerror(-err));
 			goto out;

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 
 import world as W
 
@@ -256,6 +257,38 @@ def test_policy_filesystem_section(w):
         assert p.returncode == 2 and "%s:6: filesystem.read_write /usr/local" % sysrw in p.stderr \
             and "--force-rw" in p.stderr, p
         assert not os.path.exists(events)
+
+
+def test_status_lists_the_run_and_its_landlock_abi(w):
+    """`sluice status` shows the `sluice run` sandboxes of the host (from
+    their owner records) with the confinement in force: profile, user,
+    Landlock ABI; also with no daemon (exit 2 then, as before)."""
+    name = "confstatus-%d" % os.getpid()
+    with _workdir() as wd:
+        mark = os.path.join(wd, "go")
+        env = _env(SLUICE_CONTROL_SOCK=os.path.join(w.tmp, "no-daemon.sock"))
+        p = subprocess.Popen([W.SLUICE, "run", "--name", name, "--workdir", wd, "--events",
+                              os.path.join(w.tmp, "confstatus.jsonl"), "--", "sh", "-c",
+                              "touch ready; while [ ! -e go ]; do sleep 0.05; done"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 20
+            while not os.path.exists(os.path.join(wd, "ready")):
+                assert time.time() < deadline and p.poll() is None, p.stderr.read() if p.poll() is not None else "slow"
+                time.sleep(0.05)
+            r = subprocess.run([W.SLUICE, "status"], capture_output=True, text=True, env=env, timeout=30)
+            assert r.returncode == 2, r   # no daemon answers
+            line = [l for l in r.stdout.splitlines() if l.strip().startswith(name + " ")]
+            assert len(line) == 1, r.stdout
+            abi = ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)   # landlock_create_ruleset(VERSION)
+            assert "profile sandbox" in line[0] and "user nobody" in line[0], line
+            assert ("landlock ABI %d" % abi) in line[0] if abi > 0 else "landlock" in line[0], line
+            assert "policy default-deny" in line[0] and "mode enforce" in line[0], line
+        finally:
+            open(mark, "w").close()
+            p.wait(timeout=30)
+        r = subprocess.run([W.SLUICE, "status"], capture_output=True, text=True, env=env, timeout=30)
+        assert name not in r.stdout, r.stdout
 
 
 def _unix_listener(path):

@@ -345,6 +345,21 @@ static int expiry_findings(const struct sluice_policy *p, struct expiry_finding 
 	return n;
 }
 
+/* A policy `check` could not load (it, or a secret it names): the error,
+ * into fo (--json, then fo goes into arr) or printed. */
+static void report_not_loaded(json_object *fo, json_object *arr, const struct sluice_policy_error *err,
+			      const char *file)
+{
+	if (fo) {
+		json_object_object_add(fo, "ok", json_object_new_boolean(false));
+		json_object_object_add(fo, "error", error_json(err));
+		json_object_array_add(arr, fo);
+	} else {
+		print_error(err);
+		printf("policy  %s\nresult  error (not loaded)\n", file);
+	}
+}
+
 static int check(bool json, const char *relays, const char *within, char **files, int n_files)
 {
 	json_object *root = json ? json_object_new_object() : NULL;
@@ -378,14 +393,7 @@ static int check(bool json, const char *relays, const char *within, char **files
 			printf("\n");
 		if (sluice_policy_load_file(files[i], &p, &err) < 0) {
 			worst = EXIT_ERROR;
-			if (fo) {
-				json_object_object_add(fo, "ok", json_object_new_boolean(false));
-				json_object_object_add(fo, "error", error_json(&err));
-				json_object_array_add(arr, fo);
-			} else {
-				print_error(&err);
-				printf("policy  %s\nresult  error (not loaded)\n", files[i]);
-			}
+			report_not_loaded(fo, arr, &err, files[i]);
 			continue;
 		}
 		{
@@ -395,14 +403,7 @@ static int check(bool json, const char *relays, const char *within, char **files
 
 			if (sluice_secrets_load(p, NULL, 0, getenv("CREDENTIALS_DIRECTORY"), &sec, &err) < 0) {
 				worst = EXIT_ERROR;
-				if (fo) {
-					json_object_object_add(fo, "ok", json_object_new_boolean(false));
-					json_object_object_add(fo, "error", error_json(&err));
-					json_object_array_add(arr, fo);
-				} else {
-					print_error(&err);
-					printf("policy  %s\nresult  error (not loaded)\n", files[i]);
-				}
+				report_not_loaded(fo, arr, &err, files[i]);
 				sluice_policy_free(p);
 				continue;
 			}

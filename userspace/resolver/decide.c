@@ -232,41 +232,6 @@ int rsv_fail(struct rsv_decision *d, int rcode, bool tc, const char *reason)
 /* --- the question ------------------------------------------------------- */
 
 /*
- * Turn a wire-format name into dotted form if every byte is a letter, digit,
- * '-' or '_' (anything else cannot be in a policy: the normaliser refuses
- * it).  Returns 0, or -1 for the root, other bytes, or overflow.
- */
-static int dname_to_host(const ldns_rdf *dn, char *out, size_t outlen)
-{
-	const uint8_t *p = ldns_rdf_data(dn);
-	size_t len = ldns_rdf_size(dn), pos = 0, o = 0;
-
-	while (pos < len) {
-		uint8_t l = p[pos++];
-
-		if (l == 0)
-			break;
-		if (l > 63 || pos + l > len)
-			return -1;
-		if (o && o + 1 < outlen)
-			out[o++] = '.';
-		while (l--) {
-			uint8_t c = p[pos++];
-
-			if (!(isalnum(c) || c == '-' || c == '_') || c > 127)
-				return -1;
-			if (o + 1 >= outlen)
-				return -1;
-			out[o++] = (char)c;
-		}
-	}
-	if (o == 0)
-		return -1;
-	out[o] = '\0';
-	return 0;
-}
-
-/*
  * A wire-format name in presentation form with the trailing dot, as
  * ldns_rdf2str() writes it, for the common case only: every byte a letter,
  * digit, '-' or '_' (nothing to escape).  Returns 0, or -1 when the name
@@ -297,6 +262,23 @@ static int dname_text(const ldns_rdf *dn, char *out, size_t outlen)
 	if (o == 0)
 		return -1;
 	out[o] = '\0';
+	return 0;
+}
+
+/*
+ * Turn a wire-format name into dotted form without the trailing dot if every
+ * byte is a letter, digit, '-' or '_' (anything else cannot be in a policy:
+ * the normaliser refuses it).  Returns 0, or -1 for the root, other bytes,
+ * or overflow.
+ */
+static int dname_to_host(const ldns_rdf *dn, char *out, size_t outlen)
+{
+	size_t n;
+
+	if (dname_text(dn, out, outlen) < 0)
+		return -1;
+	n = strlen(out);
+	out[n - 1] = '\0';   /* dname_text's trailing dot: it wrote at least one label */
 	return 0;
 }
 

@@ -112,7 +112,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
-        if self.path.startswith("/close") or self.server.scheme == "https":
+        if self.path.startswith("/close"):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()

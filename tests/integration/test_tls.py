@@ -297,7 +297,7 @@ def test_restarted_proxy_signs_with_the_runs_ca(w):
     t = threading.Thread(target=lambda: out.setdefault("r", run(w, script)))
     t.start()
     try:
-        deadline = time.time() + 30
+        deadline = time.time() + 120   # a sandbox start and a curl on a loaded machine
         while not os.path.exists(mark + ".first"):
             assert time.time() < deadline and t.is_alive(), out
             time.sleep(0.05)
@@ -372,6 +372,9 @@ def test_keepalive_inside_tls_each_request_decided(w):
     assert [(l["sluice.request_seq"], l["event.reason"]) for l in lines] == [
         (1, "allowed"), (2, "path_not_allowed"), (3, "allowed")], lines
     assert len({l["source.port"] for l in lines}) == 1, lines
+    # the second allowed request went over the verified TLS session to the
+    # origin that the first one opened (kept in the upstream pool)
+    assert [l.get("sluice.upstream_reused") for l in lines if l["event.reason"] == "allowed"] == [False, True], lines
 
 
 def test_stalled_handshake_and_garbage_inside_tls(w):

@@ -909,8 +909,8 @@ static void upstream_ready(struct conn *c)
 
 	switch (c->kind) {
 	case K_HTTP:
-		if (c->inspected) {
-			inspect_upstream(c);
+		if (c->inspected && !c->reused) {
+			inspect_upstream(c);   /* a new connection: TLS to the origin first */
 			return;
 		}
 		c->phase = PH_HTTP;
@@ -965,15 +965,15 @@ static void sa_of(const struct proxy_addr *a, uint16_t port, union proxy_sa *sa,
 }
 
 /* An idle pooled connection to one of the vetted candidates, for the same
- * name and port (plain HTTP only).  True when c->ufd is now one. */
+ * name and port (plain HTTP, or under terminated TLS a verified TLS session
+ * to the origin for that name).  True when c->ufd is now one. */
 static bool take_pooled(struct conn *c)
 {
 	/* a request http.c may send again on a new connection if the pooled
 	 * one turns out closed needs no check before (saves a syscall) */
 	bool replayable;
 
-	/* (not under terminated TLS: its upstream connections are TLS too) */
-	if (!c->px->upool || c->kind != K_HTTP || !c->host || !c->req || c->inspected)
+	if (!c->px->upool || c->kind != K_HTTP || !c->host || !c->req)
 		return false;
 	replayable = http_replayable(c);
 	for (size_t i = 0; i < c->cands->n; i++) {
@@ -982,7 +982,7 @@ static bool take_pooled(struct conn *c)
 		int fd;
 
 		sa_of(&c->cands->a[i], c->port, &sa, &sl);
-		fd = proxy_upool_take(c->px->upool, &sa.sa, c->host, !replayable, &c->uio);
+		fd = proxy_upool_take(c->px->upool, &sa.sa, c->host, c->inspected, !replayable, &c->uio);
 		if (fd >= 0) {
 			c->ufd = fd;
 			c->dst = sa;

@@ -504,7 +504,7 @@ static void response_done(struct conn *c)
 	if (reuse) {
 		if (!h->up_reading && c->uio)
 			event_add(c->uio, NULL);   /* the pool watches it */
-		proxy_upool_put(px->upool, c->ufd, c->uio, &c->dst.sa, c->host);
+		proxy_upool_put(px->upool, c->ufd, c->uio, &c->dst.sa, c->host, c->inspected);
 	} else {
 		proxy_io_free(c->uio);
 		close(c->ufd);
@@ -714,8 +714,7 @@ void http_start(struct conn *c)
 		}
 	}
 	h->head_request = c->req->method_id == HTTP_HEAD;
-	/* under terminated TLS each request has its own upstream TLS session */
-	h->up_keep = px->upool != NULL && !c->inspected;
+	h->up_keep = px->upool != NULL;   /* under terminated TLS too: a verified session is pooled per name */
 	if (c->cred) {
 		/* after the decision, for this request only: the credential's
 		 * header replaces whatever the sandbox sent under that name */

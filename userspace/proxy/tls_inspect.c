@@ -3,7 +3,8 @@
  * tls_inspect.c - TLS inspection for the names the policy inspects
  * (proxy.h, docs/proxy.md "TLS inspection"): the OpenSSL contexts, the
  * client-side termination with a leaf of the sandbox CA (tls_ca.h), and
- * the verified TLS to the origin under each inspected request.
+ * the verified TLS to the origin under inspected requests (kept in the
+ * upstream pool for the next request to the same name: upool.h).
  *
  *   client --TLS--> [pump] --plaintext socketpair--> inspected conn
  *        (conn.c/http.c: parse, decide against https:// url entries, log)

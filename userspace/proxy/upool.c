@@ -83,6 +83,7 @@ struct up_conn {
 	uint32_t hash;
 	int family;
 	uint16_t port;
+	bool tls;                           /* a verified TLS session to the origin (tls_inspect.c) */
 	uint8_t addr[16];
 	uint64_t since_ms;                  /* put back at */
 	char host[];
@@ -207,11 +208,12 @@ static bool key_of(const struct sockaddr *sa, int *family, uint8_t addr[16], uin
 	return true;
 }
 
-static uint32_t hash_key(int family, const uint8_t *addr, uint16_t port, const char *host)
+static uint32_t hash_key(int family, const uint8_t *addr, uint16_t port, const char *host, bool tls)
 {
 	uint32_t h = 2166136261u;           /* FNV-1a over the whole key */
 
 	h = (h ^ (uint32_t)family) * 16777619u;
+	h = (h ^ (uint32_t)tls) * 16777619u;
 	for (int i = 0; i < 16; i++)
 		h = (h ^ addr[i]) * 16777619u;
 	h = (h ^ (port & 0xff)) * 16777619u;
@@ -222,10 +224,10 @@ static uint32_t hash_key(int family, const uint8_t *addr, uint16_t port, const c
 }
 
 static bool same_key(const struct up_conn *u, uint32_t h, int family, const uint8_t *addr, uint16_t port,
-		     const char *host)
+		     const char *host, bool tls)
 {
-	return u->hash == h && u->family == family && u->port == port && memcmp(u->addr, addr, 16) == 0 &&
-	       strcmp(u->host, host) == 0;
+	return u->hash == h && u->family == family && u->port == port && u->tls == tls &&
+	       memcmp(u->addr, addr, 16) == 0 && strcmp(u->host, host) == 0;
 }
 
 /* Still open and silent: nothing to read, no EOF, no error. */
@@ -237,7 +239,7 @@ static bool still_open(int fd)
 	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-int proxy_upool_take(struct proxy_upool *p, const struct sockaddr *dst, const char *host, bool check,
+int proxy_upool_take(struct proxy_upool *p, const struct sockaddr *dst, const char *host, bool tls, bool check,
 		     struct event **io)
 {
 	int family;
@@ -248,12 +250,12 @@ int proxy_upool_take(struct proxy_upool *p, const struct sockaddr *dst, const ch
 
 	if (!p || !p->n_idle || !key_of(dst, &family, addr, &port))
 		return -1;
-	h = hash_key(family, addr, port, host);
+	h = hash_key(family, addr, port, host, tls);
 	for (u = p->buckets[h % UP_BUCKETS]; u; u = next) {
 		int fd;
 
 		next = u->bnext;
-		if (!same_key(u, h, family, addr, port, host))
+		if (!same_key(u, h, family, addr, port, host, tls))
 			continue;
 		if (check && !still_open(u->fd)) {
 			p->st.dropped_closed++;
@@ -272,7 +274,7 @@ int proxy_upool_take(struct proxy_upool *p, const struct sockaddr *dst, const ch
 }
 
 void proxy_upool_put(struct proxy_upool *p, int fd, struct event *io, const struct sockaddr *dst,
-		     const char *host)
+		     const char *host, bool tls)
 {
 	int family;
 	uint8_t addr[16];
@@ -284,10 +286,10 @@ void proxy_upool_put(struct proxy_upool *p, int fd, struct event *io, const stru
 
 	if (!p || !p->per_key || !p->total || !key_of(dst, &family, addr, &port))
 		goto close;
-	h = hash_key(family, addr, port, host);
+	h = hash_key(family, addr, port, host, tls);
 	bh = &p->buckets[h % UP_BUCKETS];
 	for (u = *bh; u; u = u->bnext) {
-		if (same_key(u, h, family, addr, port, host)) {
+		if (same_key(u, h, family, addr, port, host, tls)) {
 			same++;
 			oldest_same = u;         /* the bucket is newest first */
 		}
@@ -317,6 +319,7 @@ void proxy_upool_put(struct proxy_upool *p, int fd, struct event *io, const stru
 	u->hash = h;
 	u->family = family;
 	u->port = port;
+	u->tls = tls;
 	u->since_ms = now_ms();
 	memcpy(u->addr, addr, 16);
 	memcpy(u->host, host, hl);

@@ -3,9 +3,12 @@
  * upool.h - idle upstream HTTP connections kept for the next request.
  *
  * A connection is keyed by (the vetted address it was dialed to, port,
- * the normalised name it was dialed for): it is only ever handed to a
- * request for the same name, on the same port, whose own vetting put that
- * address among its candidates.  One proxy process serves one sandbox, so
+ * the normalised name it was dialed for, plain or TLS): it is only ever
+ * handed to a request for the same name, on the same port, whose own
+ * vetting put that address among its candidates.  A TLS one (inspected
+ * HTTPS) is the plaintext end of a socketpair whose other end a TLS pump
+ * relays to the origin over a session verified for that name
+ * (tls_inspect.c); the pump lives as long as the socketpair end.  One proxy process serves one sandbox, so
  * a pool is never shared across sandboxes.  http.c gives a connection back
  * only after a response that was cleanly delimited (Content-Length or
  * chunked, not "until close"), with the request fully sent, nothing
@@ -45,21 +48,22 @@ void proxy_io_set(struct event *ev, proxy_io_fn fn, void *owner);
 void proxy_io_free(struct event *ev);   /* NULL is ignored */
 
 /*
- * An idle connection to `dst` (AF_INET/AF_INET6 with port) for `host`; with
+ * An idle connection to `dst` (AF_INET/AF_INET6 with port) for `host`, TLS
+ * (a verified session, `tls`) or plain; with
  * `check`, one that is still open right now (a recv(MSG_PEEK): for requests
  * that could not be sent again if it was not).  Its fd now belongs to the
  * caller, and so does *io, its proxy_io event (still added: give it a new
  * handler with proxy_io_set()).  -1: none.
  */
-int proxy_upool_take(struct proxy_upool *p, const struct sockaddr *dst, const char *host, bool check,
+int proxy_upool_take(struct proxy_upool *p, const struct sockaddr *dst, const char *host, bool tls, bool check,
 		     struct event **io);
 
-/* Keep `fd` (connected to `dst` for `host`, idle, its last response
+/* Keep `fd` (connected to `dst` for `host`, TLS or plain, idle, its last response
  * complete) for a later request, with its proxy_io event `io` (or NULL);
  * the pool owns both from now on (it may close them at once when the pool
  * is full or disabled). */
 void proxy_upool_put(struct proxy_upool *p, int fd, struct event *io, const struct sockaddr *dst,
-		     const char *host);
+		     const char *host, bool tls);
 
 struct proxy_upool_stats {
 	uint64_t taken, put, dropped_closed, dropped_timeout, dropped_full;

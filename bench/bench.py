@@ -33,12 +33,14 @@ CFG = {
     "bulk_bytes": 1 << 30,
     "idle_conns": 10000,
     "dns_seconds": 4,
+    "tls_seconds": 3, "tls_conns": 16, "tls_new_conns": 8,
 }
 QUICK = {"repeats": 1, "connect_blocks": 5, "profile_n": 1000, "flood_blocks": 2, "flood_n": 20000,
-         "http_seconds": 2, "bulk_bytes": 1 << 28, "idle_conns": 1000, "dns_seconds": 1}
+         "http_seconds": 2, "bulk_bytes": 1 << 28, "idle_conns": 1000, "dns_seconds": 1,
+         "tls_seconds": 2}
 
 # rough seconds each scenario needs here (for the deadline check)
-ESTIMATE = {"1+2": 90, "3": 40, "4": 100, "5": 60, "6": 160, "7": 60}
+ESTIMATE = {"1+2": 90, "3": 40, "4": 100, "5": 60, "6": 160, "7": 60, "8": 160}
 
 
 def machine():
@@ -132,7 +134,8 @@ def table(results):
                                             a["kernel_denied"], a["json_lines"], a["events_lost_lines_sum"],
                                             "exact" if a["denials_equal_lines_plus_lost"] else "MISMATCH")))
     for key, label in (("4_proxy_http", "proxy HTTP"), ("5_proxy_tunnel", "proxy CONNECT bulk"),
-                       ("6_proxy_memory", "proxy idle RSS"), ("7_resolver", "resolver")):
+                       ("6_proxy_memory", "proxy idle RSS"), ("7_resolver", "resolver"),
+                       ("8_inspected_https", "inspected HTTPS")):
         if skipped(key, label):
             continue
         for row in s[key]["rows"]:
@@ -147,7 +150,7 @@ def table(results):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="1,2,3,4,5,6,7")
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for trying the bench out")
     ap.add_argument("--out", default=os.path.join(L.OUT, "results.json"))
     args = ap.parse_args()
@@ -212,6 +215,12 @@ def main():
                                  ("7", "7_resolver", scen_proxy.resolver_scenario)):
                 if num in only:
                     attempt(num, ESTIMATE[num], fn, key)
+        if "8" in only:
+            try:
+                import scen_tls
+                attempt("8", ESTIMATE["8"], scen_tls.tls_scenario, "8_inspected_https")
+            except ImportError as e:
+                s["8_inspected_https"] = {"status": "skipped", "skipped": "bench/scen_tls.py: %s" % e}
     finally:
         b.close()
         results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

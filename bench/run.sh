@@ -68,7 +68,9 @@ trap cleanup EXIT
 # --- tools ------------------------------------------------------------------
 # Debian packages of the baselines and load generators; linux-perf only if
 # it installs (it is used for software-clock profiles, never required).
-PKGS="wrk hyperfine tinyproxy squid nftables dnsmasq-base"
+# squid-openssl is squid built with OpenSSL (ssl_bump, scenario 8); it
+# replaces Debian's GnuTLS squid, which cannot intercept TLS.
+PKGS="wrk hyperfine tinyproxy squid-openssl nftables dnsmasq-base sslsplit mitmproxy"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -101,5 +103,6 @@ CC=${CC:-gcc}
 BENCH_CFLAGS="-O2 -g -Wall -Wextra -D_GNU_SOURCE"
 $CC $BENCH_CFLAGS -o "$OUT/connect_bench" bench/connect_bench.c
 [ ! -f bench/netbench.c ] || $CC $BENCH_CFLAGS -o "$OUT/netbench" bench/netbench.c
+$CC $BENCH_CFLAGS -o "$OUT/tlsbench" bench/tlsbench.c -lssl -lcrypto -lpthread
 
 python3 bench/bench.py "$@"

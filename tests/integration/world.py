@@ -216,10 +216,15 @@ def canary_count(events):
 
 
 def read_events(path):
+    """The complete lines of an events file: a last line without its
+    newline is being written right now (a line is one write(2), which a
+    reader can see half done) and is left for the next read."""
     out = []
     try:
         with open(path) as f:
             for line in f:
+                if not line.endswith("\n"):
+                    break
                 line = line.strip()
                 if line:
                     out.append(json.loads(line))

@@ -326,6 +326,47 @@ static void test_restored_losses_carry_on(void **state)
 	close(fd);
 }
 
+/* A file a killed writer left with a torn last line: the next writer starts
+ * on a new line, and a file that ends in a newline gets nothing added. */
+static void test_torn_tail_gets_a_newline_first(void **state)
+{
+	struct sluice_event e = { .hook = SLUICE_HOOK_CONNECT4, .reason = 1, .family = SLUICE_AF_INET, .protocol = 6, .pid = 5 };
+	static const char torn[] = "{\"@timestamp\":\"2026-12-01T00:00:00Z\",\"event.act";
+	struct sluice_envelope env;
+	static struct sluice_evlog w;
+	int fd = memfd_create("ev", MFD_CLOEXEC);
+	char *text, *nl;
+	json_object *o;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, torn, sizeof(torn) - 1), (ssize_t)sizeof(torn) - 1);
+	sluice_envelope_of(&meta, &env);
+	sluice_evlog_init(&w, fd, "memfd", "test", &env);
+	sluice_event_fields(sluice_evlog_begin(&w, SLUICE_DS_KERNEL, -1), &e, &meta);
+	assert_int_equal(sluice_evlog_commit(&w), 0);
+	/* a second writer on the now whole file adds no empty line */
+	sluice_evlog_init(&w, fd, "memfd", "test", &env);
+	sluice_event_fields(sluice_evlog_begin(&w, SLUICE_DS_KERNEL, -1), &e, &meta);
+	assert_int_equal(sluice_evlog_commit(&w), 0);
+	text = slurp(fd);
+	close(fd);
+	assert_memory_equal(text, torn, sizeof(torn) - 1);
+	assert_int_equal(text[sizeof(torn) - 1], '\n');
+	for (int i = 0; i < 2; i++) {
+		char *line = i ? nl + 1 : text + sizeof(torn);
+
+		nl = strchr(line, '\n');
+		assert_non_null(nl);
+		*nl = 0;
+		o = json_tokener_parse(line);
+		assert_non_null(o);
+		assert_string_equal(str(o, "event.action"), "egress-denied");
+		json_object_put(o);
+	}
+	assert_int_equal(nl[1], 0);
+	free(text);
+}
+
 /* Lines are bounded: a huge value is cut at a UTF-8 boundary, the line says
  * so and stays one strict JSON object that fits SLUICE_LINE_MAX. */
 static void test_line_is_bounded(void **state)
@@ -378,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_reason_names_read_back),
 		cmocka_unit_test(test_write_error_counted_then_recovery_line),
 		cmocka_unit_test(test_restored_losses_carry_on),
+		cmocka_unit_test(test_torn_tail_gets_a_newline_first),
 		cmocka_unit_test(test_line_is_bounded),
 		cmocka_unit_test(test_small_buffer_fails_cleanly),
 	};

@@ -349,6 +349,30 @@ void sluice_evlog_use_ocsf(bool on)
 	use_ocsf = on;
 }
 
+/*
+ * A writer killed in the middle of a line (SIGKILL lands between two pages
+ * of one write(2)) leaves a torn line at the end of a regular file: start
+ * on a new line, so that the torn one stays one broken line and never runs
+ * into the first line of ours.  The fd is write-only: the last byte is read
+ * through /proc/self/fd (if that is refused, nothing is done).
+ */
+static void heal_torn_tail(const struct sluice_evlog *w, const struct stat *st)
+{
+	char path[64], last = '\n';
+	int rfd;
+
+	if (st->st_size <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", w->fd);
+	rfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (rfd < 0)
+		return;
+	if (pread(rfd, &last, 1, st->st_size - 1) == 1 && last != '\n' && write(w->fd, "\n", 1) == 1)
+		fprintf(stderr, "%s: events: %s ended in a torn line (a writer was killed while writing it); "
+			"it stays as it was, new lines start after it\n", w->who, w->dest);
+	close(rfd);
+}
+
 void sluice_evlog_init(struct sluice_evlog *w, int fd, const char *dest, const char *who,
 		       const struct sluice_envelope *env)
 {
@@ -361,6 +385,8 @@ void sluice_evlog_init(struct sluice_evlog *w, int fd, const char *dest, const c
 	w->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	snprintf(w->dest, sizeof(w->dest), "%s", dest ? dest : "?");
 	snprintf(w->who, sizeof(w->who), "%s", who ? who : "sluice");
+	if (w->regular)
+		heal_torn_tail(w, &st);
 	if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
 		uint64_t t = (uint64_t)sluice_now_ns() ^ ((uint64_t)getpid() << 32);
 

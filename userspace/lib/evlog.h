@@ -149,8 +149,9 @@ struct sluice_evlog {
 /*
  * Set up a writer on `fd` (not owned: the caller closes it), described as
  * `dest` in messages, with prefix `who` on stderr.  Reads host.name
- * (gethostname) and host.id (/etc/machine-id) once.  Never fails: a missing
- * machine-id leaves host.id out.
+ * (gethostname) and host.id (/etc/machine-id) once.  A regular file whose
+ * last byte is not a newline (a writer killed mid-line) gets one first, with
+ * a message on stderr.  Never fails: a missing machine-id leaves host.id out.
  */
 void sluice_evlog_init(struct sluice_evlog *w, int fd, const char *dest, const char *who,
 		       const struct sluice_envelope *env);

@@ -335,7 +335,7 @@ static void test_torn_tail_gets_a_newline_first(void **state)
 	struct sluice_envelope env;
 	static struct sluice_evlog w;
 	int fd = memfd_create("ev", MFD_CLOEXEC);
-	char *text, *nl;
+	char *text, *nl = NULL;
 	json_object *o;
 
 	assert_true(fd >= 0);

@@ -29,7 +29,7 @@ DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libb
 	libevent-dev libhttp-parser-dev libldns-dev liburing-dev libseccomp-dev \
 	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables containerd \
 	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion \
-	dpkg-dev debhelper lintian systemd openssh-client
+	dpkg-dev debhelper lintian debootstrap systemd openssh-client
 
 ifeq ($(V),1)
 	Q =

@@ -21,8 +21,9 @@
 #     /etc/sluice is gone).
 # Removes everything it made, also on failure.  Exit 0 passed, 1 failed,
 # 2 usage or environment error, 77 skipped: the mirror cannot be reached
-# (the reason on stderr).  Needs root.  About 2-3 minutes, most of it
-# debootstrap.
+# (the reason on stderr).  Needs root.  About 2-6 minutes, most of it
+# debootstrap.  SLUICE_FRESH_BASE=DIR copies a root debootstrapped before
+# instead (to try changes to this script).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -66,7 +67,12 @@ snapshot() {
 
 t_start=$(date +%s)
 echo "check-deb: $(basename "$deb") (sluice $version), root $root, mirror $mirror"
-fresh_step "debootstrap bookworm (minbase)" quiet debootstrap --variant=minbase bookworm "$root" "$mirror"
+if [ -n "${SLUICE_FRESH_BASE:-}" ]; then
+	# a copy of a root debootstrapped before (when trying changes to this script)
+	fresh_step "copy $SLUICE_FRESH_BASE" cp -a "$SLUICE_FRESH_BASE/." "$root/"
+else
+	fresh_step "debootstrap bookworm (minbase)" quiet debootstrap --variant=minbase bookworm "$root" "$mirror"
+fi
 fresh_mount_root
 cp "$deb" "$root/tmp/sluice.deb"
 fresh_step "apt-get install ./sluice.deb (and its dependencies)" quiet in_root \
@@ -120,14 +126,15 @@ check_run() {
 	local name="pkgcheck-$$" out rc
 	# the default policy (no --policy), the helpers from /usr/libexec/sluice
 	set +e
-	out=$(in_root "sluice run --name $name -- sh -c 'exit 5'" 2>&1)
+	# in a directory of its own: the sandbox profile makes the workdir writable, never /
+	out=$(in_root "mkdir -p /tmp/work && cd /tmp/work && sluice run --name $name -- sh -c 'exit 5'" 2>&1)
 	rc=$?
 	set -e
 	[ $rc = 5 ] || { echo "sluice run -- sh -c 'exit 5': status $rc: $out"; return 1; }
 	# a namespace with lo only (down): nothing can leave it; the kernel's
 	# denial is what the event says
 	set +e
-	out=$(in_root "touch /run/pkgcheck.netns && unshare --net=/run/pkgcheck.netns true &&
+	out=$(in_root "cd /tmp/work && touch /run/pkgcheck.netns && unshare --net=/run/pkgcheck.netns true &&
 		sluice run --name $name --netns /run/pkgcheck.netns --events /tmp/events.jsonl -- \
 			bash -c 'exec 3<>/dev/tcp/192.0.2.1/80' ; echo rc=\$?; cat /tmp/events.jsonl;
 		umount /run/pkgcheck.netns" 2>&1)

@@ -37,6 +37,8 @@ cleanup() {
 	local rc=$?
 	set +e
 	fresh_cleanup || rc=1
+	# the step log is kept only when a step failed (its tail was shown)
+	if [ $rc = 0 ] && [ -z "${SLUICE_FRESH_LOG:-}" ]; then rm -f "$log"; else echo "check-fresh: log $log" >&2; fi
 	exit $rc
 }
 trap cleanup EXIT INT TERM

@@ -590,13 +590,13 @@ static void print_runs(json_object *runs)
 int cmd_status(int argc, char **argv)
 {
 	json_object *req = json_object_new_object(), *resp, *runs;
-	int json = argc > 1 && (strcmp(argv[1], "--json") == 0 || strcmp(argv[1], "-j") == 0);
+	int local = argc > 1 && (strcmp(argv[1], "--json") == 0 || strcmp(argv[1], "-j") == 0), json;
 
-	if (json)
+	if (local)
 		sluice_cli_set_json();
 	json = sluice_cli_json();
-	if (argc > 2 || (argc > 1 && !json)) {
-		bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+	if (argc > 1 + local) {
+		bool help = strcmp(argv[1 + local], "--help") == 0 || strcmp(argv[1 + local], "-h") == 0;
 
 		fprintf(help ? stdout : stderr,
 			"usage: sluice status [-j|--json]\n\n"

@@ -196,3 +196,6 @@ def test_json_daemon_clients_gc_events_and_refusals(w):
     # help is for people: text under -j too
     r = _sluice("-j", "help", "gc")
     assert r.returncode == 0 and r.stdout.startswith("usage: sluice gc"), r
+    for c in ("status", "detach", "reload", "gc", "version", "attach"):
+        r = _sluice("-j", c, "--help", env=env)
+        assert r.returncode == 0 and r.stdout.startswith("usage: sluice " + c), (c, r)

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "credentials.h"
 #include "policy.h"
 #include "policy_within.h"
@@ -133,7 +134,7 @@ static const char *target_str(const struct sluice_entry *e)
 
 static void print_json(json_object *o)
 {
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	sluice_cli_json_print(o);
 }
 
 static json_object *jstr(const char *s)
@@ -371,7 +372,7 @@ static int check(bool json, const char *relays, const char *within, char **files
 		char msg[1024];
 
 		if (sluice_boundary_load(within, &boundary, msg, sizeof(msg)) < 0) {
-			fprintf(stderr, "%s\n", msg);
+			sluice_cli_error("%s", msg);
 			json_object_put(root);
 			json_object_put(arr);
 			return EXIT_ERROR;
@@ -426,7 +427,7 @@ static int check(bool json, const char *relays, const char *within, char **files
 				json_object_object_add(fo, "error", eo);
 				json_object_array_add(arr, fo);
 			} else {
-				fprintf(stderr, "%s\n", msg);
+				sluice_cli_error("%s", msg);
 			}
 			sluice_policy_free(p);
 			continue;
@@ -436,7 +437,7 @@ static int check(bool json, const char *relays, const char *within, char **files
 		if (boundary) {
 			n_out = sluice_policy_within(p, boundary, &outside);
 			if (n_out < 0) {
-				fprintf(stderr, "sluice policy check: out of memory\n");
+				sluice_cli_error("sluice policy check: out of memory");
 				n_out = 0;
 				worst = EXIT_ERROR;
 			}
@@ -577,6 +578,7 @@ static int check(bool json, const char *relays, const char *within, char **files
 	}
 	sluice_policy_free(boundary);
 	if (root) {
+		json_object_object_add(root, "ok", json_object_new_boolean(worst != EXIT_ERROR));
 		json_object_object_add(root, "files", arr);
 		json_object_object_add(root, "exit", json_object_new_int(worst));
 		print_json(root);
@@ -904,6 +906,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 	    sluice_policy_load_file(newf, &b, &err) < 0) {
 		if (json) {
 			root = json_object_new_object();
+			json_object_object_add(root, "ok", json_object_new_boolean(false));
 			json_object_object_add(root, "error", error_json(&err));
 			json_object_object_add(root, "exit", json_object_new_int(EXIT_ERROR));
 			print_json(root);
@@ -1041,6 +1044,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 		json_object *o;
 
 		root = json_object_new_object();
+		json_object_object_add(root, "ok", json_object_new_boolean(true));
 		o = json_object_new_object();
 		json_object_object_add(o, "file", jstr(a->path));
 		json_object_object_add(o, "sha256", jstr(a->digest));
@@ -1071,7 +1075,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 int cmd_policy(int argc, char **argv)
 {
 	const char *relays = NULL, *within = NULL;
-	bool json = false, opts = true;
+	bool json = sluice_cli_json(), opts = true;
 	char **files;
 	int n = 0, rc;
 
@@ -1084,18 +1088,23 @@ int cmd_policy(int argc, char **argv)
 		usage(stdout);
 		return EXIT_CLEAN;
 	}
-	if (strcmp(argv[1], "suggest") == 0)
+	if (strcmp(argv[1], "suggest") == 0) {
+		if (sluice_cli_json()) {
+			sluice_cli_error("sluice policy suggest: no -j/--json: it writes a YAML policy");
+			return EXIT_ERROR;
+		}
 		return cmd_suggest(argc - 1, argv + 1);
+	}
 	if (strcmp(argv[1], "sign") == 0 || strcmp(argv[1], "verify") == 0)
 		return cmd_policy_sign(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "diff") != 0) {
-		fprintf(stderr, "sluice policy: unknown subcommand '%s'\n", argv[1]);
+		sluice_cli_error("sluice policy: unknown subcommand '%s'", argv[1]);
 		usage(stderr);
 		return EXIT_ERROR;
 	}
 	files = calloc((size_t)argc, sizeof(*files));
 	if (!files) {
-		fprintf(stderr, "sluice policy: out of memory\n");
+		sluice_cli_error("sluice policy: out of memory");
 		return EXIT_ERROR;
 	}
 	for (int i = 2; i < argc; i++) {
@@ -1107,11 +1116,12 @@ int cmd_policy(int argc, char **argv)
 			usage(stdout);
 			free(files);
 			return EXIT_CLEAN;
-		} else if (opts && strcmp(a, "--json") == 0) {
+		} else if (opts && (strcmp(a, "--json") == 0 || strcmp(a, "-j") == 0)) {
 			json = true;
+			sluice_cli_set_json();
 		} else if (opts && strcmp(a, "--relays") == 0 && strcmp(argv[1], "check") == 0) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "sluice policy: --relays needs a FILE\n");
+				sluice_cli_error("sluice policy: --relays needs a FILE");
 				free(files);
 				return EXIT_ERROR;
 			}
@@ -1120,13 +1130,13 @@ int cmd_policy(int argc, char **argv)
 			relays = a + 9;
 		} else if (opts && strcmp(a, "--within") == 0 && strcmp(argv[1], "check") == 0) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "sluice policy: --within needs a BOUNDARY file\n");
+				sluice_cli_error("sluice policy: --within needs a BOUNDARY file");
 				free(files);
 				return EXIT_ERROR;
 			}
 			within = argv[++i];
 		} else if (opts && a[0] == '-' && a[1] != '\0') {
-			fprintf(stderr, "sluice policy %s: unknown option '%s'\n", argv[1], a);
+			sluice_cli_error("sluice policy %s: unknown option '%s'", argv[1], a);
 			usage(stderr);
 			free(files);
 			return EXIT_ERROR;
@@ -1136,14 +1146,14 @@ int cmd_policy(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "check") == 0) {
 		if (n == 0) {
-			fprintf(stderr, "sluice policy check: no FILE given\n");
+			sluice_cli_error("sluice policy check: no FILE given");
 			usage(stderr);
 			rc = EXIT_ERROR;
 		} else {
 			rc = check(json, relays, within, files, n);
 		}
 	} else if (n != 2) {
-		fprintf(stderr, "sluice policy diff: need exactly OLD and NEW\n");
+		sluice_cli_error("sluice policy diff: need exactly OLD and NEW");
 		usage(stderr);
 		rc = EXIT_ERROR;
 	} else {

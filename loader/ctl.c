@@ -22,6 +22,7 @@
 #include <json-c/json.h>
 
 #include "cgroup.h"
+#include "cli.h"
 #include "kfeatures.h"
 #include "gc.h"
 #include "sandbox.h"
@@ -108,7 +109,8 @@ json_object *sluice_ctl_call(json_object *req)
 	return resp;
 }
 
-/* Print the answer: errors to stderr (exit 2), JSON as is with --json. */
+/* Print the answer: errors to stderr (exit 2), JSON as is with -j/--json
+ * (a refusal too: {"ok": false, "error": ...}). */
 static int finish(json_object *resp, int json, void (*human)(json_object *))
 {
 	json_object *ok, *err;
@@ -116,17 +118,18 @@ static int finish(json_object *resp, int json, void (*human)(json_object *))
 
 	if (!resp)
 		return 2;
+	json = json || sluice_cli_json();
 	if (!json_object_object_get_ex(resp, "ok", &ok) || !json_object_get_boolean(ok)) {
 		json_object_object_get_ex(resp, "error", &err);
 		log_warnx("%s", err ? json_object_get_string(err) : "the daemon refused");
 		ret = 2;
 	} else {
-		if (json || !human)
-			printf("%s\n", json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-		else
-			human(resp);
 		ret = 0;
 	}
+	if (json || (!human && ret == 0))
+		sluice_cli_json_print(resp);
+	else if (ret == 0)
+		human(resp);
 	json_object_put(resp);
 	return ret;
 }
@@ -335,7 +338,7 @@ int cmd_attach(int argc, char **argv)
 		case 'm': mode = optarg; break;
 		case 'z': ctrd_ns = optarg; break;
 		case 'U': upstream = optarg; break;
-		case 'j': json = 1; break;
+		case 'j': json = 1; sluice_cli_set_json(); break;
 		case 'h':
 			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID [--namespace NS])\n"
 			       "                     [--name NAME] [--netns PATH] [--upstream-netns PATH|host]\n"
@@ -461,7 +464,7 @@ static bool daemon_reachable(void)
 static void usage_detach(FILE *f)
 {
 	fprintf(f,
-		"usage: sluice detach [--force [--state-dir DIR]] NAME\n"
+		"usage: sluice detach [--json] [--force [--state-dir DIR]] NAME\n"
 		"\n"
 		"Remove the filter from sandbox NAME, through the daemon: its cgroup is no\n"
 		"longer filtered (the daemon stops its proxy and resolver).\n"
@@ -473,7 +476,9 @@ static void usage_detach(FILE *f)
 		"                   keep running, UNFILTERED; a cgroup sluice made itself\n"
 		"                   (<cgroup2>/sluice/NAME) has its processes killed first.\n"
 		"                   Refused while the sandbox's recorded owner is running.\n"
-		"  --state-dir DIR  the daemon's state directory (as `sluice daemon --state-dir`)\n",
+		"  --state-dir DIR  the daemon's state directory (as `sluice daemon --state-dir`)\n"
+		"  -j, --json       the answer as JSON (the daemon's, or {\"ok\", \"detached\",\n"
+		"                   \"daemon\": false, \"removed\"} after --force without one)\n",
 		SLUICE_PIN_ROOT, SLUICE_STATE_DIR);
 }
 
@@ -481,7 +486,8 @@ int cmd_detach(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "force", no_argument, NULL, 'f' }, { "state-dir", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },  { 0 },
+		{ "help", no_argument, NULL, 'h' },  { "json", no_argument, NULL, 'j' },
+		{ 0 },
 	};
 	const char *state_dir = SLUICE_STATE_DIR;
 	char msg[512], did[2048];
@@ -489,16 +495,17 @@ int cmd_detach(int argc, char **argv)
 	json_object *req, *resp, *ok;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hj", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': force = 1; break;
+		case 'j': sluice_cli_set_json(); break;
 		case 's': state_dir = optarg; break;
 		case 'h': usage_detach(stdout); return 0;
 		default: usage_detach(stderr); return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		log_warnx("usage: sluice detach [--force] NAME");
+		log_warnx("usage: sluice detach [--json] [--force] NAME");
 		return 2;
 	}
 	if (sluice_name_check(argv[optind], msg, sizeof(msg)) < 0) {
@@ -528,6 +535,16 @@ int cmd_detach(int argc, char **argv)
 	if (sluice_sandbox_remove(argv[optind], state_dir, false, did, sizeof(did), msg, sizeof(msg)) < 0) {
 		log_warnx("detach --force: %s", msg);
 		return 2;
+	}
+	if (sluice_cli_json()) {
+		resp = json_object_new_object();
+		json_object_object_add(resp, "ok", json_object_new_boolean(1));
+		json_object_object_add(resp, "detached", json_object_new_string(argv[optind]));
+		json_object_object_add(resp, "daemon", json_object_new_boolean(0));
+		json_object_object_add(resp, "removed", json_object_new_string(did));
+		sluice_cli_json_print(resp);
+		json_object_put(resp);
+		return 0;
 	}
 	printf("detached %s without the daemon: %s\n", argv[optind], did);
 	return 0;
@@ -573,13 +590,16 @@ static void print_runs(json_object *runs)
 int cmd_status(int argc, char **argv)
 {
 	json_object *req = json_object_new_object(), *resp, *runs;
-	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
+	int local = argc > 1 && (strcmp(argv[1], "--json") == 0 || strcmp(argv[1], "-j") == 0), json;
 
-	if (argc > 1 && !json) {
-		bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+	if (local)
+		sluice_cli_set_json();
+	json = sluice_cli_json();
+	if (argc > 1 + local) {
+		bool help = strcmp(argv[1 + local], "--help") == 0 || strcmp(argv[1 + local], "-h") == 0;
 
 		fprintf(help ? stdout : stderr,
-			"usage: sluice status [--json]\n\n"
+			"usage: sluice status [-j|--json]\n\n"
 			"The daemon's sandboxes: name, cgroup (and id), mode, policy name, sha256 and\n"
 			"generation, the hooks attached, the counters (allowed, redirected, denied,\n"
 			"would-deny, events lost), the proxy's and resolver's pids, and the events\n"
@@ -595,8 +615,18 @@ int cmd_status(int argc, char **argv)
 	runs = run_sandboxes();
 	if (!resp) {
 		/* no daemon: still say what `sluice run` holds */
-		if (!json)
-			print_runs(runs);
+		if (json) {
+			resp = json_object_new_object();
+			json_object_object_add(resp, "ok", json_object_new_boolean(0));
+			json_object_object_add(resp, "command", json_object_new_string("status"));
+			json_object_object_add(resp, "exit", json_object_new_int(2));
+			json_object_object_add(resp, "error", json_object_new_string(sluice_cli_last_error()));
+			json_object_object_add(resp, "runs", runs);
+			sluice_cli_json_print(resp);
+			json_object_put(resp);
+			return 2;
+		}
+		print_runs(runs);
 		json_object_put(runs);
 		return 2;
 	}
@@ -626,7 +656,7 @@ int cmd_reload(int argc, char **argv)
 			break;
 		case 'p': policy = optarg; break;
 		case 'n': name = optarg; break;
-		case 'j': json = 1; break;
+		case 'j': json = 1; sluice_cli_set_json(); break;
 		case 'h':
 			printf("usage: sluice reload --policy FILE [--secret NAME=FILE]... [--json] [--name] NAME\n\n"
 			       "Atomically replace sandbox NAME's policy: every connection is judged wholly by\n"

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "cgroup.h"
+#include "cli.h"
 #include "daemon.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -335,6 +339,31 @@ static int list_names(const char *cg2, char ***names, size_t *n)
 	return 0;
 }
 
+/* One sandbox's line: "ACTION NAME: WHY" as text, or {"name", "action",
+ * "why"} appended to arr under -j.  action: removed, would remove, kept,
+ * failed. */
+static void say(json_object *arr, const char *action, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void say(json_object *arr, const char *action, const char *name, const char *fmt, ...)
+{
+	char why[4096];
+	va_list ap;
+	json_object *o;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (!arr) {
+		printf("%s %s: %s\n", action, name, why);
+		return;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "action", json_object_new_string(action));
+	json_object_object_add(o, "why", json_object_new_string(why));
+	json_object_array_add(arr, o);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -343,7 +372,7 @@ static int cmp_str(const void *a, const void *b)
 static void usage_gc(FILE *f)
 {
 	fprintf(f,
-		"usage: sluice gc [--dry-run] [NAME...]\n"
+		"usage: sluice gc [--dry-run] [--json] [NAME...]\n"
 		"\n"
 		"Find sandboxes left behind (a `sluice run` killed with SIGKILL leaves its pins\n"
 		"under " SLUICE_PIN_ROOT "/NAME and its cgroup <cgroup2>/sluice/NAME) and remove\n"
@@ -356,9 +385,11 @@ static void usage_gc(FILE *f)
 		"has processes, or that is younger than %d s.\n"
 		"\n"
 		"  --dry-run  list what would be removed and why, change nothing\n"
+		"  -j, --json one JSON document: {\"ok\", \"dry_run\", \"sandboxes\": [{\"name\",\n"
+		"             \"action\", \"why\"}]}\n"
 		"  NAME...    only these sandboxes (default: every one found)\n"
 		"\n"
-		"Prints one line per sandbox: `removed`, `would remove` or `kept`, and why.\n"
+		"Prints one line per sandbox: `removed`, `would remove`, `kept` or `failed`, and why.\n"
 		"Exit status: 0, or 2 if a removal failed (that sandbox stays filtered).\n",
 		GC_MIN_AGE_S);
 }
@@ -368,6 +399,7 @@ int cmd_gc(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
 		{ 0 },
 	};
 	char cg2[PATH_MAX] = "", msg[512], why[512], did[2048];
@@ -375,11 +407,13 @@ int cmd_gc(int argc, char **argv)
 	size_t n = 0, cap = 0;
 	bool dry_run = false;
 	int c, ret = 0, found = 0;
+	json_object *arr = NULL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hj", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': dry_run = true; break;
+		case 'j': sluice_cli_set_json(); break;
 		case 'h': usage_gc(stdout); return 0;
 		default: usage_gc(stderr); return 2;
 		}
@@ -408,6 +442,8 @@ int cmd_gc(int argc, char **argv)
 	}
 	if (n > 1)
 		qsort(names, n, sizeof(*names), cmp_str);
+	if (sluice_cli_json())
+		arr = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
 		struct gc_view v;
 
@@ -417,28 +453,38 @@ int cmd_gc(int argc, char **argv)
 			if (v.owner_err == 0 && !v.owner_alive) {
 				if (!dry_run)
 					sluice_owner_remove(names[i]);
-				printf("%s %s: a stale owner record (sluice %s pid %d is gone, no pins, no cgroup)\n",
-				       dry_run ? "would remove" : "removed", names[i], v.owner.kind, (int)v.owner.pid);
+				say(arr, dry_run ? "would remove" : "removed", names[i],
+				    "a stale owner record (sluice %s pid %d is gone, no pins, no cgroup)", v.owner.kind,
+				    (int)v.owner.pid);
 				found++;
 			} else if (optind < argc) {
-				printf("kept %s: no such sandbox\n", names[i]);
+				say(arr, "kept", names[i], "no such sandbox");
 			}
 			continue;
 		}
 		found++;
 		if (!gc_verdict(&v, why, sizeof(why))) {
-			printf("kept %s: %s\n", names[i], why);
+			say(arr, "kept", names[i], "%s", why);
 			continue;
 		}
 		if (sluice_sandbox_remove(names[i], NULL, dry_run, did, sizeof(did), msg, sizeof(msg)) < 0) {
-			printf("failed %s: %s: %s\n", names[i], why, msg);
+			say(arr, "failed", names[i], "%s: %s", why, msg);
 			ret = 2;
 			continue;
 		}
-		printf("%s %s: %s; %s\n", dry_run ? "would remove" : "removed", names[i], why, did);
+		say(arr, dry_run ? "would remove" : "removed", names[i], "%s; %s", why, did);
 	}
-	if (!found)
+	if (arr) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "ok", json_object_new_boolean(ret == 0));
+		json_object_object_add(o, "dry_run", json_object_new_boolean(dry_run));
+		json_object_object_add(o, "sandboxes", arr);
+		sluice_cli_json_print(o);
+		json_object_put(o);
+	} else if (!found) {
 		printf("no sandboxes found\n");
+	}
 out:
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);

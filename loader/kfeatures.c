@@ -3,6 +3,7 @@
 
 #include <bpf/libbpf.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <sys/vfs.h>
@@ -11,6 +12,7 @@
 #include "cgroup.h"
 #include "landlock.h"
 #include "sandbox.h"
+#include "version.h"
 
 #ifndef BPF_FS_MAGIC
 #define BPF_FS_MAGIC 0xcafe4a11
@@ -63,7 +65,13 @@ static bool lsm_has_bpf(const char *list)
 	return false;
 }
 
-void sluice_features_print(FILE *f)
+/* A JSON boolean, or null for "unknown". */
+static json_object *tri(int v)
+{
+	return v < 0 ? NULL : json_object_new_boolean(v);
+}
+
+json_object *sluice_features_json(void)
 {
 	char lsm[512] = "", path[PATH_MAX];
 	struct utsname u;
@@ -71,44 +79,92 @@ void sluice_features_print(FILE *f)
 	FILE *l = fopen("/sys/kernel/security/lsm", "re");
 	bool root = geteuid() == 0;
 	libbpf_print_fn_t old = libbpf_set_print(libbpf_silent);
+	json_object *o = json_object_new_object(), *k = json_object_new_object(), *f = json_object_new_object();
+	int abi;
 
-	if (uname(&u) == 0)
-		fprintf(f, "kernel %s %s\n", u.release, u.machine);
-	fprintf(f, "features:\n");
+	json_object_object_add(o, "sluice", json_object_new_string(SLUICE_VERSION));
+	json_object_object_add(o, "libbpf", json_object_new_string(libbpf_version_string()));
+	if (uname(&u) == 0) {
+		json_object_object_add(k, "release", json_object_new_string(u.release));
+		json_object_object_add(k, "machine", json_object_new_string(u.machine));
+	}
+	json_object_object_add(o, "kernel", k);
 	if (l) {
 		if (!fgets(lsm, sizeof(lsm), l))
 			lsm[0] = 0;
 		fclose(l);
 		lsm[strcspn(lsm, "\n")] = 0;
-		fprintf(f, "  BPF LSM active       %s (lsm=%s)\n", lsm_has_bpf(lsm) ? "yes" : "no", lsm);
+		json_object_object_add(f, "bpf_lsm", tri(lsm_has_bpf(lsm)));
+		json_object_object_add(f, "lsm", json_object_new_string(lsm));
 	} else {
-		fprintf(f, "  BPF LSM active       unknown (no /sys/kernel/security/lsm: securityfs not mounted?)\n");
+		json_object_object_add(f, "bpf_lsm", NULL);
+		json_object_object_add(f, "lsm", NULL);
 	}
-	if (root) {
-		fprintf(f, "  bpf_set_retval       %s\n", sluice_have_set_retval() ? "yes" : "no (kernel < 5.18: denials are EPERM)");
-		fprintf(f, "  ring buffer          %s\n",
-			libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) > 0 ? "yes" : "no (kernel < 5.8)");
-	} else {
-		fprintf(f, "  bpf_set_retval       unknown (needs root)\n");
-		fprintf(f, "  ring buffer          unknown (needs root)\n");
-	}
-	{
-		/* what `sluice run`'s sandbox profile gets (confine.h) */
-		int abi = sluice_landlock_abi();
-
-		if (abi > 0)
-			fprintf(f, "  Landlock ABI         %d%s\n", abi,
-				abi >= 6 ? " (abstract unix sockets and signals scoped)" : "");
-		else
-			fprintf(f, "  Landlock ABI         none (the sandbox profile relies on its mounts alone)\n");
-	}
-	if (cg2_find_mount("/proc/mounts", path, sizeof(path)) == 0)
-		fprintf(f, "  cgroup2 mount        %s\n", path);
-	else
-		fprintf(f, "  cgroup2 mount        none found in /proc/mounts\n");
-	if (statfs(SLUICE_BPFFS, &sfs) == 0 && sfs.f_type == BPF_FS_MAGIC)
-		fprintf(f, "  BPF filesystem       %s\n", SLUICE_BPFFS);
-	else
-		fprintf(f, "  BPF filesystem       not mounted at %s (sluice mounts it when run as root)\n", SLUICE_BPFFS);
+	json_object_object_add(f, "bpf_set_retval", tri(root ? sluice_have_set_retval() : -1));
+	json_object_object_add(f, "ringbuf", tri(root ? libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) > 0 : -1));
+	/* what `sluice run`'s sandbox profile gets (confine.h) */
+	abi = sluice_landlock_abi();
+	json_object_object_add(f, "landlock_abi", json_object_new_int(abi > 0 ? abi : 0));
+	json_object_object_add(f, "cgroup2_mount", cg2_find_mount("/proc/mounts", path, sizeof(path)) == 0 ?
+				json_object_new_string(path) : NULL);
+	json_object_object_add(f, "bpffs", statfs(SLUICE_BPFFS, &sfs) == 0 && sfs.f_type == BPF_FS_MAGIC ?
+				json_object_new_string(SLUICE_BPFFS) : NULL);
+	json_object_object_add(o, "features", f);
 	libbpf_set_print(old);
+	return o;
+}
+
+/* f's key as a string, "" for null */
+static const char *str_of(json_object *f, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(f, key, &v) && v ? json_object_get_string(v) : "";
+}
+
+/* f's key: 1 true, 0 false, -1 null (unknown) */
+static int tri_of(json_object *f, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(f, key, &v) || !v)
+		return -1;
+	return json_object_get_boolean(v);
+}
+
+void sluice_features_print(FILE *out)
+{
+	json_object *o = sluice_features_json(), *k = NULL, *f = NULL;
+	int abi, v;
+
+	json_object_object_get_ex(o, "kernel", &k);
+	json_object_object_get_ex(o, "features", &f);
+	if (*str_of(k, "release"))
+		fprintf(out, "kernel %s %s\n", str_of(k, "release"), str_of(k, "machine"));
+	fprintf(out, "features:\n");
+	v = tri_of(f, "bpf_lsm");
+	if (v >= 0)
+		fprintf(out, "  BPF LSM active       %s (lsm=%s)\n", v ? "yes" : "no", str_of(f, "lsm"));
+	else
+		fprintf(out, "  BPF LSM active       unknown (no /sys/kernel/security/lsm: securityfs not mounted?)\n");
+	v = tri_of(f, "bpf_set_retval");
+	fprintf(out, "  bpf_set_retval       %s\n",
+		v < 0 ? "unknown (needs root)" : v ? "yes" : "no (kernel < 5.18: denials are EPERM)");
+	v = tri_of(f, "ringbuf");
+	fprintf(out, "  ring buffer          %s\n", v < 0 ? "unknown (needs root)" : v ? "yes" : "no (kernel < 5.8)");
+	abi = atoi(str_of(f, "landlock_abi"));
+	if (abi > 0)
+		fprintf(out, "  Landlock ABI         %d%s\n", abi,
+			abi >= 6 ? " (abstract unix sockets and signals scoped)" : "");
+	else
+		fprintf(out, "  Landlock ABI         none (the sandbox profile relies on its mounts alone)\n");
+	if (*str_of(f, "cgroup2_mount"))
+		fprintf(out, "  cgroup2 mount        %s\n", str_of(f, "cgroup2_mount"));
+	else
+		fprintf(out, "  cgroup2 mount        none found in /proc/mounts\n");
+	if (*str_of(f, "bpffs"))
+		fprintf(out, "  BPF filesystem       %s\n", SLUICE_BPFFS);
+	else
+		fprintf(out, "  BPF filesystem       not mounted at %s (sluice mounts it when run as root)\n", SLUICE_BPFFS);
+	json_object_put(o);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <json-c/json.h>
+
 /* Longest sandbox name (bytes): it is a cgroup directory, a bpffs pin
  * directory and the "sluice.sandbox" of every event. */
 #define SLUICE_NAME_MAX 60
@@ -27,5 +29,12 @@ int sluice_have_set_retval(void);
  * bpf_set_retval, the ring buffer map, the cgroup2 and bpffs mounts) to f.
  * Probes that need privileges say "unknown (needs root)" without them. */
 void sluice_features_print(FILE *f);
+
+/* The same as one JSON object (`sluice -j -V`), the caller's to put:
+ * {"sluice": VERSION, "libbpf": "v1.1", "kernel": {"release", "machine"},
+ *  "features": {"bpf_lsm", "lsm", "bpf_set_retval", "ringbuf": true, false
+ *  or null (unknown: no securityfs, or not root), "landlock_abi": N (0 none),
+ *  "cgroup2_mount", "bpffs": the path or null}}. */
+json_object *sluice_features_json(void);
 
 #endif

@@ -50,6 +50,7 @@
 #include "policy_maps.h"
 #include "policy_sig.h"
 #include "expiry_watch.h"
+#include "hostmounts.h"
 #include "policy_within.h"
 #include "sandbox.h"
 
@@ -846,8 +847,16 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	{
-		int err = cg2_find_mount("/proc/mounts", cg2, sizeof(cg2));
+		/* under `ip netns exec` (a fresh /sys): the mounts of the caller's namespace */
+		int err = sluice_host_mounts_restore(msg, sizeof(msg));
 
+		if (err < 0) {
+			log_warnx("run: no cgroup2 mount in /proc/mounts, and %s", msg);
+			goto out;
+		}
+		if (err > 0)
+			log_info("run: no cgroup2 mount in this mount namespace (ip netns exec remounts /sys): %s", msg);
+		err = cg2_find_mount("/proc/mounts", cg2, sizeof(cg2));
 		if (err) {
 			log_warnx("run: no cgroup2 mount in /proc/mounts: %s",
 				  err == -ENOENT ? "mount cgroup v2 (unified or hybrid layout)" : strerror(-err));

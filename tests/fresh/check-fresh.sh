@@ -13,109 +13,54 @@
 # the host.  Prints how long each step took.  Needs root and the network to
 # the mirror.  `make test` in the root takes the host's suite lock
 # ($SLUICE_SUITE_LOCK, default /tmp/sluice-suite.lock): do not run
-# check-fresh itself under that lock.
+# check-fresh itself under that lock.  SLUICE_FRESH_QUICK=1 stops after the
+# first command (make deps && make && make demo): what CI runs, the suite
+# itself running on the CI machine already.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
+. tests/fresh/lib.sh
+fresh_what=check-fresh
 [ "$(id -u)" = 0 ] || { echo "check-fresh: needs root (debootstrap, chroot, mounts)" >&2; exit 2; }
 command -v debootstrap >/dev/null || { echo "check-fresh: debootstrap missing (apt-get install debootstrap)" >&2; exit 2; }
 git rev-parse --verify -q HEAD >/dev/null || { echo "check-fresh: not a git checkout with a HEAD" >&2; exit 2; }
-# every mount of the fresh root in a mount namespace of our own: the host's
-# /proc/mounts never shows a second cgroup2 or bpffs mount (which other runs'
-# tests would find), and whatever is left is gone with the namespace
-if [ -z "${SLUICE_FRESH_NS:-}" ]; then
-	SLUICE_FRESH_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+fresh_private_ns "$0" "$@"
 
-mirror=${SLUICE_MIRROR:-}
-if [ -z "$mirror" ]; then
-	mirror=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }' \
-		/etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-fi
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-	mirror=$(awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2; exit }' /etc/apt/sources.list)
-fi
-[ -n "$mirror" ] || { echo "check-fresh: no Debian mirror in /etc/apt/sources.list*; set SLUICE_MIRROR" >&2; exit 2; }
+mirror=$(fresh_mirror) || { echo "check-fresh: no Debian mirror in /etc/apt/sources.list*; set SLUICE_MIRROR" >&2; exit 2; }
 lock=${SLUICE_SUITE_LOCK:-/tmp/sluice-suite.lock}
 
-root=$(mktemp -d /var/tmp/sluice-fresh.XXXXXX)
-chmod 0755 "$root"   # a root directory others (apt's _apt, nobody) can enter
+fresh_make_root
+root=$fresh_root
 log=${SLUICE_FRESH_LOG:-$root.log}
-mounted=()
 
 cleanup() {
 	local rc=$?
 	set +e
-	# processes still running in the root (a daemon, conmon, ...)
-	for p in /proc/[0-9]*; do
-		if [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ]; then kill -9 "${p#/proc/}" 2>/dev/null; fi
-	done
-	sleep 0.5
-	for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-		umount -R "${mounted[i]}" 2>/dev/null || umount -R -l "${mounted[i]}"
-	done
-	# anything the tests mounted under the root (netns files, ...)
-	grep -o " $root[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
-	if grep -q " $root" /proc/self/mounts; then
-		echo "check-fresh: mounts left under $root, not removing it" >&2
-		rc=1
-	else
-		rm -rf --one-file-system "$root"
-	fi
+	fresh_cleanup || rc=1
+	# the step log is kept only when a step failed (its tail was shown)
+	if [ $rc = 0 ] && [ -z "${SLUICE_FRESH_LOG:-}" ]; then rm -f "$log"; else echo "check-fresh: log $log" >&2; fi
 	exit $rc
 }
 trap cleanup EXIT INT TERM
 
-step() {
-	local name=$1 t0
-	shift
-	t0=$(date +%s)
-	echo "== check-fresh: $name"
-	if "$@"; then
-		echo "== check-fresh: $name: ok in $(($(date +%s) - t0)) s"
-	else
-		echo "== check-fresh: $name: FAILED after $(($(date +%s) - t0)) s"
-		return 1
-	fi
-}
-
-bind() {
-	mount --rbind "$1" "$root$1"
-	mount --make-rslave "$root$1"
-	mounted+=("$root$1")
-}
+in_root() { fresh_in_root "$root" "$1"; }
 
 t_start=$(date +%s)
 echo "check-fresh: root $root, mirror $mirror"
 quiet() { "$@" > "$log" 2>&1 || { tail -n 30 "$log"; return 1; }; }
-step "debootstrap bookworm (minbase)" quiet debootstrap --variant=minbase bookworm "$root" "$mirror"
+fresh_step "debootstrap bookworm (minbase)" quiet debootstrap --variant=minbase bookworm "$root" "$mirror"
 mkdir -p "$root/src"
 git archive HEAD | tar -x -C "$root/src"
-# the root a mount point of its own: `ip netns exec` makes / a slave mount
-# (mount --make-rslave /), which fails on a plain directory
-mount --bind "$root" "$root" && mounted+=("$root")
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-mount -t proc proc "$root/proc" && mounted+=("$root/proc")
-bind /sys
-bind /dev
-mount -t tmpfs -o mode=0755 tmpfs "$root/run" && mounted+=("$root/run")
-mount -t tmpfs -o mode=1777 tmpfs "$root/tmp" && mounted+=("$root/tmp")
+fresh_mount_root
 
-# Each command runs with the root as its mount namespace's root (pivot_root,
-# then chroot to it), not in a plain chroot: the kernel refuses user
-# namespaces to a chrooted process (unshare(2): EPERM), and the attack suite
-# tries `unshare -Urn`.
-in_root() {
-	unshare -m --propagation private bash -c '
-		cd "$0" && mkdir -p .oldroot && pivot_root . .oldroot &&
-		exec chroot . /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			HOME=/root TERM=dumb LANG=C.UTF-8 /bin/bash -c "umount -l /.oldroot && rmdir /.oldroot && cd /src && $1"
-	' "$root" "$1"
-}
 export root
 # the one thing the README asks for before its commands: make itself (a
 # minimal Debian has no make; `make deps` installs everything else)
-step "apt-get install make" in_root "apt-get update -q > /dev/null && apt-get install -y -q --no-install-recommends make > /dev/null"
-step "make deps && make && make demo" in_root "make deps && make && make demo"
-step "make test" flock "$lock" bash -c "$(declare -f in_root); in_root 'make test'"
+fresh_step "apt-get install make" in_root "apt-get update -q > /dev/null && apt-get install -y -q --no-install-recommends make > /dev/null"
+fresh_step "make deps && make && make demo" in_root "make deps && make && make demo"
+if [ "${SLUICE_FRESH_QUICK:-}" = 1 ]; then
+	echo "check-fresh: SLUICE_FRESH_QUICK=1: make test left out"
+else
+	fresh_step "make test" flock "$lock" bash -c ". tests/fresh/lib.sh; fresh_in_root '$root' 'make test'"
+fi
 echo "check-fresh: passed in $(($(date +%s) - t_start)) s"

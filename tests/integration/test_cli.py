@@ -1,10 +1,15 @@
 """The command line: -V/--version on the three binaries (with the libbpf
 they run with and, for sluice, the kernel features it found), `sluice help
 COMMAND` and a distinct --help per command, and --name past the limit
-refused (exit 2) by every command that takes one, before anything is made.
+refused (exit 2) by every command that takes one, before anything is made;
+the global -j/--json: one JSON document on stdout from every command that
+prints state, errors as {"ok": false, "command", "exit", "error"}, and a
+clear refusal from the commands whose stdout is not sluice's.
 """
+import json
 import os
 import re
+import shutil
 import subprocess
 
 import world as W
@@ -87,3 +92,110 @@ def test_name_past_the_limit_is_refused_everywhere(w):
     r = w.sluice_run(["sh", "-c", "exit 6"], extra=["--name", ok_name])
     assert r.rc == 6, r
     assert any(e.get("sluice.sandbox") == ok_name for e in r.events), r.events[:2]
+
+
+def _doc(r):
+    """stdout as exactly one JSON document (json.loads refuses trailing text)."""
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        raise AssertionError("stdout is not one JSON document: %r (stderr %r)" % (r.stdout[:2000], r.stderr[-500:]))
+
+
+def _error_doc(r, command, words):
+    assert r.returncode == 2, r
+    doc = _doc(r)
+    assert doc["ok"] is False and doc["command"] == command and doc["exit"] == 2, doc
+    assert words in doc["error"], (words, doc)
+    # the diagnostic still goes to stderr for people
+    assert words in r.stderr, r.stderr
+    return doc
+
+
+def test_json_version_and_policy(w):
+    v = _version_h()
+    docs = [_doc(_sluice(*a)) for a in (["-j", "-V"], ["--json", "--version"], ["-j", "version"],
+                                        ["version", "--json"])]
+    for d in docs:
+        assert d["ok"] is True and d["sluice"] == v and re.match(r"v\d+\.\d+", d["libbpf"]), d
+        assert d["kernel"]["release"] == os.uname().release, d
+        f = d["features"]
+        # root: the BPF probes answer (booleans, not null for unknown)
+        assert isinstance(f["bpf_set_retval"], bool) and isinstance(f["ringbuf"], bool), f
+        cg2 = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
+        assert f["cgroup2_mount"] == cg2, f
+        assert isinstance(f["landlock_abi"], int), f
+    # the text says the same as the document
+    text = _sluice("-V").stdout
+    assert ("ring buffer          %s" % ("yes" if docs[0]["features"]["ringbuf"] else "no")) in text, text
+
+    pol = os.path.join(W.ROOT, "policies", "python-pip.yaml")
+    g, local = _sluice("-j", "policy", "check", pol), _sluice("policy", "check", "--json", pol)
+    assert g.returncode == local.returncode and _doc(g) == _doc(local), (g, local)
+    d = _doc(g)
+    assert d["ok"] is True and d["files"][0]["file"] == pol and len(d["files"][0]["sha256"]) == 64, d
+    missing = os.path.join(w.tmp, "nosuch.yaml")
+    r = _sluice("--json", "policy", "check", missing)
+    assert r.returncode == 2 and _doc(r)["ok"] is False and _doc(r)["files"][0]["ok"] is False, r
+    r = _sluice("-j", "policy", "diff", os.path.join(W.ROOT, "policies", "default-deny.yaml"), pol)
+    d = _doc(r)
+    assert r.returncode == 1 and d["ok"] is True and d["opens"], d
+    _error_doc(_sluice("-j", "policy", "check"), "policy check", "no FILE given")
+    _error_doc(_sluice("-j", "policy", "diff", pol), "policy diff", "need exactly OLD and NEW")
+    _error_doc(_sluice("-j", "nosuch"), "sluice", "unknown command 'nosuch'")
+
+    if shutil.which("ssh-keygen"):
+        key = os.path.join(w.tmp, "cli-key")
+        W.sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "cli", "-f", key)
+        pub = open(key + ".pub").read().split()
+        signers = w.write("cli-signers", "cli@example.com %s %s\n" % (pub[0], pub[1]))
+        signed = w.write("cli-signed.yaml", open(pol).read())
+        d = _doc(_sluice("-j", "policy", "sign", "--key", key, signed))
+        assert d["ok"] is True and d["files"][0]["signature"] == signed + ".sig", d
+        r = _sluice("-j", "policy", "verify", "--allowed-signers", signers, signed, missing)
+        d = _doc(r)
+        assert r.returncode == 2 and d["ok"] is False, (r, d)
+        assert d["files"][0]["ok"] is True and d["files"][0]["signer"] == "cli@example.com", d
+        assert d["files"][1]["ok"] is False and d["files"][1]["error"], d
+
+
+def test_json_daemon_clients_gc_events_and_refusals(w):
+    # no daemon on this socket: status still lists the runs, as JSON
+    env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(w.tmp, "no-daemon.sock"))
+    for argv in (["-j", "status"], ["status", "--json"]):
+        r = _sluice(*argv, env=env)
+        d = _error_doc(r, "status", "cannot reach the sluice daemon")
+        assert isinstance(d["runs"], list), d
+    _error_doc(_sluice("-j", "detach", "nosuch", env=env), "detach", "cannot reach the sluice daemon")
+    pol = os.path.join(W.ROOT, "policies", "default-deny.yaml")
+    _error_doc(_sluice("-j", "reload", "--policy", pol, "nosuch", env=env), "reload", "cannot reach the sluice daemon")
+    _error_doc(_sluice("-j", "detach", "n" * 61), "detach", "61 bytes long: at most 60")
+
+    # gc: a name that is no sandbox is kept, said as JSON; nothing else is touched
+    r = _sluice("-j", "gc", "--dry-run", "slc-cli-nosuch")
+    d = _doc(r)
+    assert r.returncode == 0 and d == {"ok": True, "dry_run": True, "sandboxes": [
+        {"name": "slc-cli-nosuch", "action": "kept", "why": "no such sandbox"}]}, d
+    assert _doc(_sluice("gc", "-j", "--dry-run", "slc-cli-nosuch")) == d
+    _error_doc(_sluice("-j", "gc", "n" * 61), "gc", "61 bytes long: at most 60")
+
+    # events are JSON lines already: -j changes nothing; a missing file is a JSON error
+    lines = '{"event.action":"egress-denied","sluice.sandbox":"a"}\n{"event.action":"x","sluice.sandbox":"b"}\n'
+    f = w.write("cli-events.jsonl", lines)
+    r = _sluice("-j", "events", "--file", f, "--sandbox", "a")
+    assert r.returncode == 0 and r.stdout == lines.splitlines(True)[0], r
+    _error_doc(_sluice("-j", "events", "--file", f + ".nosuch"), "events", "cli-events.jsonl.nosuch")
+
+    # commands whose stdout is not sluice's refuse -j before doing anything
+    r = _sluice("-j", "run", "--", "sh", "-c", "echo ran")
+    _error_doc(r, "run", "no -j/--json")
+    assert "ran" not in r.stdout
+    _error_doc(_sluice("--json", "daemon"), "daemon", "no -j/--json")
+    _error_doc(_sluice("-j", "oci-hook"), "oci-hook", "no -j/--json")
+    _error_doc(_sluice("-j", "policy", "suggest", f), "policy suggest", "no -j/--json")
+    # help is for people: text under -j too
+    r = _sluice("-j", "help", "gc")
+    assert r.returncode == 0 and r.stdout.startswith("usage: sluice gc"), r
+    for c in ("status", "detach", "reload", "gc", "version", "attach"):
+        r = _sluice("-j", c, "--help", env=env)
+        assert r.returncode == 0 and r.stdout.startswith("usage: sluice " + c), (c, r)

@@ -257,11 +257,48 @@ def test_malformed_policy(w):
 
 
 def test_missing_cgroup2_mount(w):
+    """No cgroup2 mount here, nor in any ancestor's mount namespace (a pid
+    namespace of its own hides the callers): a clear error, exit 2."""
     cg2 = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
-    p = subprocess.run(["unshare", "-m", "sh", "-c", "umount -l %s && %s run -- true" % (cg2, W.SLUICE)],
+    p = subprocess.run(["unshare", "-m", "-p", "-f", "--mount-proc", "sh", "-c",
+                        "umount -l %s && %s run -- true" % (cg2, W.SLUICE)],
                        capture_output=True, text=True)
     assert p.returncode == 2, p
     assert "cgroup2" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_run_under_ip_netns_exec_finds_the_cgroup2_mount(w):
+    """`ip netns exec` gives its command a mount namespace with a fresh /sys
+    (no cgroup or bpffs mounts): sluice run joins the caller's mount
+    namespace, says so, and filters as usual in the netns it was given
+    (the world's sandbox netns: no route off the machine); its pins are in
+    the host's bpffs, where gc and the daemon look."""
+    events = os.path.join(w.tmp, "netns-exec.jsonl")
+    ready, go = os.path.join(w.tmp, "netns-exec.ready"), os.path.join(w.tmp, "netns-exec.go")
+    name = "netns-exec-%d" % os.getpid()
+    script = ("%s tcp 192.0.2.10 5432; touch %s; i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.1; "
+              "i=$((i+1)); done" % (W.PROBE, ready, go))
+    p = subprocess.Popen(["ip", "netns", "exec", w.sbx, W.SLUICE, "run", "--name", name, "--events", events,
+                          "--profile", "egress-only", "--", "sh", "-c", script],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=w.tmp)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(ready) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pinned = os.path.isdir("/sys/fs/bpf/sluice/" + name)
+        open(go, "w").close()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    r = W.Result(p.returncode, out, err, W.read_events(events))
+    assert r.rc == 0 and "joined the mount namespace of pid" in r.stderr, r
+    assert pinned, "no /sys/fs/bpf/sluice/%s while it ran: %r" % (name, r)
+    assert r.probe()["result"] == "EPERM", r
+    denied = [e for e in r.denials() if e.get("destination.ip") == "192.0.2.10"]
+    assert denied and denied[0]["destination.port"] == 5432, r.events
+    assert not os.path.exists("/sys/fs/bpf/sluice/" + name)
 
 
 def test_not_root(w):

@@ -12,6 +12,8 @@
 static const char *log_progname = "sluice";
 static int log_verbose;
 static int log_journal;     /* stderr is the journal: prefix <priority> */
+static char *log_last;      /* log_keep_last(): the last warning's text */
+static size_t log_last_len;
 
 /* Is stderr the stream $JOURNAL_STREAM ("DEV:INODE") names? */
 static int stderr_is_journal(void)
@@ -45,7 +47,21 @@ static void vlog(int prio, const char *fmt, va_list ap, int with_errno)
 		fprintf(stderr, "%s%s: %s: %s\n", pfx, log_progname, buf, strerror(saved));
 	else
 		fprintf(stderr, "%s%s: %s\n", pfx, log_progname, buf);
+	if (log_last && prio <= 4) {  /* fatal and warnings: <3>, <4> */
+		if (with_errno)
+			snprintf(log_last, log_last_len, "%s: %s", buf, strerror(saved));
+		else
+			snprintf(log_last, log_last_len, "%s", buf);
+	}
 	errno = saved;
+}
+
+void log_keep_last(char *buf, size_t len)
+{
+	log_last = len ? buf : NULL;
+	log_last_len = len;
+	if (log_last)
+		log_last[0] = 0;
 }
 
 int log_reopen_fd(int fd, const char *path, unsigned mode)

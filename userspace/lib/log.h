@@ -26,6 +26,12 @@ void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)); /* adds strerror */
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* Keep the text of the last warning or fatal error (without the program
+ * prefix, with strerror where the call adds it) in buf, len bytes, cut to
+ * fit; buf stays the caller's.  For `sluice --json`, which repeats the error
+ * on stdout as JSON.  len 0 stops keeping.  Empties buf. */
+void log_keep_last(char *buf, size_t len);
+
 /* Reopen the log file at `path` onto descriptor fd (O_APPEND, created with
  * `mode`), for SIGHUP after a rotation: fd keeps its number, so every holder
  * of it writes to the new file.  Returns 0, or -errno (fd unchanged). */

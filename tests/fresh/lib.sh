@@ -1,0 +1,116 @@
+# tests/fresh/lib.sh - what make check-fresh (check-fresh.sh) and make
+# check-deb (check-deb.sh) share: the Debian mirror, a debootstrapped
+# bookworm root with /proc, /sys (cgroup and bpffs under it) and /dev bound
+# in, commands run inside it, and its removal.  Sourced by bash scripts that
+# run as root in a private mount namespace of their own (fresh_private_ns).
+
+# Re-exec the calling script in a mount namespace of its own: the root's
+# mounts never show in the host's /proc/mounts (concurrent test runs would
+# see a second cgroup2 or bpffs mount) and are gone with the namespace.
+# Usage: fresh_private_ns "$0" "$@" (returns only inside the namespace).
+fresh_private_ns() {
+	if [ -z "${SLUICE_FRESH_NS:-}" ]; then
+		SLUICE_FRESH_NS=1 exec unshare -m --propagation private bash "$@"
+	fi
+}
+
+# Print the Debian mirror: $SLUICE_MIRROR, else the first .../debian URI in
+# /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list.  Returns 1
+# (nothing printed) when there is none.
+fresh_mirror() {
+	local m=${SLUICE_MIRROR:-}
+	if [ -z "$m" ]; then
+		m=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }' \
+			/etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+	fi
+	if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
+		m=$(awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2; exit }' /etc/apt/sources.list)
+	fi
+	[ -n "$m" ] || return 1
+	printf '%s\n' "$m"
+}
+
+# Does the mirror $1 answer for bookworm (its Release file, 20 s)?
+fresh_mirror_reachable() {
+	curl -fsS -o /dev/null --max-time 20 "${1%/}/dists/bookworm/Release"
+}
+
+fresh_mounted=()
+fresh_root=
+
+# Make an empty root directory under /var/tmp into fresh_root (0755: apt's
+# _apt and nobody must be able to enter it).
+fresh_make_root() {
+	fresh_root=$(mktemp -d /var/tmp/sluice-fresh.XXXXXX)
+	chmod 0755 "$fresh_root"
+}
+
+fresh_bind() {
+	mount --rbind "$1" "$fresh_root$1"
+	mount --make-rslave "$fresh_root$1"
+	fresh_mounted+=("$fresh_root$1")
+}
+
+# Bind what the root needs to run sluice: the root onto itself (`ip netns
+# exec` makes / a slave mount, which fails on a plain directory), /proc,
+# /sys (with the cgroup and bpffs mounts), /dev, its own /run and /tmp, the
+# host's resolv.conf.
+fresh_mount_root() {
+	local r=$fresh_root
+	cp /etc/resolv.conf "$r/etc/resolv.conf"
+	mount --bind "$r" "$r" && fresh_mounted+=("$r")
+	mount -t proc proc "$r/proc" && fresh_mounted+=("$r/proc")
+	fresh_bind /sys
+	fresh_bind /dev
+	mount -t tmpfs -o mode=0755 tmpfs "$r/run" && fresh_mounted+=("$r/run")
+	mount -t tmpfs -o mode=1777 tmpfs "$r/tmp" && fresh_mounted+=("$r/tmp")
+}
+
+# Kill what still runs in the root, unmount everything under it, remove it.
+# Returns 1 (and keeps the root) when a mount cannot be removed.
+fresh_cleanup() {
+	local r=$fresh_root p i
+	[ -n "$r" ] || return 0
+	for p in /proc/[0-9]*; do
+		if [ "$(readlink "$p/root" 2>/dev/null)" = "$r" ]; then kill -9 "${p#/proc/}" 2>/dev/null; fi
+	done
+	sleep 0.5
+	for ((i = ${#fresh_mounted[@]} - 1; i >= 0; i--)); do
+		umount -R "${fresh_mounted[i]}" 2>/dev/null || umount -R -l "${fresh_mounted[i]}"
+	done
+	# anything the commands mounted under the root (netns files, ...)
+	grep -o " $r[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	if grep -q " $r" /proc/self/mounts; then
+		echo "fresh: mounts left under $r, not removing it" >&2
+		return 1
+	fi
+	rm -rf --one-file-system "$r"
+}
+
+# Run the shell command $2 inside root $1, in /src if it exists (else /),
+# with the root as its mount namespace's root (pivot_root, then chroot to
+# it), not in a plain chroot: the kernel refuses user namespaces to a
+# chrooted process (unshare(2): EPERM), and the attack suite and `sluice
+# run`'s sandbox profile make them.  A clean environment.
+fresh_in_root() {
+	unshare -m --propagation private bash -c '
+		cd "$0" && mkdir -p .oldroot && pivot_root . .oldroot &&
+		exec chroot . /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+			HOME=/root TERM=dumb LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+			/bin/bash -c "umount -l /.oldroot && rmdir /.oldroot && { cd /src 2>/dev/null || cd /; } && $1"
+	' "$1" "$2"
+}
+
+# Run "$@" as a named step, saying how long it took.
+fresh_step() {
+	local name=$1 t0
+	shift
+	t0=$(date +%s)
+	echo "== $fresh_what: $name"
+	if "$@"; then
+		echo "== $fresh_what: $name: ok in $(($(date +%s) - t0)) s"
+	else
+		echo "== $fresh_what: $name: FAILED after $(($(date +%s) - t0)) s"
+		return 1
+	fi
+}

@@ -1755,6 +1755,21 @@ static void metrics_fill(struct evbuffer *out, void *arg)
 		sluice_prom_sample(out, "sluice_child_restarts_total",
 				   (const char *const[]){ "sandbox", s->name, "child", "resolver", NULL }, s->resolver_restarts.total);
 	}
+	{
+		/* what the proxy and resolver count (their shared pages) */
+		const char **names = calloc((size_t)n + 1, sizeof(*names));
+		struct sluice_evseq **pages = calloc((size_t)n + 1, sizeof(*pages));
+		size_t k = 0;
+
+		for (struct dsandbox *s = D.sandboxes; names && pages && s; s = s->next, k++) {
+			names[k] = s->name;
+			pages[k] = s->log_ready ? sluice_evlog_shared(&s->log) : NULL;
+		}
+		if (names && pages)
+			daemon_metrics_writers(out, names, pages, k);
+		free(names);
+		free(pages);
+	}
 	sluice_prom_family(out, "sluice_reloads_total", "counter", "Policy reloads, by result, since the daemon started.");
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
 		sluice_prom_sample(out, "sluice_reloads_total", (const char *const[]){ "sandbox", s->name, "result", "ok", NULL },

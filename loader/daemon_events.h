@@ -33,4 +33,18 @@ json_object *daemon_labels_to_json(const struct sluice_labels *ls);
  */
 int daemon_seq_share(struct sluice_evlog *w, const char *path, const char *sandbox);
 
+struct evbuffer;
+struct sluice_evseq;
+
+/*
+ * The Prometheus families of what the sandboxes' writers count in their
+ * shared pages (evseq.h): proxy requests by verdict, DNS queries by
+ * verdict and by response code, DNS queries dropped by reason, lines
+ * written and lost by dataset.  names[i] is sandbox i's name, pages[i] its
+ * page (NULL: left out); n sandboxes.  Counters since the sandbox was
+ * attached (the page outlives daemon restarts).
+ */
+void daemon_metrics_writers(struct evbuffer *out, const char *const *names, struct sluice_evseq *const *pages,
+			    size_t n);
+
 #endif

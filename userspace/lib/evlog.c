@@ -299,6 +299,8 @@ void sluice_format_time(int64_t real_ns, char *buf, size_t len)
 
 /* --- the writer ----------------------------------------------------------- */
 
+_Static_assert(SLUICE_DS__MAX == SLUICE_EVC_DATASETS, "evseq.h counts every dataset");
+
 static const char *ds_names[SLUICE_DS__MAX] = {
 	[SLUICE_DS_KERNEL] = "sluice.kernel",
 	[SLUICE_DS_PROXY] = "sluice.proxy",
@@ -456,6 +458,11 @@ int sluice_evlog_share_seq(struct sluice_evlog *w, int fd)
 	return 0;
 }
 
+struct sluice_evseq *sluice_evlog_shared(const struct sluice_evlog *w)
+{
+	return w->seq;
+}
+
 int sluice_evlog_seq_fd(const struct sluice_evlog *w)
 {
 	return w->seq ? w->seq_fd : -1;
@@ -609,6 +616,8 @@ static int commit(struct sluice_evlog *w, bool count)
 	r = write_whole(w, w->cur.p, n);
 	if (r == 0) {
 		w->written[w->cur_ds]++;
+		if (w->seq)
+			sluice_evseq_add(&w->seq->lines[w->cur_ds], 1);
 		return 0;
 	}
 	if (-r != w->err)
@@ -619,6 +628,8 @@ lost:
 		w->last_err = w->err;
 		w->lost[w->cur_ds]++;
 		w->lost_outage[w->cur_ds]++;
+		if (w->seq)
+			sluice_evseq_add(&w->seq->lost[w->cur_ds], 1);
 	}
 	return r;
 }

@@ -179,6 +179,10 @@ int sluice_evlog_share_seq(struct sluice_evlog *w, int fd);
 /* The shared counter's fd (to hand to a child as --seq-fd), or -1. */
 int sluice_evlog_seq_fd(const struct sluice_evlog *w);
 
+/* The shared page (evseq.h: the counter and the writers' counts), or NULL
+ * when w shares none (a child run alone). */
+struct sluice_evseq *sluice_evlog_shared(const struct sluice_evlog *w);
+
 /* Unmap and close the shared counter (the writer numbers on by itself);
  * nothing when w maps none. */
 void sluice_evlog_release_seq(struct sluice_evlog *w);

@@ -10,6 +10,8 @@
 
 #define EVSEQ_SIZE 4096   /* one page */
 
+_Static_assert(sizeof(struct sluice_evseq) <= EVSEQ_SIZE, "the counters fit in the page");
+
 /* Give a fresh (all-zero or foreign) file the layout: magic, next = 0. */
 static int evseq_format(int fd)
 {
@@ -89,4 +91,27 @@ void sluice_evseq_unmap(struct sluice_evseq *q)
 uint64_t sluice_evseq_take(struct sluice_evseq *q)
 {
 	return __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED);
+}
+
+void sluice_evseq_add(uint64_t *ctr, uint64_t n)
+{
+	__atomic_fetch_add(ctr, n, __ATOMIC_RELAXED);
+}
+
+uint64_t sluice_evseq_read(const uint64_t *ctr)
+{
+	return __atomic_load_n(ctr, __ATOMIC_RELAXED);
+}
+
+int sluice_evc_verdict(const char *verdict)
+{
+	static const char *const names[SLUICE_EVC__VERDICTS] = {
+		[SLUICE_EVC_ALLOW] = "allow", [SLUICE_EVC_DENY] = "deny",
+		[SLUICE_EVC_WOULD_DENY] = "would_deny", [SLUICE_EVC_REFUSE] = "refuse",
+	};
+
+	for (int i = 0; verdict && i < SLUICE_EVC__VERDICTS; i++)
+		if (strcmp(verdict, names[i]) == 0)
+			return i;
+	return -1;
 }

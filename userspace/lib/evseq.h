@@ -24,10 +24,37 @@
 
 #define SLUICE_EVSEQ_MAGIC "sluiceq1"
 
-/* The mapped page: a magic ("sluiceq1") and the next number. */
+/* Verdicts as the counters below index them (sluice.verdict). */
+enum sluice_evc_verdict {
+	SLUICE_EVC_ALLOW,
+	SLUICE_EVC_DENY,
+	SLUICE_EVC_WOULD_DENY,
+	SLUICE_EVC_REFUSE,       /* the resolver's "refuse" (no policy could allow it) */
+	SLUICE_EVC__VERDICTS,
+};
+
+#define SLUICE_EVC_RCODES 17     /* DNS RCODE 0-15 (RFC 1035, 6895); [16]: nothing was sent */
+#define SLUICE_EVC_DROPS  4      /* the resolver's enum rsv_drop (fair.h), by its number */
+#define SLUICE_EVC_DATASETS 4    /* enum sluice_dataset (evlog.h) */
+
+/*
+ * The mapped page: a magic ("sluiceq1"), the next number, and what the
+ * sandbox's writers count as they write, for the daemon's metrics
+ * (`sluice daemon --metrics`: one fact, counted once, where it happens;
+ * the counts outlive the processes as the counter does).  Every field is
+ * updated with atomic adds by whichever writer saw it.  A child can lie
+ * here as it can in its lines: these are the children's word, like their
+ * lines, not the kernel's.
+ */
 struct sluice_evseq {
 	char magic[8];
 	uint64_t next;
+	uint64_t proxy_requests[SLUICE_EVC__VERDICTS];  /* proxy lines (requests, tunnels) by verdict */
+	uint64_t dns_queries[SLUICE_EVC__VERDICTS];     /* dns-query lines by verdict */
+	uint64_t dns_rcodes[SLUICE_EVC_RCODES];         /* dns-query lines by the RCODE the client got */
+	uint64_t dns_dropped[SLUICE_EVC_DROPS];         /* queries dropped unanswered, by reason */
+	uint64_t lines[SLUICE_EVC_DATASETS];            /* lines written, by dataset, by every writer */
+	uint64_t lost[SLUICE_EVC_DATASETS];             /* lines lost (write errors), by dataset */
 };
 
 /* A new counter at 0 in a memfd (sealed against shrinking, so no writer's
@@ -46,5 +73,15 @@ void sluice_evseq_unmap(struct sluice_evseq *q);
 
 /* The next number (atomic: any process sharing the mapping). */
 uint64_t sluice_evseq_take(struct sluice_evseq *q);
+
+/* *ctr += n, atomically (a field of a mapped struct sluice_evseq). */
+void sluice_evseq_add(uint64_t *ctr, uint64_t n);
+
+/* *ctr read atomically. */
+uint64_t sluice_evseq_read(const uint64_t *ctr);
+
+/* The index of a sluice.verdict name ("allow", "deny", "would_deny",
+ * "refuse"); -1 for NULL or another. */
+int sluice_evc_verdict(const char *verdict);
 
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "evlog.h"
+#include "evseq.h"
 #include "policy.h"
 
 #include "addr.h"
@@ -207,6 +208,12 @@ char *proxy_log_format(const struct proxy_log_rec *r)
 
 int proxy_log_write(struct sluice_evlog *w, const struct proxy_log_rec *r)
 {
+	struct sluice_evseq *q = sluice_evlog_shared(w);
+	int v = sluice_evc_verdict(r->verdict);
+
+	/* the daemon's metrics: requests by verdict, counted as they are logged */
+	if (q && v >= 0)
+		sluice_evseq_add(&q->proxy_requests[v], 1);
 	proxy_log_fields(sluice_evlog_begin(w, SLUICE_DS_PROXY, proxy_log_real_ns(r)), r);
 	return sluice_evlog_commit(w);
 }

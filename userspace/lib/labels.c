@@ -44,6 +44,11 @@ int sluice_label_add_kv(struct sluice_labels *ls, const char *key, const char *v
 {
 	size_t kn = key ? strlen(key) : 0, vn = value ? strlen(value) : 0, total = kn + vn;
 
+	if (kn > SLUICE_LABEL_KEY_MAX) {
+		snprintf(err, errlen, "label key '%.40s...' is too long: at most %d characters", key,
+			 SLUICE_LABEL_KEY_MAX);
+		return -1;
+	}
 	if (!key_ok(key ? key : "", kn)) {
 		snprintf(err, errlen, "label key '%.40s' is not valid: 1-%d characters of a-z, 0-9 and '_', "
 			 "starting with a letter (ECS labels: lower case, no dots)", key ? key : "",
@@ -93,13 +98,8 @@ int sluice_label_add(struct sluice_labels *ls, const char *arg, char *err, size_
 	}
 	kn = (size_t)(eq - arg);
 	if (kn > SLUICE_LABEL_KEY_MAX)
-		kn = SLUICE_LABEL_KEY_MAX + 1;   /* too long: key_ok says so */
+		kn = SLUICE_LABEL_KEY_MAX + 1;   /* too long: sluice_label_add_kv says so */
 	memcpy(key, arg, kn);
 	key[kn] = '\0';
-	if (memchr(arg, '\0', kn) || (size_t)(eq - arg) != kn) {
-		snprintf(err, errlen, "label key '%.40s...' is too long: at most %d characters", arg,
-			 SLUICE_LABEL_KEY_MAX);
-		return -1;
-	}
 	return sluice_label_add_kv(ls, key, eq + 1, err, errlen);
 }

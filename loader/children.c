@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 
 #include "credentials.h"
+#include "labels.h"
 #include "log.h"
 
 static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
@@ -305,8 +306,9 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 	int ready[2], cafd = -1, secfd = -1;
 	char capbuf[16], secbuf[16];
 	pid_t pid;
-	char *argv[64];
-	char fdbuf[8][16], logfd[16], policyfd[32];
+	char *argv[96];
+	char fdbuf[8][16], logfd[16], policyfd[32], seqfd[16];
+	char labelbuf[SLUICE_LABELS_MAX][SLUICE_LABEL_KEY_MAX + SLUICE_LABEL_VALUE_MAX + 2];
 	int argc = 0, nfd = 0;
 	int fds[6];
 	const char *base = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
@@ -362,6 +364,16 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--log-fd";
 		argv[argc++] = logfd;
 	}
+	if (o->seq_fd > 0) {
+		snprintf(seqfd, sizeof(seqfd), "%d", o->seq_fd);
+		argv[argc++] = "--seq-fd";
+		argv[argc++] = seqfd;
+	}
+	for (size_t i = 0; o->labels && i < o->labels->n && i < SLUICE_LABELS_MAX; i++) {
+		snprintf(labelbuf[i], sizeof(labelbuf[i]), "%s=%s", o->labels->key[i], o->labels->value[i]);
+		argv[argc++] = "--label";
+		argv[argc++] = labelbuf[i];
+	}
 	if (o->upstream_dns) {
 		argv[argc++] = "--upstream-dns";
 		argv[argc++] = (char *)o->upstream_dns;
@@ -405,7 +417,7 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 	snprintf(fdbuf[7], sizeof(fdbuf[7]), "%d", ready[1]);
 	argv[argc++] = "--ready-fd";
 	argv[argc++] = fdbuf[7];
-	for (int i = 0; o->extra && o->extra[i] && argc < 62; i++)
+	for (int i = 0; o->extra && o->extra[i] && argc < 94; i++)
 		argv[argc++] = o->extra[i];
 	argv[argc] = NULL;
 
@@ -436,6 +448,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			fcntl(secfd, F_SETFD, 0);
 		if (o->policy_fd > 0)
 			fcntl(o->policy_fd, F_SETFD, 0);
+		if (o->seq_fd > 0)
+			fcntl(o->seq_fd, F_SETFD, 0);
 		execv(binary, argv);
 		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
 		_exit(127);

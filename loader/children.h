@@ -14,6 +14,7 @@
 #include "sluice.h"
 
 struct sluice_secrets;
+struct sluice_labels;
 
 struct sluice_listeners {
 	int proxy4, proxy6;        /* TCP listeners, -1 if none */
@@ -84,6 +85,10 @@ struct sluice_child_opts {
 	const struct sluice_secrets *secrets;  /* may be NULL: the credentials' secrets, handed to
 				    * the proxy as content (`--secrets-fd N`, a sealed memfd),
 				    * to the resolver as placeholders only */
+	int seq_fd;                /* > 0: the sandbox's line counter (evseq.h), inherited as
+				    * `--seq-fd N`: the child numbers its lines from it */
+	const struct sluice_labels *labels; /* may be NULL: `--label KEY=VALUE` each, so the child's
+				    * lines carry labels.KEY too */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
 	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
 				    * its certificate: sluice_ca_make()), handed to the proxy

@@ -26,7 +26,9 @@
 #include "kfeatures.h"
 #include "gc.h"
 #include "sandbox.h"
+#include "daemon_events.h"
 #include "inspect.h"
+#include "labels.h"
 #include "log.h"
 #include "owner.h"
 #include "ocsf.h"
@@ -304,8 +306,10 @@ int cmd_attach(int argc, char **argv)
 		{ "kill-existing", no_argument, NULL, 'K' }, { "namespace", required_argument, NULL, 'z' },
 		{ "upstream-netns", required_argument, NULL, 'U' },
 		{ "secret", required_argument, NULL, 'S' },
+		{ "label", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },         { 0 },
 	};
+	static struct sluice_labels labels;
 	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL;
 	const char *ctrd_ns = NULL, *upstream = NULL;
 	struct inspect_container ci = { 0 };
@@ -322,6 +326,12 @@ int cmd_attach(int argc, char **argv)
 		case 'S':
 			if (secret_arg(&secrets, optarg, "attach") < 0)
 				return 2;
+			break;
+		case 'L':
+			if (sluice_label_add(&labels, optarg, msg, sizeof(msg)) < 0) {
+				log_warnx("attach: --label: %s", msg);
+				return 2;
+			}
 			break;
 		case 'p': policy = optarg; break;
 		case 'c': cgroup = optarg; break;
@@ -342,7 +352,8 @@ int cmd_attach(int argc, char **argv)
 		case 'h':
 			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID [--namespace NS])\n"
 			       "                     [--name NAME] [--netns PATH] [--upstream-netns PATH|host]\n"
-			       "                     [--mode audit|enforce] [--kill-existing] [--secret NAME=FILE]... [--json]\n\n"
+			       "                     [--mode audit|enforce] [--kill-existing] [--secret NAME=FILE]...\n"
+			       "                     [--label KEY=VALUE]... [--json]\n\n"
 			       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
 			       "podman, docker, then containerd (`ctr`, namespaces default, k8s.io, moby, or\n"
 			       "only --namespace NS; $CONTAINERD_ADDRESS picks its socket) for the container's\n"
@@ -444,6 +455,8 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (upstream)
 		json_object_object_add(req, "upstream_netns", json_object_new_string(upstream));
+	if (labels.n)
+		json_object_object_add(req, "labels", daemon_labels_to_json(&labels));
 	return finish(sluice_ctl_call(req), json, human_attach);
 }
 

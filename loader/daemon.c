@@ -48,9 +48,11 @@
 #include "children.h"
 #include "credentials.h"
 #include "ctlsrv.h"
+#include "daemon_events.h"
 #include "destroy.h"
 #include "events.h"
 #include "kfeatures.h"
+#include "labels.h"
 #include "owner.h"
 #include "inspect.h"
 #include "log.h"
@@ -74,6 +76,7 @@ struct dsandbox {
 	char mode[16];
 	/* the container it is (sluice oci-hook, attach --container); "" none */
 	char container_id[128], container_name[128], runtime[16];
+	struct sluice_labels labels; /* labels.KEY on its lines (attach --label) */
 	/* where its proxy and resolver dial from: "" the sandbox's netns, "host"
 	 * the daemon's, else a bind mount under the state dir (--upstream-netns) */
 	char upstream[PATH_MAX];
@@ -348,6 +351,7 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 		.policy_path = s->policy_path, .netns_path = child_netns(s), .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
 		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets, .ocsf = D.log.ocsf,
+		.seq_fd = sluice_evlog_seq_fd(&s->log), .labels = &s->labels,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
@@ -483,6 +487,8 @@ static int write_state(struct dsandbox *s, bool owner)
 		json_object_object_add(o, "runtime", json_object_new_string(s->runtime));
 	if (s->upstream[0])
 		json_object_object_add(o, "upstream_netns", json_object_new_string(s->upstream));
+	if (s->labels.n)
+		json_object_object_add(o, "labels", daemon_labels_to_json(&s->labels));
 	json_object_object_add(o, "accounting", accounting_json(s));
 	state_path(path, sizeof(path), s->name, "json");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -627,6 +633,8 @@ static void free_sandbox(struct dsandbox *s)
 		sluice_policy_free(s->policy);
 	sluice_ca_pem_free(s->ca);
 	free(s->ca_permitted);
+	if (s->log_ready)
+		sluice_evlog_release_seq(&s->log);
 	free(s);
 }
 
@@ -648,6 +656,8 @@ static void teardown(struct dsandbox *s, bool keep_state)
 		state_path(path, sizeof(path), s->name, "yaml");
 		unlink(path);
 		state_path(path, sizeof(path), s->name, "ca.pem");
+		unlink(path);
+		state_path(path, sizeof(path), s->name, "seq");
 		unlink(path);
 		if (s->netns[0]) {
 			umount2(s->netns, MNT_DETACH);
@@ -684,6 +694,7 @@ static void init_meta(struct dsandbox *s)
 	s->meta.container_id = s->container_id[0] ? s->container_id : NULL;
 	s->meta.container_name = s->container_name[0] ? s->container_name : NULL;
 	s->meta.container_runtime = s->runtime[0] ? s->runtime : NULL;
+	s->meta.labels = &s->labels;
 	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
 	/* a new policy, new expiries (a failed allocation: no lines, the
 	 * kernel, proxy and resolver still stop at the time) */
@@ -691,9 +702,13 @@ static void init_meta(struct dsandbox *s)
 	if (sluice_expiry_watch_init(&s->expiry, s->policy) < 0)
 		log_warnx("sandbox %s: out of memory: its entry-expired lines are not written", s->name);
 	sluice_envelope_of(&s->meta, &env);
-	if (!s->log_ready)
+	if (!s->log_ready) {
+		char seq[PATH_MAX];
+
 		sluice_evlog_init(&s->log, D.events, D.events_path, "sluice", &env);
-	else
+		state_path(seq, sizeof(seq), s->name, "seq");
+		daemon_seq_share(&s->log, seq, s->name);
+	} else
 		sluice_evlog_set_envelope(&s->log, &env);  /* a reload: loss counts carry on */
 	s->log_ready = true;
 }
@@ -938,6 +953,7 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "container_name",
 			       s->container_name[0] ? json_object_new_string(s->container_name) : NULL);
 	json_object_object_add(o, "ca_cert", s->ca_path[0] ? json_object_new_string(s->ca_path) : NULL);
+	json_object_object_add(o, "labels", daemon_labels_to_json(&s->labels));
 	json_object_object_add(o, "proxy_pid", json_object_new_int(s->proxy_pid));
 	json_object_object_add(o, "resolver_pid", json_object_new_int(s->resolver_pid));
 	json_object_object_add(o, "allowed", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_ALLOWED)));
@@ -995,6 +1011,10 @@ static json_object *do_attach(json_object *req)
 	snprintf(s->container_id, sizeof(s->container_id), "%s", cid ? cid : "");
 	snprintf(s->container_name, sizeof(s->container_name), "%s", cname ? cname : "");
 	snprintf(s->runtime, sizeof(s->runtime), "%s", runtime ? runtime : "");
+	if (daemon_labels_from_json(&s->labels, json_object_object_get(req, "labels"), msg, sizeof(msg)) < 0) {
+		free_sandbox(s);
+		return reply_error("%s", msg);
+	}
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, &bytes,
 				       &n_bytes, &sig, &n_sig, msg, sizeof(msg)) < 0) {
 		o = reply_error("%s", msg);
@@ -1550,6 +1570,9 @@ static int adopt_all(void)
 			snprintf(s->runtime, sizeof(s->runtime), "%s", jstr(st, "runtime"));
 		if (st && jstr(st, "upstream_netns"))
 			snprintf(s->upstream, sizeof(s->upstream), "%s", jstr(st, "upstream_netns"));
+		if (st && daemon_labels_from_json(&s->labels, json_object_object_get(st, "labels"), msg,
+						  sizeof(msg)) < 0)
+			log_warnx("sandbox %s: its labels are not kept: %s", name, msg);
 		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
 		if (access(s->netns, F_OK) < 0)
@@ -1731,6 +1754,21 @@ static void metrics_fill(struct evbuffer *out, void *arg)
 				   (const char *const[]){ "sandbox", s->name, "child", "proxy", NULL }, s->proxy_restarts.total);
 		sluice_prom_sample(out, "sluice_child_restarts_total",
 				   (const char *const[]){ "sandbox", s->name, "child", "resolver", NULL }, s->resolver_restarts.total);
+	}
+	{
+		/* what the proxy and resolver count (their shared pages) */
+		const char **names = calloc((size_t)n + 1, sizeof(*names));
+		struct sluice_evseq **pages = calloc((size_t)n + 1, sizeof(*pages));
+		size_t k = 0;
+
+		for (struct dsandbox *s = D.sandboxes; names && pages && s; s = s->next, k++) {
+			names[k] = s->name;
+			pages[k] = s->log_ready ? sluice_evlog_shared(&s->log) : NULL;
+		}
+		if (names && pages)
+			daemon_metrics_writers(out, names, pages, k);
+		free(names);
+		free(pages);
 	}
 	sluice_prom_family(out, "sluice_reloads_total", "counter", "Policy reloads, by result, since the daemon started.");
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {

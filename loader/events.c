@@ -205,6 +205,7 @@ void sluice_envelope_of(const struct sluice_event_meta *m, struct sluice_envelop
 	env->container_id = m->container_id;
 	env->container_name = m->container_name;
 	env->container_runtime = m->container_runtime;
+	env->labels = m->labels;
 }
 
 static int on_event(void *ctx, void *data, size_t size)

@@ -23,6 +23,7 @@ struct sluice_event_meta {
 	const char *container_id;   /* container.id, .name, .runtime (NULL: not a container) */
 	const char *container_name;
 	const char *container_runtime;
+	const struct sluice_labels *labels; /* labels.KEY on every line (--label); NULL: none */
 	int64_t boot_to_real_ns;    /* CLOCK_REALTIME - CLOCK_BOOTTIME, ns */
 	uint32_t canary_pid;        /* events of this pid with comm "sluice-canary" are the canary's */
 	/* the confinement (confine.h), on the sandbox-start/-stop lines when profile is set */

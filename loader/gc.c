@@ -253,9 +253,9 @@ int sluice_sandbox_remove(const char *name, const char *daemon_state_dir, bool d
 	}
 	/* 3. the daemon's records of it */
 	if (daemon_state_dir) {
-		static const char *const ext[] = { "json", "yaml" };
+		static const char *const ext[] = { "json", "yaml", "seq" };
 
-		for (size_t i = 0; i < 2; i++) {
+		for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
 			snprintf(path, sizeof(path), "%s/sandboxes/%s.%s", daemon_state_dir, name, ext[i]);
 			if (access(path, F_OK) == 0) {
 				DID("%s %s, ", dry_run ? "remove" : "removed", path);

@@ -38,6 +38,8 @@
 #include "run_env.h"
 #include "confine.h"
 #include "events.h"
+#include "evseq.h"
+#include "labels.h"
 #include "kfeatures.h"
 #include "owner.h"
 #include "run_limits.h"
@@ -90,6 +92,8 @@ static void usage_run(FILE *f)
 		"                       unless DEST is -\n"
 		"  --events-format ecs|ocsf  the lines as ECS (default) or as OCSF events (docs/events.md)\n"
 		"  --name NAME          sandbox name (default: run-<pid>)\n"
+		"  --label KEY=VALUE    labels.KEY on every line of the run, from every writer\n"
+		"                       (repeatable; KEY: a-z, 0-9, _; docs/events.md)\n"
 		"  --netns PATH         run CMD in this network namespace (e.g. /run/netns/NAME);\n"
 		"                       the proxy and resolver listen and dial there too\n"
 		"  --isolate-net        run CMD in a fresh network namespace with loopback only: its one\n"
@@ -591,6 +595,7 @@ int cmd_run(int argc, char **argv)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "events", required_argument, NULL, 'e' },
 		{ "events-format", required_argument, NULL, 1201 },
+		{ "label", required_argument, NULL, 1202 },
 		{ "name", required_argument, NULL, 'n' },
 		{ "netns", required_argument, NULL, 'N' },
 		{ "upstream-netns", required_argument, NULL, 'U' },
@@ -645,6 +650,7 @@ int cmd_run(int argc, char **argv)
 	bool audit, timed_out = false;
 	char go = 0;
 	pid_t pid = -1, cmd_pid;
+	static struct sluice_labels labels;
 
 	memset(&st, 0, sizeof(st));
 	st.policy_fd = -1;
@@ -663,6 +669,12 @@ int cmd_run(int argc, char **argv)
 				return 2;
 			}
 			sluice_evlog_use_ocsf(strcmp(optarg, "ocsf") == 0);
+			break;
+		case 1202:
+			if (sluice_label_add(&labels, optarg, msg, sizeof(msg)) < 0) {
+				fprintf(stderr, "sluice: run: --label: %s\n", msg);
+				return 2;
+			}
 			break;
 		case 'n':
 			if (sluice_name_check(optarg, msg, sizeof(msg)) < 0) {
@@ -998,13 +1010,22 @@ int cmd_run(int argc, char **argv)
 	meta.policy_digest = st.policy->digest;
 	meta.mode = mode;
 	meta.boot_to_real_ns = sluice_boot_to_real_ns();
+	meta.labels = &labels;
 	sluice_confine_meta(&conf, &meta);
 	{
 		struct sluice_envelope env;
+		int err;
 
 		sluice_envelope_of(&meta, &env);
 		sluice_evlog_init(&st.log, st.events, st.events == STDERR_FILENO ? "stderr" :
 				  st.events == STDOUT_FILENO ? "stdout" : events_path, "sluice", &env);
+		/* event.sequence: one counter for this run's three writers,
+		 * handed to the proxy and resolver (and their restarts) */
+		err = sluice_evlog_share_seq(&st.log, sluice_evseq_memfd());
+		if (err < 0) {
+			log_warnx("run: cannot make the events' sequence counter: %s", strerror(-err));
+			goto out;
+		}
 	}
 	if (sluice_consumer_init(&st.consumer, &st.sb, &meta, &st.log) < 0) {
 		log_warn("run: cannot read the ring buffer");
@@ -1019,6 +1040,7 @@ int cmd_run(int argc, char **argv)
 			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = child_netns, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
 			.secrets = &st.secrets, .ocsf = st.log.ocsf,
+			.seq_fd = sluice_evlog_seq_fd(&st.log), .labels = &labels,
 		};
 
 		snprintf(st.flow_map, sizeof(st.flow_map), "%s/sluice_flows", st.sb.pin_dir);
@@ -1422,6 +1444,7 @@ out:
 		close(foreign_peer);
 	sluice_seccomp_monitor_stop(&mon);
 	run_cleanup(&st);
+	sluice_evlog_release_seq(&st.log);
 	sluice_confine_free(&conf);
 	return ret;
 }

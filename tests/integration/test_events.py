@@ -312,6 +312,133 @@ def test_unexecutable_cmd_canary_is_not_a_denial(w):
     assert "127.0.0.1" not in s.stdout, s.stdout
 
 
+# --- event.sequence, labels ----------------------------------------------------
+
+def child_pid(parent, comm, timeout=20):
+    """The pid of parent's child process named comm (polled: it may be
+    restarting)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            name = st[st.index("(") + 1:st.rindex(")")]
+            ppid = int(st[st.rindex(")") + 2:].split()[1])
+            if ppid == parent and name == comm:
+                return int(d)
+        time.sleep(0.1)
+    raise AssertionError("no %s child of %d" % (comm, parent))
+
+
+def wait_for(pred, what, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def check_sequence(lines):
+    """Per sandbox: event.sequence unique and without a gap from 0; per
+    writer (event.id's prefix), increasing in the order its lines were
+    written."""
+    by_sandbox, by_writer = {}, {}
+    for l in lines:
+        assert isinstance(l.get("event.sequence"), int), l
+        by_sandbox.setdefault(l.get("sluice.sandbox"), []).append(l["event.sequence"])
+        by_writer.setdefault(l["event.id"].split("-")[0], []).append(l["event.sequence"])
+    for sb, seqs in by_sandbox.items():
+        assert sorted(seqs) == list(range(len(seqs))), \
+            "sandbox %s: gaps or duplicates in event.sequence: %s" % (sb, sorted(seqs))
+    for wr, seqs in by_writer.items():
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "writer %s out of order: %s" % (wr, seqs)
+    return by_writer
+
+
+def test_event_sequence_is_gap_free_across_writers(w):
+    """One sandbox, its four kinds of lines from three processes, and its
+    proxy killed and restarted mid-run: every line has event.sequence, the
+    numbers of the run are 0..N-1 with no gap and no duplicate, each
+    writer's lines come in increasing order, and the restarted proxy goes
+    on from the shared counter (its numbers are above the dead one's)."""
+    path = os.path.join(w.tmp, "seq-%d.jsonl" % time.monotonic_ns())
+    go = os.path.join(w.tmp, "seq-go-%d" % time.monotonic_ns())
+    url = "http://api.example.com:%d/ok" % TP.HTTP_PORT
+    cmd = ["sh", "-c",
+           "curl -sS -o /dev/null --max-time 10 %s; "
+           "i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+           "curl -sS -o /dev/null --max-time 10 %s; "
+           "curl -sS -o /dev/null --max-time 10 http://denied.example.org:%d/ || true; "
+           "%s tcp 192.0.2.10 9000 >/dev/null || true" % (url, go, url, TP.HTTP_PORT, W.PROBE)]
+    e = TP.env(w)
+    argv = [W.SLUICE, "run", "--profile", "egress-only", "--netns", w.sbx_path, "--policy", e.policy,
+            "--upstream-dns", "192.0.2.53", "--events", path]
+    for c in TP.HATCH:
+        argv += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
+                 "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    p = subprocess.Popen(argv + ["--"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def proxy_lines():
+            try:
+                with open(path) as f:
+                    return [json.loads(x) for x in f if '"sluice.proxy"' in x and '"proxy-http"' in x]
+            except FileNotFoundError:
+                return []
+        wait_for(lambda: len(proxy_lines()) >= 1, "the first proxy line")
+        os.kill(child_pid(p.pid, "sluice-proxy"), 9)
+        wait_for(lambda: any('"proxy-restarted"' in x for x in open(path)), "proxy-restarted")
+        open(go, "w").close()
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    lines = W.read_events(path)
+    SEEN.extend(lines)
+    assert {"sluice.kernel", "sluice.proxy", "sluice.resolver", "sluice.lifecycle"} <= datasets(lines), \
+        (datasets(lines), err)
+    writers = check_sequence(lines)
+    proxies = [l for l in lines if l.get("event.action") == "proxy-http"]
+    first, second = proxies[0]["event.id"].split("-")[0], proxies[-1]["event.id"].split("-")[0]
+    assert first != second, "the proxy was not restarted: %s" % proxies
+    assert min(writers[second]) > max(writers[first]), (writers[first], writers[second])
+
+
+def test_labels_on_every_line_of_every_writer(w):
+    """--label KEY=VALUE (twice): labels.KEY on every line, kernel, proxy,
+    resolver and lifecycle alike, a UTF-8 value as given."""
+    path = os.path.join(w.tmp, "labels-%d.jsonl" % time.monotonic_ns())
+    r = run_raw(w, CMD, extra=["--label", "team=blue", "--label", "ticket_ref=SEC-1 \u00e9"], events=path)
+    assert r.returncode == 0, r
+    lines = W.read_events(path)
+    SEEN.extend(lines)
+    assert {"sluice.kernel", "sluice.proxy", "sluice.resolver", "sluice.lifecycle"} <= datasets(lines)
+    for l in lines:
+        assert l.get("labels.team") == "blue" and l.get("labels.ticket_ref") == "SEC-1 \u00e9", l
+
+
+def test_bad_label_is_refused_before_anything_starts(w):
+    """A bad --label: a clear error naming it, exit 2, no line, no sandbox."""
+    path = os.path.join(w.tmp, "badlabel-%d.jsonl" % time.monotonic_ns())
+    for bad, why in (("Team=x", "not valid"), ("a.b=x", "not valid"), ("noequals", "KEY=VALUE"),
+                     ("=x", "not valid"), ("k=" + "v" * 129, "at most 128"), ("k=a\tb", "not UTF-8 text"),
+                     ("x" * 40 + "=v", "too long")):
+        r = run_raw(w, ["sh", "-c", "echo RAN"], extra=["--label", bad], events=path)
+        assert r.returncode == 2, (bad, r)
+        assert "--label" in r.stderr and why in r.stderr, (bad, r.stderr)
+        assert "RAN" not in r.stdout, r.stdout
+    r = run_raw(w, ["sh", "-c", "echo RAN"], extra=["--label", "k=1", "--label", "k=2"], events=path)
+    assert r.returncode == 2 and "given twice" in r.stderr, r
+    assert not os.path.exists(path) or os.path.getsize(path) == 0, "a refused run wrote lines"
+
+
 # --- the schema: every field documented, the required ones present -----------
 
 def documented_fields():
@@ -335,7 +462,7 @@ def documented_fields():
 
 
 REQUIRED = ["@timestamp", "ecs.version", "host.name", "observer.vendor", "observer.product", "observer.version",
-            "observer.type", "event.module", "event.dataset", "event.id", "event.kind", "event.action",
+            "observer.type", "event.module", "event.dataset", "event.id", "event.sequence", "event.kind", "event.action",
             "sluice.sandbox", "rule.ruleset", "rule.version", "sluice.mode"]
 REQUIRED_NETWORK = ["network.direction", "event.category", "event.outcome", "event.reason", "sluice.verdict"]
 
@@ -379,8 +506,10 @@ def check_lines(lines):
     for line in lines:
         kinds.add(line.get("event.dataset"))
         for k, v in line.items():
-            assert k in fields, "field %s not in docs/events.md: %s" % (k, line)
-            assert TYPE_CHECK[fields[k]](v), "field %s=%r is not %s" % (k, v, fields[k])
+            # labels.KEY: one documented pattern (labels.*), any checked key
+            name = "labels.*" if re.fullmatch(r"labels\.[a-z][a-z0-9_]{0,31}", k) else k
+            assert name in fields, "field %s not in docs/events.md: %s" % (k, line)
+            assert TYPE_CHECK[fields[name]](v), "field %s=%r is not %s" % (k, v, fields[name])
         # daemon-wide lines have no sandbox and no policy
         required = REQUIRED if "sluice.sandbox" in line or line.get("event.dataset") != "sluice.lifecycle" else \
             [k for k in REQUIRED if k not in ("sluice.sandbox", "rule.ruleset", "rule.version", "sluice.mode")]
@@ -396,3 +525,4 @@ def test_every_line_matches_the_documented_schema(w):
     assert SEEN, "no lines collected (run the whole file)"
     kinds = check_lines(SEEN)
     assert {"sluice.kernel", "sluice.proxy", "sluice.resolver", "sluice.lifecycle"} <= kinds, kinds
+

@@ -12,6 +12,7 @@ import urllib.request
 
 import world as W
 from test_daemon import POLICY_A, Daemon, Workload
+import test_events as TE
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\d+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)')
@@ -141,3 +142,68 @@ def test_metrics_bad_or_taken_address_refuses_the_start(w):
             assert not os.path.exists(state + "/control.sock"), addr
     finally:
         taken.close()
+
+
+def test_metrics_count_what_the_proxy_and_resolver_logged(w):
+    """The children's counts (their shared page, docs/daemon.md): proxy
+    requests by verdict, DNS queries by verdict and response code, lines
+    by dataset, each equal to the lines of the sandbox in the events file,
+    also across a daemon restart (the counts live with the sandbox)."""
+    port = free_port()
+    name = "mchild-%d" % os.getpid()
+    d = Daemon(w, ["--metrics", "127.0.0.1:%d" % port])
+    a = Workload(w, "mchild")
+    try:
+        pol = w.write("mchild.yaml", POLICY_A)
+        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0, r
+
+        def traffic():
+            # a proxied port, a Host no entry allows: the proxy's 403
+            a.run("curl", "-sS", "-o", "/dev/null", "--max-time", "10", "--resolve",
+                  "denied.example.org:443:192.0.2.10", "http://denied.example.org:443/")
+            a.run(W.PROBE, "dns", "192.0.2.53", "nope.example.org")       # denied by the resolver
+            a.run(W.PROBE, "dns", "192.0.2.53", "nope2.example.org")
+            assert a.probe("tcp", "192.0.2.10", 8080) == "EPERM"
+
+        def agree():
+            lines = d.events_of(name)
+            m = parse(scrape(port))
+            want = {}
+            for e in lines:
+                ds = e["event.dataset"]
+                want[("sluice_event_lines_total", ds)] = want.get(("sluice_event_lines_total", ds), 0) + 1
+            for ds in ("sluice.kernel", "sluice.proxy", "sluice.resolver", "sluice.lifecycle"):
+                if value(m, "sluice_event_lines_total", sandbox=name, dataset=ds) != \
+                        want.get(("sluice_event_lines_total", ds), 0):
+                    return None
+            return lines, m
+
+        for round_ in (1, 2):
+            traffic()
+            got = []
+            TE.wait_for(lambda: got.append(agree()) or got[-1] is not None, "the metrics to match the lines")
+            lines, m = got[-1]
+            proxy = [e for e in lines if e["event.dataset"] == "sluice.proxy"]
+            dns = [e for e in lines if e.get("event.action") == "dns-query"]
+            assert sum(e["sluice.verdict"] == "deny" for e in proxy) >= round_, proxy
+            for v in ("allow", "deny", "would_deny"):
+                assert value(m, "sluice_proxy_requests_total", sandbox=name, verdict=v) == \
+                    sum(e["sluice.verdict"] == v for e in proxy), (v, m)
+            assert sum(e["sluice.verdict"] == "deny" for e in dns) >= 2 * round_, dns
+            for v in ("allow", "deny", "would_deny", "refuse"):
+                assert value(m, "sluice_dns_queries_total", sandbox=name, verdict=v) == \
+                    sum(e["sluice.verdict"] == v for e in dns), (v, m)
+            for rc in ("NOERROR", "NXDOMAIN", "REFUSED", "SERVFAIL"):
+                assert value(m, "sluice_dns_responses_total", sandbox=name, rcode=rc) == \
+                    sum(e.get("dns.response_code") == rc for e in dns), (rc, m)
+            assert value(m, "sluice_dns_dropped_total", sandbox=name, reason="rate_limited") == 0
+            assert value(m, "sluice_event_writer_lines_lost_total", sandbox=name, dataset="sluice.proxy") == 0
+            if round_ == 1:
+                d.kill9()
+                d.start()
+                TE.wait_for(lambda: any(e.get("event.action") == "sandbox-adopt" for e in d.events_of(name)),
+                            "sandbox-adopt")
+    finally:
+        a.close()
+        d.close()

@@ -14,7 +14,7 @@ import test_events as TE
 OCSF_BASE = {"class_uid", "category_uid", "activity_id", "type_uid", "severity_id", "time", "metadata"}
 # the ECS fields ocsf.c maps to OCSF attributes; every other one must be under `unmapped`
 OCSF_MAPPED = {"@timestamp", "event.dataset", "event.outcome", "sluice.verdict", "network.type", "message",
-               "event.id", "event.action", "sluice.seq", "host.name", "host.id", "rule.ruleset", "rule.version",
+               "event.id", "event.action", "event.sequence", "host.name", "host.id", "rule.ruleset", "rule.version",
                "rule.name", "event.reason", "process.pid", "process.name", "process.thread.id", "user.id",
                "user.name", "container.id", "container.name", "container.runtime", "event.duration",
                "source.ip", "source.port", "destination.ip", "destination.port", "destination.address",

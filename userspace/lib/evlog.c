@@ -11,7 +11,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "evseq.h"
 #include "jsonstr.h"
+#include "labels.h"
 
 #define LINE_RESERVE 64   /* "}", ,"sluice.truncated":true, "\n" */
 
@@ -297,6 +299,8 @@ void sluice_format_time(int64_t real_ns, char *buf, size_t len)
 
 /* --- the writer ----------------------------------------------------------- */
 
+_Static_assert(SLUICE_DS__MAX == SLUICE_EVC_DATASETS, "evseq.h counts every dataset");
+
 static const char *ds_names[SLUICE_DS__MAX] = {
 	[SLUICE_DS_KERNEL] = "sluice.kernel",
 	[SLUICE_DS_PROXY] = "sluice.proxy",
@@ -381,6 +385,7 @@ void sluice_evlog_init(struct sluice_evlog *w, int fd, const char *dest, const c
 
 	memset(w, 0, sizeof(*w));
 	w->fd = fd;
+	w->seq_fd = -1;
 	w->ocsf = use_ocsf;
 	w->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	snprintf(w->dest, sizeof(w->dest), "%s", dest ? dest : "?");
@@ -428,6 +433,13 @@ void sluice_evlog_set_envelope(struct sluice_evlog *w, const struct sluice_envel
 		SL_STR(&l, "container.id", env->container_id);
 		SL_STR(&l, "container.name", env->container_name);
 		SL_STR(&l, "container.runtime", env->container_runtime);
+		for (size_t i = 0; env->labels && i < env->labels->n; i++) {
+			char key[8 + SLUICE_LABEL_KEY_MAX + 1];
+
+			/* keys are checked (labels.c): plain ASCII */
+			snprintf(key, sizeof(key), "labels.%s", env->labels->key[i]);
+			sluice_line_put_str(&l, key, strlen(key), env->labels->value[i]);
+		}
 	}
 	/* `{"ecs.version"...` becomes `,"ecs.version"...` */
 	w->env[0] = ',';
@@ -451,8 +463,47 @@ static void start_line(struct sluice_evlog *w, struct sluice_line *l, char *buf,
 	n += sluice_u64_dec(id + n, w->next_id++);
 	id[n] = '\0';
 	SL_STR(l, "event.id", id);
+	SL_U64(l, "event.sequence", w->seq ? sluice_evseq_take(w->seq) : w->seq_local++);
 	if (ds != SLUICE_DS_LIFECYCLE)
 		SL_STR(l, "network.direction", "egress");
+}
+
+int sluice_evlog_share_seq(struct sluice_evlog *w, int fd)
+{
+	struct sluice_evseq *q = fd >= 0 ? sluice_evseq_map(fd) : NULL;
+	int err = errno;
+
+	if (!q) {
+		if (fd >= 0)
+			close(fd);
+		return -(err ? err : EINVAL);
+	}
+	sluice_evlog_release_seq(w);
+	w->seq = q;
+	w->seq_fd = fd;
+	return 0;
+}
+
+struct sluice_evseq *sluice_evlog_shared(const struct sluice_evlog *w)
+{
+	return w->seq;
+}
+
+int sluice_evlog_seq_fd(const struct sluice_evlog *w)
+{
+	return w->seq ? w->seq_fd : -1;
+}
+
+void sluice_evlog_release_seq(struct sluice_evlog *w)
+{
+	/* only a counter this writer mapped: a writer never set up (all
+	 * zero) owns no fd, not even 0 */
+	if (!w->seq)
+		return;
+	sluice_evseq_unmap(w->seq);
+	w->seq = NULL;
+	close(w->seq_fd);
+	w->seq_fd = -1;
 }
 
 struct sluice_line *sluice_evlog_begin(struct sluice_evlog *w, enum sluice_dataset ds, int64_t real_ns)
@@ -591,6 +642,8 @@ static int commit(struct sluice_evlog *w, bool count)
 	r = write_whole(w, w->cur.p, n);
 	if (r == 0) {
 		w->written[w->cur_ds]++;
+		if (w->seq)
+			sluice_evseq_add(&w->seq->lines[w->cur_ds], 1);
 		return 0;
 	}
 	if (-r != w->err)
@@ -601,6 +654,8 @@ lost:
 		w->last_err = w->err;
 		w->lost[w->cur_ds]++;
 		w->lost_outage[w->cur_ds]++;
+		if (w->seq)
+			sluice_evseq_add(&w->seq->lost[w->cur_ds], 1);
 	}
 	return r;
 }

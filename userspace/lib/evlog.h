@@ -114,6 +114,9 @@ enum sluice_dataset {
 /* "sluice.kernel", ... ; "sluice.unknown" out of range */
 const char *sluice_dataset_name(enum sluice_dataset ds);
 
+struct sluice_labels;
+struct sluice_evseq;
+
 /* What every line of a writer carries (the strings are copied). */
 struct sluice_envelope {
 	const char *sandbox;      /* sluice.sandbox; NULL: none (daemon-wide lines) */
@@ -124,6 +127,7 @@ struct sluice_envelope {
 	const char *container_id;      /* container.id: the runtime's id (64 hex for podman) */
 	const char *container_name;    /* container.name */
 	const char *container_runtime; /* container.runtime: podman, docker, containerd, cri-o, oci */
+	const struct sluice_labels *labels; /* labels.KEY (--label, labels.h); NULL: none */
 };
 
 struct sluice_evlog {
@@ -131,10 +135,16 @@ struct sluice_evlog {
 	bool regular;             /* fd is a regular file: short writes are taken back */
 	char dest[128];           /* for messages: "stderr", "stdout", a path */
 	char who[32];             /* stderr prefix: "sluice", "sluice-proxy", ... */
-	char env[1536];           /* the envelope, rendered: `,"ecs.version":...` */
+	char env[2048];           /* the envelope, rendered: `,"ecs.version":...` */
 	size_t env_len;
 	char id_prefix[20];       /* event.id: <16 hex random>-<counter> */
 	uint64_t next_id;
+	/* event.sequence: the sandbox's shared counter (evseq.h), or this
+	 * writer's own when none is shared (daemon-wide lines, a child started
+	 * without --seq-fd) */
+	struct sluice_evseq *seq;
+	int seq_fd;               /* the counter's fd (owned), -1: none */
+	uint64_t seq_local;
 	char buf[SLUICE_LINE_MAX];
 	struct sluice_line cur;
 	enum sluice_dataset cur_ds;
@@ -159,6 +169,24 @@ void sluice_evlog_init(struct sluice_evlog *w, int fd, const char *dest, const c
 /* Write OCSF events (ocsf.h) instead of ECS lines from every writer this
  * process sets up after the call (`--events-format ocsf`). */
 void sluice_evlog_use_ocsf(bool on);
+
+/*
+ * Number this writer's lines from the counter in `fd` (evseq.h; the fd is
+ * owned by w from now on, even on failure), shared with the sandbox's other
+ * writers.  Returns 0, or -errno when fd holds no counter (w keeps its own).
+ */
+int sluice_evlog_share_seq(struct sluice_evlog *w, int fd);
+
+/* The shared counter's fd (to hand to a child as --seq-fd), or -1. */
+int sluice_evlog_seq_fd(const struct sluice_evlog *w);
+
+/* The shared page (evseq.h: the counter and the writers' counts), or NULL
+ * when w shares none (a child run alone). */
+struct sluice_evseq *sluice_evlog_shared(const struct sluice_evlog *w);
+
+/* Unmap and close the shared counter (the writer numbers on by itself);
+ * nothing when w maps none. */
+void sluice_evlog_release_seq(struct sluice_evlog *w);
 
 /* Render a new envelope (a reload changed the policy); counters are kept. */
 void sluice_evlog_set_envelope(struct sluice_evlog *w, const struct sluice_envelope *env);

@@ -32,7 +32,7 @@ static const struct row common_rows[] = {
 	{ "event.id", "metadata.uid" },
 	{ "event.action", "metadata.event_code" },
 	{ "event.dataset", "metadata.log_name" },
-	{ "sluice.seq", "metadata.sequence" },
+	{ "event.sequence", "metadata.sequence" },
 	{ "host.name", "device.hostname" },
 	{ "host.id", "device.uid" },
 	{ "rule.ruleset", "policy.name" },

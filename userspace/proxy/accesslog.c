@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include "evlog.h"
+#include "evseq.h"
 #include "policy.h"
 
 #include "addr.h"
+#include "community_id.h"
 
 /* The line is built straight into the writer's bounded buffer
  * (userspace/lib/evlog.h): no allocation, no printf per request. */
@@ -37,6 +39,28 @@ static void ip_text(int family, const uint8_t *a, char *out, size_t len)
 		snprintf(out, len, "?");
 }
 
+/* An endpoint's address as text (ip_text) and its port; false for
+ * another family. */
+static bool endpoint_text(const struct sockaddr *sa, char *ip, size_t len, uint16_t *port)
+{
+	if (!sa)
+		return false;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		ip_text(AF_INET, (const uint8_t *)&in->sin_addr, ip, len);
+		*port = ntohs(in->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		ip_text(AF_INET6, in6->sin6_addr.s6_addr, ip, len);
+		*port = ntohs(in6->sin6_port);
+	} else {
+		return false;
+	}
+	return true;
+}
+
 /* "<prefix>.ip" and "<prefix>.port" of an endpoint. */
 static void put_endpoint(struct sluice_line *b, const char *ipkey, size_t ipkl, const char *portkey,
 			 size_t portkl, const struct sockaddr *sa)
@@ -44,23 +68,24 @@ static void put_endpoint(struct sluice_line *b, const char *ipkey, size_t ipkl, 
 	char ip[INET6_ADDRSTRLEN];
 	uint16_t port;
 
-	if (!sa)
+	if (!endpoint_text(sa, ip, sizeof(ip), &port))
 		return;
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-
-		ip_text(AF_INET, (const uint8_t *)&in->sin_addr, ip, sizeof(ip));
-		port = ntohs(in->sin_port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-		ip_text(AF_INET6, in6->sin6_addr.s6_addr, ip, sizeof(ip));
-		port = ntohs(in6->sin6_port);
-	} else {
-		return;
-	}
 	sluice_line_put_str(b, ipkey, ipkl, ip);
 	sluice_line_put_u64(b, portkey, portkl, port);
+}
+
+/* network.community_id of the flow source.* -> destination.* (TCP), as
+ * written on the line (v4-mapped addresses as IPv4): the ID Elasticsearch's
+ * community_id processor computes from the same fields. */
+static void put_community_id(struct sluice_line *b, const struct sockaddr *src, const struct sockaddr *dst)
+{
+	char sip[INET6_ADDRSTRLEN], dip[INET6_ADDRSTRLEN], id[SLUICE_COMMUNITY_ID_LEN];
+	uint16_t sport, dport;
+
+	if (!endpoint_text(src, sip, sizeof(sip), &sport) || !endpoint_text(dst, dip, sizeof(dip), &dport))
+		return;
+	if (sluice_community_id_text(sip, sport, dip, dport, "tcp", id, sizeof(id)) == 0)
+		SL_STR(b, "network.community_id", id);
 }
 
 #define PUT_ENDPOINT(b, ik, pk, sa) put_endpoint((b), (ik), sizeof(ik) - 1, (pk), sizeof(pk) - 1, (sa))
@@ -113,6 +138,8 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 	PUT_ENDPOINT(b, "destination.ip", "destination.port", r->dst);
 	if (!r->dst && r->target_port > 0)
 		SL_I64(b, "destination.port", r->target_port);
+	SL_STR(b, "network.transport", "tcp");
+	put_community_id(b, r->src, r->dst);
 
 	if (r->orig) {
 		char ip[INET6_ADDRSTRLEN], uid[24];
@@ -181,6 +208,12 @@ char *proxy_log_format(const struct proxy_log_rec *r)
 
 int proxy_log_write(struct sluice_evlog *w, const struct proxy_log_rec *r)
 {
+	struct sluice_evseq *q = sluice_evlog_shared(w);
+	int v = sluice_evc_verdict(r->verdict);
+
+	/* the daemon's metrics: requests by verdict, counted as they are logged */
+	if (q && v >= 0)
+		sluice_evseq_add(&q->proxy_requests[v], 1);
 	proxy_log_fields(sluice_evlog_begin(w, SLUICE_DS_PROXY, proxy_log_real_ns(r)), r);
 	return sluice_evlog_commit(w);
 }

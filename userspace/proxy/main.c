@@ -25,6 +25,7 @@
 
 #include "dnscache.h"
 #include "flow.h"
+#include "labels.h"
 #include "log.h"
 #include "version.h"
 #include "proxy.h"
@@ -50,6 +51,9 @@ static void usage(FILE *f)
 		"  --log FILE                 access log, JSON lines, appended (default: stdout)\n"
 		"  --log-fd N                 write the access log to inherited fd N (sluice run and the\n"
 		"                             daemon pass their events destination so all lines share it)\n"
+		"  --seq-fd N                 number lines from the sandbox's shared counter, fd N\n"
+		"                             (event.sequence; sluice run and the daemon pass it)\n"
+		"  --label KEY=VALUE          labels.KEY on every line (repeatable)\n"
 		"  --upstream-dns ADDR[:PORT] resolve allowed names here (default: /etc/resolv.conf)\n"
 		"  --ready-fd N               write \"ready\\n\" to fd N once serving, then close it\n"
 		"  --mode audit|enforce       override the policy's mode\n"
@@ -297,6 +301,8 @@ int main(int argc, char **argv)
 		{ "log", required_argument, NULL, 'l' },
 		{ "log-fd", required_argument, NULL, 'G' },
 		{ "events-format", required_argument, NULL, 'J' },
+		{ "seq-fd", required_argument, NULL, 'E' },
+		{ "label", required_argument, NULL, 'B' },
 		{ "upstream-dns", required_argument, NULL, 'd' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "mode", required_argument, NULL, 'M' },
@@ -325,7 +331,9 @@ int main(int argc, char **argv)
 	struct proxy_config *cfg = &px.cfg;
 	struct sluice_policy_error perr;
 	struct event *sigs[4];
-	int c, secrets_fd = -1;
+	int c, secrets_fd = -1, seq_fd = -1;
+	static struct sluice_labels labels;
+	char lerr[256];
 
 	log_init("sluice-proxy", 0);
 	proxy_config_defaults(cfg);
@@ -348,6 +356,13 @@ int main(int argc, char **argv)
 		case 's': cfg->sandbox = optarg; break;
 		case 'l': cfg->log_path = optarg; break;
 		case 'G': cfg->log_fd = (int)parse_uint("--log-fd", optarg, 1, INT_MAX); break;
+		case 'E': seq_fd = (int)parse_uint("--seq-fd", optarg, 0, INT_MAX); break;
+		case 'B':
+			if (sluice_label_add(&labels, optarg, lerr, sizeof(lerr)) < 0) {
+				fprintf(stderr, "sluice-proxy: --label: %s\n", lerr);
+				return 2;
+			}
+			break;
 		case 'J':
 			if (strcmp(optarg, "ecs") != 0 && strcmp(optarg, "ocsf") != 0) {
 				fprintf(stderr, "sluice-proxy: --events-format must be ecs or ocsf\n");
@@ -454,7 +469,7 @@ int main(int argc, char **argv)
 	{
 		struct sluice_envelope env = {
 			.sandbox = cfg->sandbox, .policy_name = px.policy->name, .policy_digest = px.policy->digest,
-			.mode = px.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
+			.mode = px.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce", .labels = &labels,
 		};
 		char dest[32];
 
@@ -462,6 +477,17 @@ int main(int argc, char **argv)
 			snprintf(dest, sizeof(dest), px.log_fd == STDOUT_FILENO ? "stdout" :
 				 px.log_fd == STDERR_FILENO ? "stderr" : "fd %d", px.log_fd);
 		sluice_evlog_init(&px.log, px.log_fd, cfg->log_path ? cfg->log_path : dest, "sluice-proxy", &env);
+		if (seq_fd >= 0) {
+			int err;
+
+			(void)fcntl(seq_fd, F_SETFD, FD_CLOEXEC);
+			err = sluice_evlog_share_seq(&px.log, seq_fd);
+			if (err < 0) {
+				fprintf(stderr, "sluice-proxy: --seq-fd %d: not a line counter: %s\n", seq_fd,
+					strerror(-err));
+				return 2;
+			}
+		}
 	}
 
 	/* the sandbox CA: its key lives in this process's memory only, so

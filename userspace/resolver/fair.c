@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "evlog.h"
+#include "evseq.h"
 
 #define BUCKETS 1024            /* clients tracked at once (a sandbox has a few addresses) */
 
@@ -75,14 +76,21 @@ bool rsv_fair_admit(struct rsv_fair *f, const struct sockaddr_storage *client, d
 		b->tokens -= 1;
 		return true;
 	}
-	f->dropped[RSV_DROP_RATE_LIMITED]++;
+	rsv_fair_count(f, RSV_DROP_RATE_LIMITED, 1);
 	return false;
 }
 
 void rsv_fair_count(struct rsv_fair *f, enum rsv_drop why, uint64_t n)
 {
-	if (f && (unsigned)why < RSV_DROP__MAX)
-		f->dropped[why] += n;
+	struct sluice_evseq *q;
+
+	if (!f || (unsigned)why >= RSV_DROP__MAX)
+		return;
+	f->dropped[why] += n;
+	/* the daemon's metrics (evseq.h), as they happen */
+	q = f->log ? sluice_evlog_shared(f->log) : NULL;
+	if (q)
+		sluice_evseq_add(&q->dns_dropped[why], n);
 }
 
 uint64_t rsv_fair_dropped(const struct rsv_fair *f, enum rsv_drop why)
@@ -160,3 +168,5 @@ void rsv_fair_free(struct rsv_fair *f)
 	event_free(f->tick);
 	free(f);
 }
+
+_Static_assert(RSV_DROP__MAX <= SLUICE_EVC_DROPS, "evseq.h counts every drop reason");

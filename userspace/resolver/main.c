@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "evlog.h"
+#include "labels.h"
 #include "log.h"
 #include "version.h"
 #include "policy.h"
@@ -53,6 +54,9 @@ static void usage(FILE *f)
 "  --log FILE               JSON lines, appended (default: standard output)\n"
 "  --log-fd N               write them to inherited fd N (sluice run and the daemon pass\n"
 "                           their events destination so that all lines share it)\n"
+"  --seq-fd N               number lines from the sandbox's shared counter, fd N\n"
+"                           (event.sequence; sluice run and the daemon pass it)\n"
+"  --label KEY=VALUE        labels.KEY on every line (repeatable)\n"
 "  --upstream-dns ADDR[:PORT]  upstream resolver (default: the first nameserver\n"
 "                           of /etc/resolv.conf, port 53)\n"
 "  --ready-fd N             write \"ready\\n\" to fd N once serving, then close it\n"
@@ -149,7 +153,7 @@ int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
 	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT,
-	       O_CACHE_SIZE, O_CACHE_TTL };
+	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -161,6 +165,8 @@ int main(int argc, char **argv)
 		{ "log", required_argument, NULL, O_LOG },
 		{ "log-fd", required_argument, NULL, O_LOG_FD },
 		{ "events-format", required_argument, NULL, O_EVENTS_FORMAT },
+		{ "seq-fd", required_argument, NULL, O_SEQ_FD },
+		{ "label", required_argument, NULL, O_LABEL },
 		{ "upstream-dns", required_argument, NULL, O_UPSTREAM },
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "mode", required_argument, NULL, O_MODE },
@@ -177,8 +183,9 @@ int main(int argc, char **argv)
 	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp = 0, n_tcp = 0, n_listen = 0;
 	const char *listen_addrs[MAX_FDS];
 	const char *policy_path = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
-	int secrets_fd = -1;
+	int secrets_fd = -1, seq_fd = -1;
 	static struct sluice_secrets placeholders;
+	static struct sluice_labels labels;
 	const char *upstream = NULL, *mode = NULL;
 	struct netaddr_cidr allow[MAX_ALLOW];
 	size_t n_allow = 0;
@@ -220,6 +227,13 @@ int main(int argc, char **argv)
 		case O_SANDBOX: sandbox = optarg; break;
 		case O_LOG: log_path = optarg; break;
 		case O_LOG_FD: log_fd = parse_int(optarg, 1, INT_MAX, "--log-fd"); break;
+		case O_SEQ_FD: seq_fd = parse_int(optarg, 0, INT_MAX, "--seq-fd"); break;
+		case O_LABEL:
+			if (sluice_label_add(&labels, optarg, errbuf, sizeof(errbuf)) < 0) {
+				fprintf(stderr, "sluice-resolver: --label: %s\n", errbuf);
+				return 2;
+			}
+			break;
 		case O_EVENTS_FORMAT:
 			if (strcmp(optarg, "ecs") != 0 && strcmp(optarg, "ocsf") != 0) {
 				fprintf(stderr, "sluice-resolver: --events-format must be ecs or ocsf\n");
@@ -394,7 +408,7 @@ int main(int argc, char **argv)
 	{
 		struct sluice_envelope env = {
 			.sandbox = sandbox, .policy_name = policy->name, .policy_digest = policy->digest,
-			.mode = cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce",
+			.mode = cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce", .labels = &labels,
 		};
 		char dest[32];
 
@@ -403,6 +417,17 @@ int main(int argc, char **argv)
 				 cfg.log_fd == STDERR_FILENO ? "stderr" : "fd %d", cfg.log_fd);
 		sluice_evlog_init(&evlog, cfg.log_fd, log_path ? log_path : dest, "sluice-resolver", &env);
 		cfg.log = &evlog;
+		if (seq_fd >= 0) {
+			int err;
+
+			(void)fcntl(seq_fd, F_SETFD, FD_CLOEXEC);
+			err = sluice_evlog_share_seq(&evlog, seq_fd);
+			if (err < 0) {
+				fprintf(stderr, "sluice-resolver: --seq-fd %d: not a line counter: %s\n", seq_fd,
+					strerror(-err));
+				return 2;
+			}
+		}
 	}
 	/* burst: twice the rate (a build's first lookups come at once) */
 	fair = rsv_fair_new(base, &evlog, denied_rate, denied_rate ? 2 * denied_rate : 1);

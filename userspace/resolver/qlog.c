@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "evlog.h"
+#include "evseq.h"
 
 static const char *outcome(const struct rsv_decision *d)
 {
@@ -235,6 +236,16 @@ char *rsv_log_line(const struct rsv_decision *d, const struct rsv_logmeta *m)
 
 int rsv_log_query(struct sluice_evlog *w, const struct rsv_decision *d, const struct rsv_logmeta *m)
 {
+	struct sluice_evseq *q = sluice_evlog_shared(w);
+
+	/* the daemon's metrics: queries by verdict and by the code answered */
+	if (q) {
+		int v = sluice_evc_verdict(rsv_verdict_name(d->verdict));
+
+		if (v >= 0)
+			sluice_evseq_add(&q->dns_queries[v], 1);
+		sluice_evseq_add(&q->dns_rcodes[d->rcode >= 0 && d->rcode < 16 ? d->rcode : 16], 1);
+	}
 	rsv_log_fields(sluice_evlog_begin(w, SLUICE_DS_RESOLVER, real_ns(m->now)), d, m);
 	return sluice_evlog_commit(w);
 }

@@ -85,6 +85,8 @@ struct sluice_child_opts {
 				    * the proxy as content (`--secrets-fd N`, a sealed memfd),
 				    * to the resolver as placeholders only */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
+	int stats_fd;              /* resolver only, > 0: the sandbox's dropped-query counts
+				    * (dns_stats.h), inherited as `--stats-fd N` */
 	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
 				    * its certificate: sluice_ca_make()), handed to the proxy
 				    * through a pipe (--ca-fd), so that every proxy of the

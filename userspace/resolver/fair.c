@@ -11,7 +11,10 @@
 
 #include <event2/event.h>
 
+#include "dns_stats.h"
 #include "evlog.h"
+
+_Static_assert(RSV_DROP__MAX == SLUICE_DNS_DROP_N, "dns_stats.h counts the drops of enum rsv_drop");
 
 #define BUCKETS 1024            /* clients tracked at once (a sandbox has a few addresses) */
 
@@ -28,6 +31,7 @@ struct rsv_fair {
 	void *poll_arg;
 	unsigned rate, burst;
 	uint64_t dropped[RSV_DROP__MAX], reported[RSV_DROP__MAX];
+	struct sluice_dns_stats *shared;   /* the same counts, for `sluice status` (may be NULL) */
 	struct bucket b[BUCKETS];
 };
 
@@ -76,13 +80,21 @@ bool rsv_fair_admit(struct rsv_fair *f, const struct sockaddr_storage *client, d
 		return true;
 	}
 	f->dropped[RSV_DROP_RATE_LIMITED]++;
+	sluice_dns_stats_add(f->shared, RSV_DROP_RATE_LIMITED, 1);
 	return false;
 }
 
 void rsv_fair_count(struct rsv_fair *f, enum rsv_drop why, uint64_t n)
 {
-	if (f && (unsigned)why < RSV_DROP__MAX)
+	if (f && (unsigned)why < RSV_DROP__MAX) {
 		f->dropped[why] += n;
+		sluice_dns_stats_add(f->shared, why, n);
+	}
+}
+
+void rsv_fair_set_shared(struct rsv_fair *f, struct sluice_dns_stats *st)
+{
+	f->shared = st;
 }
 
 uint64_t rsv_fair_dropped(const struct rsv_fair *f, enum rsv_drop why)

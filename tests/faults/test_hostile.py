@@ -31,6 +31,14 @@ allow:
 """ % HTTP_PORT
 
 GB = 1 << 30
+# ASan's allocator keeps freed memory in quarantine (256 MiB): resident
+# memory there says only that nothing grows with the traffic (a 1 GB body
+# kept, 10,000 requests' state kept), not how little the proxy needs
+ASAN = "ASAN_OPTIONS" in os.environ
+
+
+def limit_kib(mib):
+    return (512 if ASAN else mib) * 1024
 
 
 def rss_kib(pid):
@@ -143,7 +151,7 @@ def test_huge_heads_get_their_status_and_a_line_and_nothing_else_waits(w):
         ok = [l for l in lines if l.get("event.reason") == "allowed" and l.get("source.port") == got["port"]]
         assert len(ok) == 7, ok
         # 30 MiB of hostile heads at once: the proxy kept at most its limit of each
-        assert peak - base < 16 * 1024, "the proxy grew from %d to %d KiB" % (base, peak)
+        assert peak - base < limit_kib(16), "the proxy grew from %d to %d KiB" % (base, peak)
         assert s.d.status()[s.name]["proxy_pid"] == s.proxy, "the proxy died"
     finally:
         s.close()
@@ -156,7 +164,7 @@ def test_a_1gb_upload_streams_with_bounded_memory(w):
         assert got.get("status") == 200, got
         assert got["sent"] == GB, got
         assert got["body"]["body_len"] == GB, got          # the origin got every byte
-        assert peak - base < 32 * 1024, "the proxy grew from %d to %d KiB for a 1 GB upload" % (base, peak)
+        assert peak - base < limit_kib(32), "the proxy grew from %d to %d KiB for a 1 GB upload" % (base, peak)
         lines = s.lines(port=got["port"], want=1)
         assert len(lines) == 1, lines
         l = lines[0]
@@ -186,7 +194,7 @@ def test_10000_pipelined_requests_each_answered_and_logged(w):
         for l in lines:
             reasons[l["event.reason"]] = reasons.get(l["event.reason"], 0) + 1
         assert reasons == {"allowed": n - n // 10, "host_not_allowed": n // 10}, reasons
-        assert peak - base < 16 * 1024, "the proxy grew from %d to %d KiB for %d pipelined requests" % (base, peak, n)
+        assert peak - base < limit_kib(16), "the proxy grew from %d to %d KiB for %d pipelined requests" % (base, peak, n)
         # the same number, every one for the denied name: the proxy answers
         # each itself, one after the other, as fast as they come
         got, base, peak = s.client("denied", n, timeout=300)
@@ -196,7 +204,7 @@ def test_10000_pipelined_requests_each_answered_and_logged(w):
         assert len(lines) == n, len(lines)
         assert {l["event.reason"] for l in lines} == {"host_not_allowed"}, lines[:3]
         assert sorted(l["sluice.request_seq"] for l in lines) == list(range(1, n + 1))
-        assert peak - base < 16 * 1024, "the proxy grew from %d to %d KiB for %d denied pipelined requests" % (base, peak, n)
+        assert peak - base < limit_kib(16), "the proxy grew from %d to %d KiB for %d denied pipelined requests" % (base, peak, n)
         assert s.d.status()[s.name]["proxy_pid"] == s.proxy, "the proxy died"
     finally:
         s.close()

@@ -218,6 +218,10 @@ static void conn_close(struct conn *c, const char *reason)
  * on its EOF or after the linger time. */
 void conn_linger(struct conn *c)
 {
+	/* a lookup still running (an answer given while resolving: a timeout,
+	 * a reload's refusal) must not go on to dial for a lingering client */
+	proxy_lookup_cancel(c->lookup);
+	c->lookup = NULL;
 	http_free(c);
 	relay_free(c->relay);
 	c->relay = NULL;

@@ -414,6 +414,11 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--secrets-fd";
 		argv[argc++] = secbuf;
 	}
+	if (!is_proxy && o->stats_fd > 0) {
+		snprintf(fdbuf[6], sizeof(fdbuf[6]), "%d", o->stats_fd);
+		argv[argc++] = "--stats-fd";
+		argv[argc++] = fdbuf[6];
+	}
 	snprintf(fdbuf[7], sizeof(fdbuf[7]), "%d", ready[1]);
 	argv[argc++] = "--ready-fd";
 	argv[argc++] = fdbuf[7];
@@ -450,6 +455,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			fcntl(o->policy_fd, F_SETFD, 0);
 		if (o->seq_fd > 0)
 			fcntl(o->seq_fd, F_SETFD, 0);
+		if (!is_proxy && o->stats_fd > 0)
+			fcntl(o->stats_fd, F_SETFD, 0);
 		execv(binary, argv);
 		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
 		_exit(127);

@@ -90,6 +90,8 @@ struct sluice_child_opts {
 	const struct sluice_labels *labels; /* may be NULL: `--label KEY=VALUE` each, so the child's
 				    * lines carry labels.KEY too */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
+	int stats_fd;              /* resolver only, > 0: the sandbox's dropped-query counts
+				    * (dns_stats.h), inherited as `--stats-fd N` */
 	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
 				    * its certificate: sluice_ca_make()), handed to the proxy
 				    * through a pipe (--ca-fd), so that every proxy of the

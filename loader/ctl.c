@@ -193,6 +193,13 @@ static void print_sandbox(json_object *s)
 	       get_str(s, "events_lost"), get_str(s, "event_lines_lost"));
 	printf("  proxy pid   %s, resolver pid %s\n", get_str(s, "proxy_pid"), get_str(s, "resolver_pid"));
 	{
+		json_object *dd;   /* null: the daemon has no counts for it */
+
+		if (json_object_object_get_ex(s, "dns_dropped", &dd) && dd)
+			printf("  dns dropped %s (rate-limited %s, queue full %s, at a stop %s)\n", get_str(dd, "total"),
+			       get_str(dd, "rate_limited"), get_str(dd, "socket_overflow"), get_str(dd, "shutdown"));
+	}
+	{
 		const char *rt = get_str(s, "runtime"), *id = get_str(s, "container_id");
 		const char *cn = get_str(s, "container_name"), *up = get_str(s, "upstream_netns");
 
@@ -615,7 +622,8 @@ int cmd_status(int argc, char **argv)
 			"usage: sluice status [-j|--json]\n\n"
 			"The daemon's sandboxes: name, cgroup (and id), mode, policy name, sha256 and\n"
 			"generation, the hooks attached, the counters (allowed, redirected, denied,\n"
-			"would-deny, events lost), the proxy's and resolver's pids, and the events\n"
+			"would-deny, events lost), the proxy's and resolver's pids, the DNS queries\n"
+			"its resolvers dropped (rate-limited, queue full, at a stop), and the events\n"
 			"file; then the `sluice run` sandboxes of this host (name, pid, policy, the\n"
 			"confinement: profile, user, Landlock ABI, seccomp).  --json: the daemon's\n"
 			"answer with \"runs\" added.  Exit 2 when no daemon answers (the runs are\n"

@@ -49,6 +49,7 @@
 #include "credentials.h"
 #include "ctlsrv.h"
 #include "daemon_events.h"
+#include "daemon_dnsstats.h"
 #include "destroy.h"
 #include "events.h"
 #include "kfeatures.h"
@@ -81,6 +82,7 @@ struct dsandbox {
 	 * the daemon's, else a bind mount under the state dir (--upstream-netns) */
 	char upstream[PATH_MAX];
 	uint64_t cgroup_id;
+	struct daemon_dnsstats dns;  /* its resolvers' dropped queries (NAME.dns-stats) */
 	struct sluice_sandbox sb;
 	struct sluice_policy *policy;
 	struct sluice_signer signer; /* --allowed-signers: who signed the policy in force */
@@ -370,8 +372,13 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
 
+		char stats[PATH_MAX];
+
 		co.flow_map = NULL;
 		co.extra = D.resolver_extra;
+		state_path(stats, sizeof(stats), s->name, "dns-stats");
+		if (daemon_dnsstats_open(&s->dns, stats) == 0)
+			co.stats_fd = s->dns.fd;
 		p = sluice_child_start(D.resolver_bin, &s->l, &co, 10000, msg, msglen);
 		if (p < 0)
 			return -1;
@@ -629,6 +636,7 @@ static void free_sandbox(struct dsandbox *s)
 		sluice_consumer_free(&s->consumer);
 	sluice_listeners_close(&s->l);
 	sluice_expiry_watch_free(&s->expiry);
+	daemon_dnsstats_close(&s->dns);
 	if (s->policy)
 		sluice_policy_free(s->policy);
 	sluice_ca_pem_free(s->ca);
@@ -658,6 +666,7 @@ static void teardown(struct dsandbox *s, bool keep_state)
 		state_path(path, sizeof(path), s->name, "ca.pem");
 		unlink(path);
 		state_path(path, sizeof(path), s->name, "seq");
+		state_path(path, sizeof(path), s->name, "dns-stats");
 		unlink(path);
 		if (s->netns[0]) {
 			umount2(s->netns, MNT_DETACH);
@@ -963,6 +972,8 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "events_lost", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_EVENTS_LOST)));
 	/* lines the daemon could not write to the events file (ENOSPC, ...) */
 	json_object_object_add(o, "event_lines_lost", json_object_new_uint64(s->log_ready ? sluice_evlog_lost_total(&s->log) : 0));
+	/* DNS queries its resolvers dropped (rate-limited, queue full, at a stop) */
+	json_object_object_add(o, "dns_dropped", daemon_dnsstats_json(&s->dns));
 	return o;
 }
 

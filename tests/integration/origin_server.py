@@ -15,7 +15,9 @@ close; HTTPS ones are closed after each response (so that a tunnel ends,
 and logs, when its one request is done).
 Special paths: /big?n=N (N bytes); /close (answers with Connection: close);
 /eof (a body delimited by closing the connection: no Content-Length);
-/extra (a complete response followed by stray bytes).
+/extra (a complete response followed by stray bytes); /sink (the body is
+read in 256 KiB pieces and thrown away, only its length kept: a 1 GB upload
+costs the origin no memory).
 With --auth-tokens FILE (one token a line, read at each request), every
 request needs "Authorization: Bearer <a token in FILE>", else 401: the
 origin of the credentials tests, which only the real secret opens.
@@ -47,6 +49,13 @@ def record(**kw):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
+    def setup(self):
+        super().setup()
+        # the head and the body are two writes: without this the body waits
+        # for the ACK of the head (Nagle against a delayed ACK: 40 ms an
+        # answer, which 10,000 pipelined requests would pay in full)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def _body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             out = b""
@@ -61,7 +70,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
+    def _sink(self):
+        """Read the body without keeping it: its length (and that of a
+        chunked one) is what the test checks."""
+        n = 0
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return n
+                while size:
+                    got = len(self.rfile.read(min(size, 1 << 18)))
+                    if not got:
+                        return n
+                    n, size = n + got, size - got
+                self.rfile.readline()
+        left = int(self.headers.get("Content-Length") or 0)
+        while left:
+            got = len(self.rfile.read(min(left, 1 << 18)))
+            if not got:
+                break
+            n, left = n + got, left - got
+        return n
+
     def _do(self):
+        if self.path.startswith("/sink"):
+            n = self._sink()
+            record(event="request", scheme=self.server.scheme, port=self.server.server_address[1],
+                   method=self.command, path=self.path, host=self.headers.get("Host"), body_len=n,
+                   peer="%s:%s" % self.client_address[:2])
+            out = json.dumps({"path": self.path, "body_len": n}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
         body = self._body()
         local = self.connection.getsockname()[0]
         if local.startswith("::ffff:"):

@@ -108,6 +108,8 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 	SL_STR(b, "rule.name", r->rule);
 	SL_STR(b, "sluice.credential", r->credential);
 	SL_STR(b, "sluice.credential_event", r->cred_event);
+	SL_STR(b, "sluice.reload.reason", r->reload_reason);
+	SL_STR(b, "sluice.reload.policy_sha256", r->reload_reason ? r->reload_digest : NULL);
 	if (r->severity > 0)
 		SL_I64(b, "event.severity", r->severity);
 	sluice_entry_log_fields(b, r->rule_entry);

@@ -56,6 +56,9 @@ struct proxy_log_rec {
 	int upstream_conn;            /* HTTP: 0 none, 1 a new upstream connection, 2 a pooled one */
 	const char *dropped[PROXY_LOG_MAX_DROPPED];  /* "addr range" of refused DNS answers */
 	size_t n_dropped;
+	const char *reload_reason;    /* sluice.reload.reason: what the policy a reload brought said
+				       * of a connection or request it refused (reason "policy_reloaded"); NULL: none */
+	const char *reload_digest;    /* sluice.reload.policy_sha256: that policy's digest */
 };
 
 struct sluice_line;

@@ -158,6 +158,8 @@ static void conn_log(struct conn *c)
 	r.severity = c->severity_high ? 73 : 0;
 	r.rule_entry = c->rule_entry;
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
+	r.reload_reason = c->reload_reason;
+	r.reload_digest = px->next_policy ? px->next_policy->digest : NULL;
 	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
 		r.request_seq = (int)c->nreq + 1;
 	if (c->kind == K_HTTP && c->req_ok) {
@@ -216,6 +218,10 @@ static void conn_close(struct conn *c, const char *reason)
  * on its EOF or after the linger time. */
 void conn_linger(struct conn *c)
 {
+	/* a lookup still running (an answer given while resolving: a timeout,
+	 * a reload's refusal) must not go on to dial for a lingering client */
+	proxy_lookup_cancel(c->lookup);
+	c->lookup = NULL;
 	http_free(c);
 	relay_free(c->relay);
 	c->relay = NULL;
@@ -341,7 +347,7 @@ static void request_reset(struct conn *c)
 		free(c->dropped[i]);
 	c->n_dropped = 0;
 	c->verdict = "deny";
-	c->reason = c->deny_reason = c->rule = c->method = NULL;
+	c->reason = c->deny_reason = c->rule = c->method = c->reload_reason = NULL;
 	c->cred = NULL;
 	c->cred_name = c->cred_event = NULL;
 	c->severity_high = false;
@@ -666,6 +672,7 @@ static void on_http_head(struct conn *c)
 	else
 		proxy_decide_url(px->policy, c->inspected ? "https" : "http", c->target->host,
 				 c->target->port, c->req->method, c->target->path, &d);
+	proxy_redecide_head(c, &d);   /* draining after a reload: the new policy too */
 	if (c->kind == K_HTTP) {
 		proxy_target_url(c->target, d.host, url, sizeof(url));
 		c->url_full = strdup(url);
@@ -720,6 +727,7 @@ static void on_tls_hello(struct conn *c, const struct sni_result *h)
 	}
 	set_str(&c->sni, sni_norm);
 	proxy_decide_tls(px->policy, sni_norm, c->orig.dport, &d);
+	proxy_redecide_head(c, &d);
 	if (!apply_decision(c, &d))
 		return;
 	if (d.allow && d.inspect && px->ca && !c->deny_reason) {

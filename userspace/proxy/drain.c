@@ -135,6 +135,8 @@ void proxy_drain_start(struct proxy *px)
 		proxy_stop_now(px);
 		return;
 	}
+	/* what the reload's policy refuses is cut now (redecide.c) */
+	proxy_redecide_start(px);
 	on_drain_tick(-1, 0, px);
 }
 

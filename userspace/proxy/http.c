@@ -680,6 +680,11 @@ static void on_upstream_io(void *owner, short what)
 	process_response(c);
 }
 
+void http_refuse(struct conn *c, int status, const char *reason)
+{
+	http_abort(c, status, reason);
+}
+
 void http_timeout(struct conn *c)
 {
 	if (c->http && !c->http->sent_any) {

@@ -605,6 +605,7 @@ int main(int argc, char **argv)
 	}
 	proxy_tls_free(&px);
 	proxy_creds_free(&px);
+	proxy_redecide_free(&px);
 	sluice_policy_free(px.policy);
 	close(px.flow_fd);
 	if (px.reserve_fd >= 0)

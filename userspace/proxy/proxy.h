@@ -125,6 +125,7 @@ struct proxy {
 	int reserve_fd;                 /* given up at EMFILE to accept (and refuse, logged) one client */
 	unsigned accept_pause_ms;       /* the listener's back-off at EMFILE (doubles, reset on success) */
 	bool draining;                  /* SIGQUIT: not accepting, finishing the open ones */
+	struct sluice_policy *next_policy; /* draining: the policy the reload brought (redecide.c), or NULL */
 	struct event *drain_tick, *drain_deadline;
 };
 
@@ -233,6 +234,7 @@ struct conn {
 	const char *verdict;            /* "allow", "deny", "would_deny" */
 	const char *reason;             /* final reason for the log */
 	const char *deny_reason;        /* the policy's denial in audit mode */
+	const char *reload_reason;      /* refused by a reload's policy: what it said (redecide.c) */
 	const char *rule;
 	const struct proxy_cred *cred;  /* the credential this request gets (cred.c), or NULL */
 	const char *cred_event;         /* "credential_echoed" once a response was redacted */
@@ -287,6 +289,27 @@ void proxy_stop_now(struct proxy *px);
 /* Draining: close c if it is idle between requests with nothing pending
  * (no line: no request).  May free c. */
 void proxy_drain_idle(struct conn *c);
+
+/* redecide.c: a reload's old proxy decides its open connections again
+ * under the policy the reload brought (docs/reliability.md). */
+
+/* Draining: read cfg.policy_path again (the daemon replaced it before the
+ * SIGQUIT); when it is another policy, keep it in px->next_policy and cut
+ * each open tunnel or request in progress it refuses (a line each, reason
+ * "policy_reloaded").  0, or -1 when the file cannot be read (logged; the
+ * open connections finish under the old policy). */
+int proxy_redecide_start(struct proxy *px);
+
+/* Cut c if px->next_policy refuses what it is doing.  True when cut (c is
+ * gone).  Connections still reading a head are left to proxy_redecide_head. */
+bool proxy_redecide_conn(struct conn *c);
+
+/* A request or TLS connection decided (d: the old policy's decision) while
+ * px->next_policy is set: when the old policy lets it through and the new
+ * one does not, d becomes a refusal (403 "policy_reloaded"). */
+void proxy_redecide_head(struct conn *c, struct proxy_decision *d);
+
+void proxy_redecide_free(struct proxy *px);
 
 /* conn.c, also used by http.c.  Each of these may free `c`: call last. */
 
@@ -359,6 +382,11 @@ void http_free(struct conn *c);
 /* The connection's timer fired in the HTTP phase: nothing moved for
  * --idle-timeout. */
 void http_timeout(struct conn *c);
+
+/* Refuse the request in progress (a reload's policy refuses it): our own
+ * answer `status` if the client has seen nothing of the response yet, else
+ * close; `reason` is the line's event.reason.  Frees or lingers c. */
+void http_refuse(struct conn *c, int status, const char *reason);
 
 /* The client socket is readable in the HTTP phase. */
 void http_client_readable(struct conn *c);

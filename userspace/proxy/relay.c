@@ -331,3 +331,9 @@ int relay_spliced(const struct proxy_relay *r)
 {
 	return !r->d[0].copy && !r->d[1].copy;
 }
+
+void relay_counts(const struct proxy_relay *r, uint64_t *up, uint64_t *down)
+{
+	*up = r->d[0].bytes;
+	*down = r->d[1].bytes;
+}

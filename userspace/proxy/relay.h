@@ -44,6 +44,10 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 /* Stop and free a relay (its events, pipes and buffers; not the sockets). */
 void relay_free(struct proxy_relay *r);
 
+/* The bytes moved so far: client -> upstream (*up, the initial bytes
+ * included) and upstream -> client (*down). */
+void relay_counts(const struct proxy_relay *r, uint64_t *up, uint64_t *down);
+
 /* Did this relay use splice for both directions so far?  (For tests/logs.) */
 int relay_spliced(const struct proxy_relay *r);
 

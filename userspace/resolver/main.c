@@ -25,6 +25,7 @@
 #include "version.h"
 #include "policy.h"
 #include "resolver.h"
+#include "dns_stats.h"
 #include "fair.h"
 #include "server.h"
 
@@ -38,7 +39,7 @@ static void usage(FILE *f)
 "                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE | --log-fd N]\n"
 "                       [--upstream-dns ADDR[:PORT]] [--ready-fd N] [--mode audit|enforce]\n"
 "                       [--allow-private-answers CIDR]... [--upstream-timeout-ms N]\n"
-"                       [--cache-size N] [--cache-max-ttl SECONDS] [-v]\n"
+"                       [--cache-size N] [--cache-max-ttl SECONDS] [--stats-fd N] [-v]\n"
 "\n"
 "Answers DNS queries for the names a sluice policy allows, forwarding them to\n"
 "the upstream resolver; any other name gets the policy's dns.on_deny (NXDOMAIN\n"
@@ -73,6 +74,8 @@ static void usage(FILE *f)
 "                           every use is decided and filtered again\n"
 "  --cache-max-ttl SECONDS  keep a reply at most this long (default 300), never\n"
 "                           longer than its TTL\n"
+"  --stats-fd N             also add each dropped query to the counts in this file\n"
+"                           (the daemon's, shown by `sluice status`; dns_stats.h)\n"
 "  -V, --version            the version and the libbpf it runs with\n"
 "\n"
 "Examples:\n"
@@ -153,7 +156,7 @@ int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
 	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT,
-	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL };
+	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_STATS_FD };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -175,6 +178,7 @@ int main(int argc, char **argv)
 		{ "denied-rate", required_argument, NULL, O_DENIED_RATE },
 		{ "cache-size", required_argument, NULL, O_CACHE_SIZE },
 		{ "cache-max-ttl", required_argument, NULL, O_CACHE_TTL },
+		{ "stats-fd", required_argument, NULL, O_STATS_FD },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -183,7 +187,8 @@ int main(int argc, char **argv)
 	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp = 0, n_tcp = 0, n_listen = 0;
 	const char *listen_addrs[MAX_FDS];
 	const char *policy_path = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
-	int secrets_fd = -1, seq_fd = -1;
+	int secrets_fd = -1, seq_fd = -1, stats_fd = -1;
+	struct sluice_dns_stats *stats = NULL;
 	static struct sluice_secrets placeholders;
 	static struct sluice_labels labels;
 	const char *upstream = NULL, *mode = NULL;
@@ -268,6 +273,7 @@ int main(int argc, char **argv)
 		case O_CACHE_TTL:
 			cache_ttl = parse_int(optarg, 0, 86400, "--cache-max-ttl");
 			break;
+		case O_STATS_FD: stats_fd = parse_int(optarg, 0, INT_MAX, "--stats-fd"); break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': sluice_version_print(stdout, "sluice-resolver"); return 0;
@@ -435,6 +441,15 @@ int main(int argc, char **argv)
 		fatalx("out of memory");
 	cfg.fair = fair;
 	rsv_fair_set_poll(fair, poll_drops, srv);
+	if (stats_fd >= 0) {
+		/* the counts `sluice status` shows: a reporting aid, so a file
+		 * that cannot be mapped is said and serving goes on */
+		stats = sluice_dns_stats_map(stats_fd);
+		if (!stats)
+			log_warn("--stats-fd %d: dropped queries are not shown in status", stats_fd);
+		close(stats_fd);
+		rsv_fair_set_shared(fair, stats);
+	}
 	/* the mode and policy on record before the first query; a line that
 	 * cannot be written is counted (and said on stderr), never fatal */
 	rsv_log_start(&evlog, upbuf, listen_desc);
@@ -456,6 +471,7 @@ int main(int argc, char **argv)
 	srv_for_drain = NULL;
 	rsv_server_free(srv);
 	rsv_fair_free(fair);   /* the last summary of dropped queries */
+	sluice_dns_stats_unmap(stats);
 	event_free(sigs[0]);
 	event_free(sigs[1]);
 	event_free(sigs[2]);

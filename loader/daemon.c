@@ -50,6 +50,7 @@
 #include "ctlsrv.h"
 #include "destroy.h"
 #include "events.h"
+#include "gc.h"
 #include "kfeatures.h"
 #include "owner.h"
 #include "inspect.h"
@@ -643,12 +644,10 @@ static void teardown(struct dsandbox *s, bool keep_state)
 	sandbox_destroy(&s->sb);
 	if (!keep_state) {
 		sluice_owner_remove(s->name);
-		state_path(path, sizeof(path), s->name, "json");
-		unlink(path);
-		state_path(path, sizeof(path), s->name, "yaml");
-		unlink(path);
-		state_path(path, sizeof(path), s->name, "ca.pem");
-		unlink(path);
+		for (size_t i = 0; sluice_state_exts[i]; i++) {
+			state_path(path, sizeof(path), s->name, sluice_state_exts[i]);
+			unlink(path);
+		}
 		if (s->netns[0]) {
 			umount2(s->netns, MNT_DETACH);
 			unlink(s->netns);

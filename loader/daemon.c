@@ -349,6 +349,8 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 		.policy_path = s->policy_path, .netns_path = child_netns(s), .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
 		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets, .ocsf = D.log.ocsf,
+		.container_id = s->meta.container_id, .container_name = s->meta.container_name,
+		.container_runtime = s->meta.container_runtime,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 

@@ -256,12 +256,19 @@ int sluice_run_via_daemon(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	if (send_with_fds(fd, line, strlen(line), fds, 4) < 0) {
-		log_warn("run: cannot send to the daemon");
-		goto out;
+		int e = errno;
+
+		/* a daemon that refuses a client says why before it closes */
+		resp = read_answer(fd);
+		if (!resp) {
+			log_warnx("run: cannot send to the daemon: %s", strerror(e));
+			goto out;
+		}
 	}
 	close(pipefd[1]);
 	pipefd[1] = -1;
-	resp = read_answer(fd);
+	if (!resp)
+		resp = read_answer(fd);
 	if (!resp) {
 		log_warnx("run: no answer from the daemon");
 		goto out;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -171,10 +172,34 @@ static int user_groups(uid_t uid, gid_t gid, gid_t *out, int *n, char *msg, size
 	return 0;
 }
 
-/* In the child, between fork and exec: wait for the filter, become the
- * caller, exec.  Never returns. */
-static void child(int go, const int *fds, uid_t uid, gid_t gid, const gid_t *groups, int n_groups, const char *cwd,
-		  char **argv, char **envp)
+/* The caller's namespace of type ns ("mnt", "net") when it is not the
+ * daemon's: an O_RDONLY fd to /proc/PID/ns/NS (the caller waits for the
+ * answer: its pid is its own), else -1. */
+static int foreign_ns(pid_t pid, const char *ns)
+{
+	char path[64];
+	struct stat mine, theirs;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+	if (stat(path, &mine) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &theirs) < 0 || (theirs.st_ino == mine.st_ino && theirs.st_dev == mine.st_dev)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* In the child, between fork and exec: wait for the filter, enter the
+ * caller's mount and network namespaces (mnt_fd, net_fd; -1: the daemon's
+ * are the caller's), become the caller, exec.  Never returns. */
+static void child(int go, const int *fds, int mnt_fd, int net_fd, uid_t uid, gid_t gid, const gid_t *groups,
+		  int n_groups, const char *cwd, char **argv, char **envp)
 {
 	char c;
 	sigset_t all;
@@ -189,6 +214,10 @@ static void child(int go, const int *fds, uid_t uid, gid_t gid, const gid_t *gro
 	if (read(go, &c, 1) != 1)
 		_exit(127);
 	close(go);
+	if ((net_fd >= 0 && setns(net_fd, CLONE_NEWNET) < 0) || (mnt_fd >= 0 && setns(mnt_fd, CLONE_NEWNS) < 0)) {
+		dprintf(fds[2], "sluice: cannot enter your namespaces: %s\n", strerror(errno));
+		_exit(127);
+	}
 	setsid();
 	for (int i = 0; i < 3; i++)
 		if (dup2(fds[i], i) < 0)
@@ -250,7 +279,7 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 	const char *pname = str(req, "policy_name"), *cwd = str(req, "cwd");
 	char **argv = NULL, **envp = NULL, cg2[PATH_MAX], cg[PATH_MAX], name[64], msg[512], line[1024];
 	gid_t groups[GROUPS_MAX];
-	int n_groups = 0, go[2] = { -1, -1 }, cgfd;
+	int n_groups = 0, go[2] = { -1, -1 }, cgfd, mnt_fd = -1, net_fd = -1;
 	json_object *o = NULL, *areq, *ok;
 	struct urun *r = NULL;
 	pid_t pid;
@@ -294,6 +323,9 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 		goto out;
 	}
 	close(cgfd);
+	/* the command sees the caller's files and network, not the daemon's */
+	mnt_fd = foreign_ns(peer->pid, "mnt");
+	net_fd = foreign_ns(peer->pid, "net");
 	if (pipe2(go, O_CLOEXEC) < 0) {
 		o = error("pipe: %s", strerror(errno));
 		rmdir(cg);
@@ -307,7 +339,7 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 	}
 	if (pid == 0) {
 		close(go[1]);
-		child(go[0], peer->fds, peer->uid, peer->gid, groups, n_groups, cwd, argv, envp);
+		child(go[0], peer->fds, mnt_fd, net_fd, peer->uid, peer->gid, groups, n_groups, cwd, argv, envp);
 	}
 	close(go[0]);
 	go[0] = -1;
@@ -331,6 +363,13 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 	json_object_object_add(areq, "name", json_object_new_string(name));
 	json_object_object_add(areq, "cgroup", json_object_new_string(cg));
 	json_object_object_add(areq, "policy_name", json_object_new_string(pname));
+	if (net_fd >= 0) {
+		/* the proxy and resolver listen where the command runs */
+		char ns[64];
+
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)peer->pid);
+		json_object_object_add(areq, "netns", json_object_new_string(ns));
+	}
 	o = ops->attach(areq);
 	json_object_put(areq);
 	if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_get_boolean(ok))
@@ -379,6 +418,10 @@ fail:
 	waitpid(pid, NULL, 0);
 	rmdir(cg);
 out:
+	if (mnt_fd >= 0)
+		close(mnt_fd);
+	if (net_fd >= 0)
+		close(net_fd);
 	if (go[0] >= 0)
 		close(go[0]);
 	if (go[1] >= 0)

@@ -3,7 +3,9 @@ through its control socket with a policy of the admin's, by name; the daemon
 runs the command as them (SO_PEERCRED), never as root, without the group and
 with no_new_privs, filtered from its first instruction.  A non-member is
 refused.  The daemon runs in the test world's sandbox netns (nsenter --net:
-its mounts stay the host's), so the command's traffic stays in the world.
+its mounts stay the host's); the users' clients run there too, and the
+command runs in its caller's network and mount namespaces, so its traffic
+stays in the world.
 
 Each test makes its own group and users (slcg/slcu/slcn + pid) and removes
 them, also on failure.
@@ -35,7 +37,11 @@ allow:
 FIRST = ("echo hi | /bin/busybox nc -w 2 192.0.2.10 9000; echo denied_rc=$?; "
          "echo hi | /bin/busybox nc -w 2 192.0.2.10 5432; echo allowed_rc=$?; "
          "echo uid=$(id -u) groups=$(id -G | tr ' ' ,); grep NoNewPrivs /proc/self/status; "
-         "echo cgroup=$(grep '^0::' /proc/self/cgroup); pwd; exit 7")
+         "echo cgroup=$(grep '^0::' /proc/self/cgroup); test -e /mnt/slc-marker && echo mounts=callers; "
+         "pwd; exit 7")
+
+# the caller's own mount namespace, with a file only it sees
+PRIVATE_MNT = ["unshare", "-m", "sh", "-c", "mount -t tmpfs slc /mnt && touch /mnt/slc-marker && exec \"$0\" \"$@\""]
 
 
 class Users:
@@ -65,9 +71,9 @@ class Users:
     def uid(self, user):
         return pwd.getpwnam(user).pw_uid
 
-    def as_user(self, user, argv, env, timeout=120, **kw):
-        return subprocess.run(["setpriv", "--reuid", user, "--regid", "users", "--init-groups", "--"] + argv,
-                              capture_output=True, text=True, env=env, cwd="/", timeout=timeout, **kw)
+    def as_user(self, user, argv, env, timeout=120, prefix=(), **kw):
+        return subprocess.run(list(prefix) + ["setpriv", "--reuid", user, "--regid", "users", "--init-groups", "--"]
+                              + argv, capture_output=True, text=True, env=env, cwd="/", timeout=timeout, **kw)
 
     def close(self):
         for kind, name in reversed(self.made):
@@ -94,15 +100,16 @@ class Setup:
             os.makedirs(self.poldir)
             with open(os.path.join(self.poldir, "web.yaml"), "w") as f:
                 f.write(POLICY)
-            self.d = TD.Daemon(w, extra=["--user-group", self.u.group, "--policy-dir", self.poldir],
-                               wrap=["nsenter", "--net=" + w.sbx_path])
+            self.d = TD.Daemon(w, extra=["--user-group", self.u.group, "--policy-dir", self.poldir])
         except BaseException:
             self.close()
             raise
         self.env = {"PATH": "/usr/bin:/bin", "SLUICE_CONTROL_SOCK": self.d.env["SLUICE_CONTROL_SOCK"], "LANG": "C"}
 
-    def run(self, user, args, **kw):
-        return self.u.as_user(user, [W.SLUICE, "run"] + args, self.env, **kw)
+    def run(self, user, args, prefix=(), **kw):
+        """`sluice run ARGS` as user, from the world's sandbox netns."""
+        return self.u.as_user(user, [W.SLUICE, "run"] + args, self.env,
+                              prefix=list(prefix) + ["nsenter", "--net=" + self.w.sbx_path], **kw)
 
     def close(self):
         try:
@@ -137,7 +144,7 @@ def test_member_runs_a_command_as_itself_filtered_from_the_first_instruction(w):
         st = os.stat(s.d.state)
         assert st.st_mode & 0o777 == 0o710 and st.st_gid == s.u.gid, oct(st.st_mode)
         mark = w.mark()
-        r = s.run(s.u.member, ["--policy", "web", "--", "sh", "-c", FIRST])
+        r = s.run(s.u.member, ["--policy", "web", "--", "sh", "-c", FIRST], prefix=PRIVATE_MNT)
         assert r.returncode == 7, r   # the command's own exit status
         out = r.stdout.splitlines()
         uid = s.u.uid(s.u.member)
@@ -150,7 +157,7 @@ def test_member_runs_a_command_as_itself_filtered_from_the_first_instruction(w):
         assert "NoNewPrivs:\t1" in out, out
         cg = [l for l in out if l.startswith("cgroup=")][0]
         assert "/sluice/u%d-" % uid in cg, cg
-        assert out[-1] == "/", out
+        assert "mounts=callers" in out and out[-1] == "/", out
         time.sleep(0.3)
         assert w.arrived_since(mark, port=9000) == [], "the denied destination got traffic"
         assert w.arrived_since(mark, port=5432, proto="tcp"), "the allowed destination got nothing"
@@ -180,7 +187,7 @@ def test_member_stops_its_command_and_sees_only_its_own(w):
     p = None
     try:
         uid = s.u.uid(s.u.member)
-        p = subprocess.Popen(["setpriv", "--reuid", s.u.member, "--regid", "users", "--init-groups", "--",
+        p = subprocess.Popen(["nsenter", "--net=" + w.sbx_path, "setpriv", "--reuid", s.u.member, "--regid", "users", "--init-groups", "--",
                               W.SLUICE, "run", "--policy", "web", "--", "sh", "-c", "sleep 300 & sleep 300"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=s.env, cwd="/")
         deadline = time.time() + 20

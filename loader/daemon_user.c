@@ -35,6 +35,7 @@
 #define ENV_MAX    1024    /* its environment variables */
 #define GROUPS_MAX 256     /* the caller's supplementary groups */
 #define KILL_MS    5000    /* a finished run's cgroup: time for what is left to die */
+#define RUNS_MAX   16      /* commands one user runs at once (each loads its own BPF programs) */
 
 extern char **environ;
 
@@ -292,6 +293,14 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 		return error("run needs cwd, an absolute path");
 	if (peer->n_fds != 4 || peer->fds[0] < 0 || peer->fds[1] < 0 || peer->fds[2] < 0 || peer->fds[3] < 0)
 		return error("run needs four descriptors with the request (stdin, stdout, stderr, the status pipe)");
+	{
+		unsigned n = 0;
+
+		for (struct urun *q = U.runs; q; q = q->next)
+			n += q->uid == peer->uid;
+		if (n >= RUNS_MAX)
+			return error("you run %u commands through the daemon already: at most %d at once", n, RUNS_MAX);
+	}
 	if (peer->gid == U.gid)
 		return error("your primary group is the daemon's user group: the command would keep its access to "
 			     "the control socket; run from another primary group (sg, newgrp)");

@@ -4,7 +4,7 @@
  * objects, the event stream, the proxy and the resolver of every attached
  * sandbox, and re-adopts them after a restart.
  *
- * State (root only, 0700):
+ * State (root only, 0700; 0710 root:GROUP with a user group, daemon_user.h):
  *   /run/sluice/control.sock            control socket
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
  *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode), its loss accounting

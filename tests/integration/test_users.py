@@ -78,8 +78,14 @@ class Users:
     def close(self):
         for kind, name in reversed(self.made):
             if kind == "user":
-                # whatever of the user still runs (a test that failed midway)
-                subprocess.run(["pkill", "-KILL", "-U", str(self.uid(name))], capture_output=True)
+                # whatever of the user still runs (a test that failed midway), by pid
+                uid = self.uid(name)
+                for p in os.listdir("/proc"):
+                    try:
+                        if p.isdigit() and os.stat("/proc/" + p).st_uid == uid:
+                            os.kill(int(p), signal.SIGKILL)
+                    except OSError:
+                        pass
                 subprocess.run(["userdel", name], capture_output=True)
             else:
                 subprocess.run(["groupdel", name], capture_output=True)

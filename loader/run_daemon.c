@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -242,6 +243,14 @@ int sluice_run_via_daemon(int argc, char **argv)
 			log_warn("run: cannot reach the sluice daemon at %s (not root, `sluice run` goes through it: "
 				 "is `sluice daemon` running?)", sun.sun_path);
 		goto out;
+	}
+	{
+		/* a daemon that stopped answering must not hang its client (an
+		 * attach loads BPF programs and starts children: seconds) */
+		struct timeval tv = { .tv_sec = 120 };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		log_warn("run: pipe");

@@ -382,6 +382,18 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--mode";
 		argv[argc++] = (char *)o->mode;
 	}
+	if (o->container_id) {
+		argv[argc++] = "--container-id";
+		argv[argc++] = (char *)o->container_id;
+	}
+	if (o->container_name) {
+		argv[argc++] = "--container-name";
+		argv[argc++] = (char *)o->container_name;
+	}
+	if (o->container_runtime) {
+		argv[argc++] = "--container-runtime";
+		argv[argc++] = (char *)o->container_runtime;
+	}
 	if (o->ocsf) {
 		argv[argc++] = "--events-format";
 		argv[argc++] = "ocsf";

@@ -92,6 +92,12 @@ struct sluice_child_opts {
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
 	int stats_fd;              /* resolver only, > 0: the sandbox's dropped-query counts
 				    * (dns_stats.h), inherited as `--stats-fd N` */
+	const char *container_id;  /* the container the sandbox is (daemon: oci-hook, attach
+				    * --container), each NULL: none; passed as --container-id,
+				    * --container-name, --container-runtime so that the children's
+				    * lines carry container.* as the loader's do */
+	const char *container_name;
+	const char *container_runtime;
 	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
 				    * its certificate: sluice_ca_make()), handed to the proxy
 				    * through a pipe (--ca-fd), so that every proxy of the

@@ -36,6 +36,7 @@ struct client {
 	bool writing;                /* the answer is being sent */
 	size_t got;                  /* request bytes in `in` */
 	char *out;                   /* the answer line (writing) */
+	struct ctlsrv_peer peer;     /* who, and the descriptors the request carried */
 	size_t out_len, out_off;
 	char in[SLUICE_CTL_REQ_MAX];
 };
@@ -47,7 +48,7 @@ struct report {
 	uint64_t last_ms;
 };
 
-enum { R_TIMEOUT, R_EVICTED, R_REFUSED, R__MAX };
+enum { R_TIMEOUT, R_EVICTED, R_REFUSED, R_PEER, R__MAX };
 
 static struct {
 	struct event_base *base;
@@ -61,7 +62,8 @@ static struct {
 	struct client *head, *tail;
 	struct ctlsrv_stats st;
 	struct report rep[R__MAX];
-} C = { .lfd = -1, .reserve_fd = -1 };
+	gid_t group;                 /* members may connect too; (gid_t)-1: root only */
+} C = { .lfd = -1, .reserve_fd = -1, .group = (gid_t)-1 };
 
 static void on_client(evutil_socket_t fd, short what, void *arg);
 
@@ -112,6 +114,7 @@ static void report_flush(struct report *r, uint64_t now)
 		 (unsigned long long)r->pending,
 		 r == &C.rep[R_TIMEOUT] ? "closed past their deadline" :
 		 r == &C.rep[R_EVICTED] ? "closed to make room for new ones" :
+		 r == &C.rep[R_PEER]    ? "refused: not root, not a member of the daemon's user group" :
 					  "refused: the daemon is out of descriptors",
 		 (unsigned long long)r->total, C.st.clients, C.lim.max_clients);
 	C.report(r->action, msg);
@@ -141,6 +144,9 @@ static void client_close(struct client *c)
 	list_unlink(c);
 	event_free(c->ev);
 	close(c->fd);
+	for (unsigned i = 0; i < c->peer.n_fds; i++)
+		if (c->peer.fds[i] >= 0)
+			close(c->peer.fds[i]);
 	free(c->out);
 	free(c);
 	C.st.clients--;
@@ -187,8 +193,13 @@ static void client_answer(struct client *c, uint64_t now, bool too_long)
 		json_object_object_add(resp, "error", json_object_new_string("request line too long"));
 	} else {
 		req = json_tokener_parse(c->in);
-		resp = C.handle(req);
+		resp = C.handle(req, &c->peer);
 	}
+	/* descriptors the handler did not keep are closed now, not at the close */
+	for (unsigned i = 0; i < c->peer.n_fds; i++)
+		if (c->peer.fds[i] >= 0)
+			close(c->peer.fds[i]);
+	c->peer.n_fds = 0;
 	s = json_object_to_json_string_ext(resp, JSON_C_TO_STRING_PLAIN);
 	c->out_len = strlen(s) + 1;
 	c->out = malloc(c->out_len);
@@ -216,6 +227,38 @@ static void client_answer(struct client *c, uint64_t now, bool too_long)
 	client_arm(c, now);
 }
 
+/* recv() into c->in, keeping the descriptors sent with it (SCM_RIGHTS):
+ * at most SLUICE_CTL_MAX_FDS in all, the others closed at once. */
+static ssize_t recv_fds(struct client *c, size_t room)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SLUICE_CTL_MAX_FDS)];
+	} u;
+	struct iovec iov = { .iov_base = c->in + c->got, .iov_len = room };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
+		size_t k;
+		int fd;
+
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(fd));
+			if (c->peer.n_fds < SLUICE_CTL_MAX_FDS)
+				c->peer.fds[c->peer.n_fds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
 /* Read what c has sent; answer a whole line, close at EOF or error, else wait. */
 static void client_read(struct client *c, uint64_t now)
 {
@@ -226,7 +269,7 @@ static void client_read(struct client *c, uint64_t now)
 			client_answer(c, now, true);
 			return;
 		}
-		n = recv(c->fd, c->in + c->got, sizeof(c->in) - 1 - c->got, MSG_DONTWAIT);
+		n = recv_fds(c, sizeof(c->in) - 1 - c->got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -292,20 +335,47 @@ static bool evict_one(uint64_t now)
 	return true;
 }
 
+/* Was the peer on fd a member of C.group when it connected?  Its primary
+ * group, or one of its supplementary groups (SO_PEERGROUPS, Linux 4.13). */
+static bool peer_in_group(int fd, const struct ucred *cred)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+
+	if (C.group == (gid_t)-1)
+		return false;
+	if (cred->gid == C.group)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false;  /* more than 256 groups (ERANGE), or an old kernel: not a member */
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == C.group)
+			return true;
+	return false;
+}
+
+void ctlsrv_allow_group(gid_t gid)
+{
+	C.group = gid;
+}
+
 static void client_new(int fd, uint64_t now)
 {
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	struct client *c;
 
-	/* root only: the socket is 0600, and the peer's credentials are checked */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != 0) {
-		static const char m[] = "{\"ok\":false,\"error\":\"permission denied: root only\"}\n";
+	/* root, or a member of the allowed group: the socket's mode says so
+	 * too, and the peer's credentials are checked */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || (cred.uid != 0 && !peer_in_group(fd, &cred))) {
+		static const char m[] = "{\"ok\":false,\"error\":\"permission denied: root or members of the "
+					"daemon's user group only\"}\n";
 		ssize_t w = send(fd, m, sizeof(m) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		(void)w;
 		close(fd);
 		C.st.refused_peer++;
+		count(R_PEER, now);
 		return;
 	}
 	if (C.st.clients >= C.lim.max_clients)
@@ -319,6 +389,9 @@ static void client_new(int fd, uint64_t now)
 		return;
 	}
 	c->fd = fd;
+	c->peer.uid = cred.uid;
+	c->peer.gid = cred.gid;
+	c->peer.pid = cred.pid;
 	c->phase_ms = c->last_ms = now;
 	list_append(c);
 	C.st.clients++;
@@ -437,6 +510,7 @@ int ctlsrv_start(struct event_base *base, int lfd, const struct ctlsrv_limits *l
 	C.rep[R_TIMEOUT].action = "control-client-timeout";
 	C.rep[R_EVICTED].action = "control-client-evicted";
 	C.rep[R_REFUSED].action = "control-client-refused";
+	C.rep[R_PEER].action = "control-client-not-permitted";
 	C.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (C.reserve_fd < 0)
 		return -errno;

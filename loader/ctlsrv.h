@@ -19,6 +19,7 @@
 #define SLUICE_CTLSRV_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <json-c/json.h>
 
@@ -37,7 +38,7 @@ struct ctlsrv_limits {
 struct ctlsrv_stats {
 	uint64_t accepted;          /* connections taken from the listen queue */
 	uint64_t served;            /* requests answered */
-	uint64_t refused_peer;      /* not root (SO_PEERCRED) */
+	uint64_t refused_peer;      /* not root, not in the allowed group (SO_PEERCRED, SO_PEERGROUPS) */
 	uint64_t timed_out_idle;    /* closed: idle past idle_ms */
 	uint64_t timed_out_total;   /* closed: past total_ms */
 	uint64_t evicted;           /* closed for a new client (the cap, or out of descriptors) */
@@ -49,9 +50,22 @@ struct ctlsrv_stats {
 	unsigned max_clients;       /* the cap in force */
 };
 
-/* Answer one request (parsed JSON object; NULL: the line was not JSON).
- * Returns the answer, owned by the caller (ctlsrv frees it). */
-typedef json_object *(*ctlsrv_handler)(json_object *req);
+#define SLUICE_CTL_MAX_FDS 4          /* descriptors a request may carry (SCM_RIGHTS) */
+
+/* Who sent a request: its credentials when it connected (SO_PEERCRED), and
+ * the descriptors it sent with the request (SCM_RIGHTS, close-on-exec). */
+struct ctlsrv_peer {
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	int fds[SLUICE_CTL_MAX_FDS];  /* in the order sent; a handler that keeps one sets it to -1,
+				       * ctlsrv closes the others after the answer */
+	unsigned n_fds;
+};
+
+/* Answer one request (parsed JSON object; NULL: the line was not JSON) of
+ * peer.  Returns the answer, owned by the caller (ctlsrv frees it). */
+typedef json_object *(*ctlsrv_handler)(json_object *req, struct ctlsrv_peer *peer);
 
 /* Write one summary line (a lifecycle line and stderr): action
  * ("control-client-timeout", ...), message. */
@@ -64,6 +78,14 @@ typedef void (*ctlsrv_reporter)(const char *action, const char *message);
  */
 int ctlsrv_start(struct event_base *base, int lfd, const struct ctlsrv_limits *lim, ctlsrv_handler handle,
 		 ctlsrv_reporter report);
+
+/*
+ * Besides root, let members of group gid connect (the peer's primary group
+ * or one of its supplementary groups when it connected: SO_PEERGROUPS,
+ * Linux 4.13); (gid_t)-1: root only (the default).  What they may ask is
+ * the handler's to decide (peer->uid != 0).
+ */
+void ctlsrv_allow_group(gid_t gid);
 
 /* Write the summary lines due (call every 100 ms or so). */
 void ctlsrv_tick(void);

@@ -4,7 +4,7 @@
  * objects, the event stream, the proxy and the resolver of every attached
  * sandbox, and re-adopts them after a restart.
  *
- * State (root only, 0700):
+ * State (root only, 0700; 0710 root:GROUP with a user group, daemon_user.h):
  *   /run/sluice/control.sock            control socket
  *   /run/sluice/events.jsonl            every JSON line of every sandbox
  *   /run/sluice/sandboxes/NAME.json     what the sandbox is (cgroup, mode), its loss accounting
@@ -18,6 +18,7 @@
  * redirected connections fail until it is back.
  */
 #include "daemon.h"
+#include "daemon_user.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,6 +53,7 @@
 #include "daemon_dnsstats.h"
 #include "destroy.h"
 #include "events.h"
+#include "gc.h"
 #include "kfeatures.h"
 #include "labels.h"
 #include "owner.h"
@@ -130,6 +132,8 @@ static struct {
 	struct sluice_policy *boundary; /* --boundary: every policy must be within it; NULL none */
 	char boundary_path[PATH_MAX];
 	char policy_dir[PATH_MAX];  /* where policy names resolve (attach "policy_name", the OCI hook) */
+	const char *user_group;     /* members may run their own commands (daemon_user.h); "" none */
+	bool user_group_set;        /* --user-group given: the group must exist */
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -354,6 +358,8 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
 		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets, .ocsf = D.log.ocsf,
 		.seq_fd = sluice_evlog_seq_fd(&s->log), .labels = &s->labels,
+		.container_id = s->meta.container_id, .container_name = s->meta.container_name,
+		.container_runtime = s->meta.container_runtime,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
 
@@ -659,15 +665,10 @@ static void teardown(struct dsandbox *s, bool keep_state)
 	sandbox_destroy(&s->sb);
 	if (!keep_state) {
 		sluice_owner_remove(s->name);
-		state_path(path, sizeof(path), s->name, "json");
-		unlink(path);
-		state_path(path, sizeof(path), s->name, "yaml");
-		unlink(path);
-		state_path(path, sizeof(path), s->name, "ca.pem");
-		unlink(path);
-		state_path(path, sizeof(path), s->name, "seq");
-		state_path(path, sizeof(path), s->name, "dns-stats");
-		unlink(path);
+		for (size_t i = 0; sluice_state_exts[i]; i++) {
+			state_path(path, sizeof(path), s->name, sluice_state_exts[i]);
+			unlink(path);
+		}
 		if (s->netns[0]) {
 			umount2(s->netns, MNT_DETACH);
 			unlink(s->netns);
@@ -1335,10 +1336,35 @@ static json_object *do_reload(json_object *req)
 	return o;
 }
 
+/* What daemon_user.c asks of the daemon. */
+static void user_emit(const char *name, const char *action, const char *message)
+{
+	emit(name ? find(name) : NULL, action, "%s", message);
+}
+
+static bool user_in_sandbox(const char *path)
+{
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		size_t n = strlen(s->cgroup);
+
+		if (strncmp(path, s->cgroup, n) == 0 && (path[n] == 0 || path[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+static const struct daemon_user_ops user_ops = {
+	.attach = attach_or_say_why, .detach = do_detach, .status = do_status, .emit = user_emit,
+	.in_sandbox = user_in_sandbox,
+};
+
 /* One control request (ctlsrv.c reads it and sends the answer). */
-static json_object *handle_request(json_object *req)
+static json_object *handle_request(json_object *req, struct ctlsrv_peer *peer)
 {
 	const char *cmd = req ? jstr(req, "cmd") : NULL;
+
+	if (peer->uid != 0 || daemon_user_handles(req))
+		return daemon_user_request(req, peer, &user_ops);
 
 	if (!cmd)
 		return reply_error("malformed request: want one JSON object with \"cmd\"");
@@ -1364,13 +1390,13 @@ static void control_report(const char *action, const char *message)
  * notice dead children and vanished cgroups. */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-	struct dsandbox *s = D.sandboxes, *next;
+	struct dsandbox *s, *next;
 	int status;
 	pid_t pid;
 
 	retired_expire();
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (retired_reaped(pid))
+		if (retired_reaped(pid) || daemon_user_reaped(pid, status, &user_ops))
 			continue;
 		for (struct dsandbox *t = D.sandboxes; t; t = t->next) {
 			if (pid == t->proxy_pid || pid == t->resolver_pid) {
@@ -1405,7 +1431,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		}
 	}
 	ctlsrv_tick();
-	for (; s; s = next) {
+	/* from the head again: a user's command that ended detached its sandbox above */
+	for (s = D.sandboxes; s; s = next) {
 		next = s->next;
 		drain(s);
 		if (s->log_ready)
@@ -1807,6 +1834,7 @@ int cmd_daemon(int argc, char **argv)
 		{ "policy-dir", required_argument, NULL, 'P' },
 		{ "control-clients", required_argument, NULL, 'C' },
 		{ "control-deadlines", required_argument, NULL, 'T' },
+		{ "user-group", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1822,6 +1850,7 @@ int cmd_daemon(int argc, char **argv)
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
 	snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", SLUICE_POLICY_DIR);
 	D.use_lsm = true;
+	D.user_group = "sluice";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -1843,6 +1872,7 @@ int cmd_daemon(int argc, char **argv)
 		case 'S': signers_path = optarg; break;
 		case 'B': boundary_path = optarg; break;
 		case 'P': snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", optarg); break;
+		case 'G': D.user_group = optarg; D.user_group_set = true; break;
 		case 'C':
 			if (parse_uint(optarg, 1, 100000, &ctl.max_clients) < 0) {
 				log_warnx("daemon: --control-clients: want a number from 1 to 100000, not '%s'", optarg);
@@ -1864,7 +1894,11 @@ int cmd_daemon(int argc, char **argv)
 			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
 			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
 			       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
-			       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n\n"
+			       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n"
+			       "                     [--user-group GROUP]\n\n"
+			       "  --user-group GROUP  its members may `sluice run --policy NAME -- CMD` without\n"
+			       "                 root: the daemon runs CMD as them (default: sluice, when that\n"
+			       "                 group exists; '' root only)\n"
 			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
 			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
 			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
@@ -2004,6 +2038,14 @@ int cmd_daemon(int argc, char **argv)
 			return 2;
 		}
 		umask(old);
+	}
+	{
+		char msg[512];
+
+		if (daemon_user_setup(D.user_group, D.user_group_set, D.state_dir, D.sock_path, msg, sizeof(msg)) < 0) {
+			log_warnx("daemon: %s", msg);
+			return 2;
+		}
 	}
 	if (ctlsrv_start(D.base, lfd, &ctl, handle_request, control_report) < 0) {
 		log_warn("daemon: cannot serve %s", D.sock_path);

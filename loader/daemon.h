@@ -3,8 +3,9 @@
  * daemon.h - `sluice daemon` and its clients (`attach`, `detach`, `status`,
  * `reload`, `events`).  The daemon holds the BPF objects, proxies and
  * resolvers of every attached sandbox; clients talk to it over a unix
- * socket (root only, SO_PEERCRED checked), one JSON request line and one
- * JSON response line per connection.  Wire format: docs/daemon.md.
+ * socket (root, and members of its user group for their own runs:
+ * daemon_user.h; SO_PEERCRED checked), one JSON request line and one JSON
+ * response line per connection.  Wire format: docs/daemon.md.
  */
 #ifndef SLUICE_DAEMON_H
 #define SLUICE_DAEMON_H

@@ -164,6 +164,8 @@ static bool gc_verdict(const struct gc_view *v, char *why, size_t len)
 	return true;
 }
 
+const char *const sluice_state_exts[] = { "json", "yaml", "yaml.sig", "ca.pem", "seq", "dns-stats", NULL };
+
 static int remove_pins(const char *dir, int *n)
 {
 	DIR *d = opendir(dir);
@@ -253,10 +255,8 @@ int sluice_sandbox_remove(const char *name, const char *daemon_state_dir, bool d
 	}
 	/* 3. the daemon's records of it */
 	if (daemon_state_dir) {
-		static const char *const ext[] = { "json", "yaml", "seq" };
-
-		for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
-			snprintf(path, sizeof(path), "%s/sandboxes/%s.%s", daemon_state_dir, name, ext[i]);
+		for (size_t i = 0; sluice_state_exts[i]; i++) {
+			snprintf(path, sizeof(path), "%s/sandboxes/%s.%s", daemon_state_dir, name, sluice_state_exts[i]);
 			if (access(path, F_OK) == 0) {
 				DID("%s %s, ", dry_run ? "remove" : "removed", path);
 				if (!dry_run)

@@ -17,12 +17,21 @@
 int cmd_gc(int argc, char **argv);
 
 /*
+ * The daemon's files of a sandbox: <state>/sandboxes/NAME.EXT for each EXT
+ * here (its record, the policy in force and its signature, the published CA
+ * certificate), NULL-terminated.  The daemon's teardown and
+ * sluice_sandbox_remove() both remove exactly these.
+ */
+extern const char *const sluice_state_exts[];
+
+/*
  * Remove sandbox `name` without its owner: kill the processes of its own
  * cgroup <cgroup2>/sluice/NAME and remove it (first: nothing in it ever runs
  * unfiltered), unpin every link and map under SLUICE_PIN_ROOT/NAME, remove
  * its owner record and, when daemon_state_dir is set, the daemon's files of
- * it there (sandboxes/NAME.json, .yaml, the kept netns).  A cgroup that was
- * attached (not under sluice/) is left as it is, unfiltered.  Refuses a
+ * it there (sandboxes/NAME.EXT for each of sluice_state_exts, the kept
+ * netns).  A cgroup that was attached (not under sluice/) is left as it is,
+ * unfiltered.  Refuses a
  * sandbox whose recorded owner is alive.  Writes what it did (or would do,
  * with dry_run) to did.  Returns 0, or -errno with msg.
  */

@@ -35,6 +35,7 @@
 #include "cgroup.h"
 #include "children.h"
 #include "credentials.h"
+#include "run_daemon.h"
 #include "run_env.h"
 #include "confine.h"
 #include "events.h"
@@ -652,6 +653,9 @@ int cmd_run(int argc, char **argv)
 	pid_t pid = -1, cmd_pid;
 	static struct sluice_labels labels;
 
+	/* not root: the daemon runs CMD as this user (run_daemon.h) */
+	if (geteuid() != 0)
+		return sluice_run_via_daemon(argc, argv);
 	memset(&st, 0, sizeof(st));
 	st.policy_fd = -1;
 	sluice_confine_init(&conf);

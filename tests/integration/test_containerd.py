@@ -146,3 +146,65 @@ def test_containerd_container_attached_by_id(w):
                     break
                 except OSError:
                     time.sleep(0.1)
+
+
+def test_containerd_hook_in_the_runtime_spec_filters_the_first_instruction(w):
+    """containerd from the first instruction: `ctr run --config SPEC` with
+    the OCI hook in the spec's hooks (what docs/containers.md says to put
+    in containerd's base runtime spec); its entrypoint tries a denied and an
+    allowed destination at once."""
+    import json
+    import test_containers as TC
+    if not shutil.which("containerd") or not shutil.which("ctr") or not os.path.exists("/bin/busybox"):
+        raise W.Skip("containerd or busybox-static not installed (make deps)")
+    c = Containerd(w)
+    h = TC.Hooked(w)
+    cid = "slcctrdh%d" % os.getpid()
+    ns = "slcnsh%d" % os.getpid()
+    mounts = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] in ("cgroup", "cgroup2")]
+    parents = [os.path.join(m, ns) for m in mounts if not os.path.exists(os.path.join(m, ns))]
+    try:
+        spec = json.loads(c.ctr("oci", "spec").stdout)
+        hook = {"path": W.SLUICE, "args": ["sluice", "oci-hook", "--control-socket", h.d.env["SLUICE_CONTROL_SOCK"]]}
+        spec["hooks"] = {"createRuntime": [hook], "poststop": [hook]}
+        spec["annotations"] = {"io.sluice.policy": "web", "io.sluice.name": cid}
+        spec["root"] = {"path": TD._rootfs(w), "readonly": True}
+        spec["process"]["terminal"] = False
+        spec["process"]["args"] = ["/bin/sh", "-c", TC.FIRST]
+        spec["linux"]["cgroupsPath"] = "/%s/%s" % (ns, cid)
+        for n in spec["linux"]["namespaces"]:
+            if n["type"] == "network":
+                n["path"] = w.sbx_path
+        specp = w.write("ctrd-spec-%s.json" % cid, json.dumps(spec))
+        mark = w.mark()
+        r = c.ctr("run", "--config", specp, cid, ns=ns, timeout=120)
+        if r.returncode != 0 and "denied_rc" not in r.stdout and "hook" not in r.stderr:
+            raise W.Skip("ctr run --config does not run the spec here: " + r.stderr.strip()[-300:])
+        assert "denied_rc=1" in r.stdout and "allowed_rc=0" in r.stdout, r
+        time.sleep(0.3)
+        assert w.arrived_since(mark, port=9000) == [], "the denied destination got traffic"
+        assert w.arrived_since(mark, port=5432, proto="tcp"), "the allowed destination got nothing"
+        ev = [e for e in h.d.events_of(cid) if e.get("event.action") == "egress-denied"]
+        assert ev and ev[0]["container.id"] == cid, ev
+        assert TC.wait_gone(h.d, cid, timeout=20), h.d.status()
+        W.SEEN.extend(h.d.events_of(cid))
+    finally:
+        c.ctr("task", "kill", "-s", "SIGKILL", cid, ns=ns)
+        for _ in range(50):
+            if c.ctr("task", "rm", "-f", cid, ns=ns).returncode != 0:
+                break
+            time.sleep(0.1)
+        c.ctr("container", "rm", cid, ns=ns)
+        c.ctr("namespaces", "rm", ns)
+        shutil.rmtree("/run/containerd/runc/" + ns, ignore_errors=True)
+        h.close()
+        c.close()
+        for p in parents:
+            try:
+                os.rmdir(os.path.join(p, cid))
+            except OSError:
+                pass
+            try:
+                os.rmdir(p)
+            except OSError:
+                pass

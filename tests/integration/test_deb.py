@@ -32,6 +32,9 @@ def test_deb_builds_lints_clean_and_runs(w):
                   "./usr/share/man/man8/sluice.8.gz", "./usr/share/man/man5/sluice-policy.5.gz",
                   "./usr/share/man/man7/sluice-events.7.gz", "./etc/sluice/policies/"):
             assert f in files, (f, files)
+        # the postinst makes the system group `sluice` (docs/daemon.md); nothing here runs it
+        post = subprocess.run(["dpkg-deb", "-I", debs[0], "postinst"], capture_output=True, text=True, check=True).stdout
+        assert "addgroup --system --quiet sluice" in post, post
         # lintian ran in make deb with --fail-on error; its report is kept
         lint = open(os.path.join(out, "deb", "lintian.log")).read()
         assert not [l for l in lint.splitlines() if l.startswith("E:")], lint

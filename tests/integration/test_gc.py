@@ -196,3 +196,46 @@ def test_gc_removes_a_stale_owner_record(w):
             os.unlink(os.path.join(OWNERS, name))
         except FileNotFoundError:
             pass
+
+
+INSPECT = """\
+version: 1
+name: gc-inspect
+allow:
+  - host: api.example.com
+    ports: [443]
+    inspect: true
+    why: a policy that inspects, so the daemon publishes a sandbox CA
+"""
+
+
+def test_detach_force_removes_every_file_the_daemon_kept(w):
+    """A daemon killed with SIGKILL leaves its sandbox's record, policy and
+    published CA certificate (NAME.ca.pem) in its state dir; detach --force
+    removes them all, not only the record and the policy."""
+    import test_daemon as TD
+    d = TD.Daemon(w)
+    name = "gc%df" % os.getpid()
+    a = None
+    try:
+        a = TD.Workload(w, "gcf")
+        r = d.ctl("attach", "--policy", w.write("gc-inspect.yaml", INSPECT), "--cgroup", a.cg,
+                  "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0, r
+        sbx = os.path.join(d.state, "sandboxes")
+        ca = d.status()[name]["ca_cert"]
+        assert ca == os.path.join(sbx, name + ".ca.pem") and os.path.exists(ca), d.status()
+        d.kill9()
+        left = sorted(f for f in os.listdir(sbx) if f.startswith(name + "."))
+        assert left == [name + ".ca.pem", name + ".json", name + ".yaml"], left
+        r = subprocess.run([W.SLUICE, "detach", "--force", "--state-dir", d.state, name],
+                           capture_output=True, text=True, timeout=60, env=d.env)
+        assert r.returncode == 0 and "ca.pem" in r.stdout, r
+        assert [f for f in os.listdir(sbx) if f.startswith(name + ".")] == [], os.listdir(sbx)
+        assert not os.path.exists(os.path.join(PINS, name))
+    finally:
+        d.close()
+        subprocess.run([W.SLUICE, "detach", "--force", "--state-dir", d.state, name], capture_output=True, timeout=60,
+                       env=d.env)
+        if a:
+            a.close()

@@ -185,3 +185,34 @@ def test_detach_force_releases_the_upstream_netns_too(w):
     finally:
         a.close()
         d.close()
+
+
+def test_hook_container_fields_on_proxy_and_resolver_lines(w):
+    """The proxy's and the resolver's lines of a hooked container carry its
+    container.id, .name and .runtime, as the daemon's own lines do."""
+    TC.need_podman()
+    servers(w)
+    h = TC.Hooked(w)
+    name = "ctrf-%d" % os.getpid()
+    try:
+        with open(os.path.join(h.poldir, "oneway.yaml"), "w") as f:
+            f.write(POLICY)
+        r, cid = h.run("fields", {"io.sluice.policy": "oneway", "io.sluice.name": name},
+                       cmd=(REQ % ("fields", "api.example.com")) + "; busybox nslookup api.example.com 192.0.2.53")
+        assert r.returncode == 0, r
+        assert "200" in r.stdout.splitlines()[0], r
+        assert cid and len(cid) == 64, cid
+        ev = h.d.events_of(name)
+        want = {"container.id": cid, "container.name": name, "container.runtime": "podman"}
+        for ds in ("sluice.proxy", "sluice.resolver"):
+            lines = [e for e in ev if e.get("event.dataset") == ds]
+            assert lines, (ds, ev)
+            for e in lines:
+                assert {k: e.get(k) for k in want} == want, (ds, e)
+        assert [e for e in ev if e.get("event.action") == "proxy-http"
+                and e.get("url.full", "").endswith("/pub/fields")], ev
+        assert [e for e in ev if e.get("event.action") == "dns-query"
+                and e.get("dns.question.name") == "api.example.com"], ev
+        W.SEEN.extend(ev)
+    finally:
+        h.close()

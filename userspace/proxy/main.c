@@ -48,6 +48,8 @@ static void usage(FILE *f)
 		"  --secrets-fd N             the credentials' secrets, from the loader (a sealed memfd)\n"
 		"  --netns PATH               join this network namespace first\n"
 		"  --sandbox NAME             sandbox name for the log (default: default)\n"
+		"  --container-id ID, --container-name NAME, --container-runtime RT\n"
+		"                             the container the sandbox is: container.* on every line\n"
 		"  --log FILE                 access log, JSON lines, appended (default: stdout)\n"
 		"  --log-fd N                 write the access log to inherited fd N (sluice run and the\n"
 		"                             daemon pass their events destination so all lines share it)\n"
@@ -298,6 +300,9 @@ int main(int argc, char **argv)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "sandbox", required_argument, NULL, 's' },
+		{ "container-id", required_argument, NULL, 'i' },
+		{ "container-name", required_argument, NULL, 'N' },
+		{ "container-runtime", required_argument, NULL, 'R' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "log-fd", required_argument, NULL, 'G' },
 		{ "events-format", required_argument, NULL, 'J' },
@@ -354,6 +359,9 @@ int main(int argc, char **argv)
 		case 'p': cfg->policy_path = optarg; break;
 		case 'n': cfg->netns = optarg; break;
 		case 's': cfg->sandbox = optarg; break;
+		case 'i': cfg->container_id = optarg; break;
+		case 'N': cfg->container_name = optarg; break;
+		case 'R': cfg->container_runtime = optarg; break;
 		case 'l': cfg->log_path = optarg; break;
 		case 'G': cfg->log_fd = (int)parse_uint("--log-fd", optarg, 1, INT_MAX); break;
 		case 'E': seq_fd = (int)parse_uint("--seq-fd", optarg, 0, INT_MAX); break;
@@ -470,6 +478,8 @@ int main(int argc, char **argv)
 		struct sluice_envelope env = {
 			.sandbox = cfg->sandbox, .policy_name = px.policy->name, .policy_digest = px.policy->digest,
 			.mode = px.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce", .labels = &labels,
+			.container_id = cfg->container_id, .container_name = cfg->container_name,
+			.container_runtime = cfg->container_runtime,
 		};
 		char dest[32];
 

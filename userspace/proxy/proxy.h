@@ -64,6 +64,9 @@ struct proxy_config {
 	const char *policy_path;        /* NULL: the built-in default (deny everything) */
 	const char *netns;
 	const char *sandbox;
+	const char *container_id;       /* container.id, .name, .runtime of every line; NULL: none */
+	const char *container_name;
+	const char *container_runtime;
 	const char *log_path;           /* NULL: stdout */
 	int log_fd;                     /* --log-fd: inherited destination; 0: none */
 	const char *upstream_dns;       /* NULL: /etc/resolv.conf */

@@ -52,6 +52,8 @@ static void usage(FILE *f)
 "  --netns PATH             join this network namespace first: upstream queries\n"
 "                           leave from the sandbox's network\n"
 "  --sandbox NAME           sandbox name for the log\n"
+"  --container-id ID, --container-name NAME, --container-runtime RT\n"
+"                           the container the sandbox is: container.* on every line\n"
 "  --log FILE               JSON lines, appended (default: standard output)\n"
 "  --log-fd N               write them to inherited fd N (sluice run and the daemon pass\n"
 "                           their events destination so that all lines share it)\n"
@@ -156,7 +158,7 @@ int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
 	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT,
-	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_STATS_FD };
+	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_STATS_FD, O_CTR_ID, O_CTR_NAME, O_CTR_RUNTIME };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -165,6 +167,9 @@ int main(int argc, char **argv)
 		{ "secrets-fd", required_argument, NULL, O_SECRETS },
 		{ "netns", required_argument, NULL, O_NETNS },
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
+		{ "container-id", required_argument, NULL, O_CTR_ID },
+		{ "container-name", required_argument, NULL, O_CTR_NAME },
+		{ "container-runtime", required_argument, NULL, O_CTR_RUNTIME },
 		{ "log", required_argument, NULL, O_LOG },
 		{ "log-fd", required_argument, NULL, O_LOG_FD },
 		{ "events-format", required_argument, NULL, O_EVENTS_FORMAT },
@@ -189,6 +194,7 @@ int main(int argc, char **argv)
 	const char *policy_path = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
 	int secrets_fd = -1, seq_fd = -1, stats_fd = -1;
 	struct sluice_dns_stats *stats = NULL;
+	const char *ctr_id = NULL, *ctr_name = NULL, *ctr_runtime = NULL;
 	static struct sluice_secrets placeholders;
 	static struct sluice_labels labels;
 	const char *upstream = NULL, *mode = NULL;
@@ -230,6 +236,9 @@ int main(int argc, char **argv)
 		case O_SECRETS: secrets_fd = parse_int(optarg, 0, INT_MAX, "--secrets-fd"); break;
 		case O_NETNS: netns = optarg; break;
 		case O_SANDBOX: sandbox = optarg; break;
+		case O_CTR_ID: ctr_id = optarg; break;
+		case O_CTR_NAME: ctr_name = optarg; break;
+		case O_CTR_RUNTIME: ctr_runtime = optarg; break;
 		case O_LOG: log_path = optarg; break;
 		case O_LOG_FD: log_fd = parse_int(optarg, 1, INT_MAX, "--log-fd"); break;
 		case O_SEQ_FD: seq_fd = parse_int(optarg, 0, INT_MAX, "--seq-fd"); break;
@@ -415,6 +424,7 @@ int main(int argc, char **argv)
 		struct sluice_envelope env = {
 			.sandbox = sandbox, .policy_name = policy->name, .policy_digest = policy->digest,
 			.mode = cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce", .labels = &labels,
+			.container_id = ctr_id, .container_name = ctr_name, .container_runtime = ctr_runtime,
 		};
 		char dest[32];
 

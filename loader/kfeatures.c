@@ -43,6 +43,16 @@ int sluice_have_set_retval(void)
 	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
 }
 
+int sluice_have_exe(void)
+{
+	/* current_exe() in bpf/sluice.bpf.c: the task (BTF) and kernel reads */
+	/* the socket hooks, and sock_create's denial events */
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_get_current_task_btf, NULL) > 0 &&
+	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_probe_read_kernel, NULL) > 0 &&
+	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK, BPF_FUNC_get_current_task_btf, NULL) > 0 &&
+	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK, BPF_FUNC_probe_read_kernel, NULL) > 0;
+}
+
 static int libbpf_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return 0;
@@ -86,11 +96,14 @@ void sluice_features_print(FILE *f)
 	}
 	if (root) {
 		fprintf(f, "  bpf_set_retval       %s\n", sluice_have_set_retval() ? "yes" : "no (kernel < 5.18: denials are EPERM)");
+		fprintf(f, "  caller's executable  %s\n",
+			sluice_have_exe() ? "yes (`programs:` entries)" : "no (`programs:` entries are refused)");
 		fprintf(f, "  ring buffer          %s\n",
 			libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) > 0 ? "yes" : "no (kernel < 5.8)");
 	} else {
 		fprintf(f, "  bpf_set_retval       unknown (needs root)\n");
 		fprintf(f, "  ring buffer          unknown (needs root)\n");
+		fprintf(f, "  caller's executable  unknown (needs root)\n");
 	}
 	{
 		/* what `sluice run`'s sandbox profile gets (confine.h) */

@@ -204,6 +204,7 @@ struct conn {
 	struct event *timer;            /* header deadline, connect deadline, idle, linger */
 	struct sluice_orig orig;
 	bool have_orig;
+	char *exe;                      /* process.executable of orig.pid, when it still runs that file */
 	bool over_cap;
 	bool logged;
 	bool failed;                    /* ended in an error or denial */

@@ -185,11 +185,11 @@ def test_bad_program_paths_are_file_line_errors_and_change_nothing(w):
                "    programs:\n      - %s\n    why: x\n" % prog
         path, r = _check(w, text)
         assert r.returncode == 2, (prog, r)
-        assert (path + ":6:") in r.stdout + r.stderr and want in r.stdout + r.stderr, (prog, r)
+        assert (path + ":7:") in r.stdout + r.stderr and want in r.stdout + r.stderr, (prog, r)
         # sluice run refuses it before anything is made
         mark = w.mark()
         res = w.probe("tcp", "192.0.2.10", 5432, policy=path)
-        assert res.rc == 2 and (path + ":6:") in res.stderr, res
+        assert res.rc == 2 and (path + ":7:") in res.stderr, res
         assert not w.arrived_since(mark), res
     for text, want in [
         ("  - unix: /run/x.sock\n    programs: [%s]\n    why: x\n" % CURL, "not allowed in a unix entry"),

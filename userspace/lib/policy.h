@@ -335,6 +335,12 @@ bool sluice_entry_allows_program(const struct sluice_entry *e, const struct slui
 /* Does any entry of `p` carry `programs:`? */
 bool sluice_policy_has_programs(const struct sluice_policy *p);
 
+/* Is `path` (a `programs:` path; its symlink target is looked at too) an
+ * interpreter, a shell or another program that runs what it is told
+ * (python, sh, node, env, ld.so, busybox, ...)?  Returns the name that
+ * says so, or NULL. */
+const char *sluice_program_interpreter(const char *path);
+
 /* The path of `e`'s program that is `who`, or NULL. */
 const char *sluice_entry_program_path(const struct sluice_entry *e, const struct sluice_exe_id *who);
 
@@ -369,6 +375,7 @@ enum sluice_lint_code {
 	SLUICE_LINT_UNIX_DAEMON,      /* unix socket of a daemon that acts for its clients (docker, dbus, ...) */
 	SLUICE_LINT_URL_SHADOWED,     /* an https:// url entry whose name a host entry allows whole */
 	SLUICE_LINT_CREDENTIAL_PLAIN_HTTP, /* a credential sent on http:// (allow_plain_http: true) */
+	SLUICE_LINT_PROGRAM_INTERPRETER,   /* `programs:` names an interpreter or a shell: every script it runs */
 };
 
 struct sluice_lint {

@@ -11,6 +11,7 @@
 #include "policy_internal.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,4 +151,44 @@ const char *sluice_pid_executable(int pid, const struct sluice_exe_id *who, char
 	if (who && (stat(link, &st) < 0 || sluice_kdev(st.st_dev) != who->dev || st.st_ino != who->ino))
 		return NULL;
 	return buf;
+}
+
+/* Does the file name `base` begin with one of the interpreters' names
+ * (followed by nothing, digits, dots or '-': "python3.11", "perl5.36")? */
+static const char *interpreter_name(const char *base)
+{
+	static const char *const names[] = {
+		"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "busybox", "python", "pypy",
+		"perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh", "wish", "expect",
+		"Rscript", "java", "env", "ld-linux", "ld-musl", "ld.so", "gdb", "awk", "gawk", "mawk", "xargs", NULL,
+	};
+
+	for (size_t i = 0; names[i]; i++) {
+		size_t n = strlen(names[i]);
+		const char *t = base + n;
+
+		if (strncmp(base, names[i], n) != 0)
+			continue;
+		while (*t && ((*t >= '0' && *t <= '9') || *t == '.' || *t == '-' || *t == '_' ||
+			      (*t >= 'a' && *t <= 'z' && strncmp(names[i], "ld-", 3) == 0)))
+			t++;
+		if (!*t)
+			return names[i];
+	}
+	return NULL;
+}
+
+const char *sluice_program_interpreter(const char *path)
+{
+	char *copy = strdup(path), *real;
+	const char *what = NULL;
+
+	if (copy)
+		what = interpreter_name(basename(copy));
+	free(copy);
+	if (!what && (real = realpath(path, NULL)) != NULL) {
+		what = interpreter_name(basename(real));
+		free(real);
+	}
+	return what;
 }

@@ -221,3 +221,47 @@ def test_digest_and_diff_cover_programs(w):
     assert "narrows" in r.stdout, r
     r = subprocess.run([W.SLUICE, "policy", "diff", c, b], capture_output=True, text=True, timeout=30)
     assert "programs" in r.stdout and PY in r.stdout, r
+
+
+def test_daemon_resolves_programs_again_at_reload(w):
+    """The daemon (its own state dir and sandbox name) resolves `programs:`
+    at attach and again at every reload: a binary replaced in between (a
+    new inode, as a package upgrade makes) is refused until the reload, and
+    a reload naming a path that does not exist changes nothing."""
+    from test_change import SignedDaemon
+    from test_daemon import Workload
+    tool = os.path.join(w.tmp, "tool")
+
+    def install():
+        # a new file each time (copy, then rename over): a new inode
+        shutil.copy2(W.PROBE, tool + ".new")
+        os.rename(tool + ".new", tool)
+    install()
+    pol = w.write("daemon-programs.yaml", CIDR_POLICY.replace(CURL, tool))
+    name = "prg%d" % os.getpid()
+    d = SignedDaemon(w, None, args=[])
+    a = Workload(w, name)
+
+    def run(exe):
+        out = a.run(exe, "tcp", "192.0.2.10", 5432)
+        return json.loads(out.strip().splitlines()[-1])["result"]
+    try:
+        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        if r.returncode != 0 and "bpf_get_current_task_btf" in r.stderr + r.stdout:
+            raise W.Skip("the kernel's cgroup sock_addr programs cannot read the caller's executable")
+        assert r.returncode == 0, r
+        assert run(tool) == "ok", "the program the entry names"
+        assert run(W.PROBE) == "EPERM", "another file (the same bytes, another inode)"
+        install()
+        assert run(tool) == "EPERM", "replaced: a new inode, refused until the reload"
+        bad = w.write("daemon-programs-bad.yaml", CIDR_POLICY.replace(CURL, tool + "-gone"))
+        r = d.ctl("reload", "--policy", bad, name)
+        assert r.returncode != 0 and bad + ":" in r.stderr + r.stdout and "no such file" in r.stderr + r.stdout, r
+        assert "nothing changed" in r.stderr + r.stdout, r
+        r = d.ctl("reload", "--policy", pol, name)
+        assert r.returncode == 0, r
+        assert run(tool) == "ok", "re-resolved at the reload"
+        assert d.ctl("detach", name).returncode == 0
+    finally:
+        a.close()
+        d.close()

@@ -238,27 +238,38 @@ static __always_inline void ctx_set_port(struct bpf_sock_addr *ctx, __u16 port_h
 }
 
 /*
- * The calling task's executable: device (kernel encoding, s_dev) and inode
- * of current->mm->exe_file, the file execve() ran (after #! and symlinks;
- * a process started as `ld.so PROG` is ld.so).  0/0 without have_exe or
- * for a task without mm.  Kernel: bpf_get_current_task_btf in cgroup
- * sock_addr programs, probed by the loader (sluice_cfg.have_exe).
+ * The calling task's executable: inode (sluice_exe_ino) and device (kernel
+ * encoding, s_dev: sluice_exe_dev) of current->mm->exe_file, the file
+ * execve() ran (after #! and symlinks; a process started as `ld.so PROG`
+ * is ld.so).  0 without have_exe or for a task without mm.  Kernel:
+ * bpf_get_current_task_btf and bpf_probe_read_kernel in cgroup socket
+ * programs, probed by the loader (sluice_cfg.have_exe).  Global functions:
+ * verified once, not at each of the many places they are inlined into.
  */
-static __always_inline void current_exe(__u32 *dev, __u64 *ino)
+__noinline __u64 sluice_exe_ino(void)
 {
 	struct task_struct *t;
-	struct file *f;
 
-	*dev = 0;
-	*ino = 0;
 	if (!sluice_cfg.have_exe)
-		return;
+		return 0;
 	t = bpf_get_current_task_btf();
-	f = BPF_CORE_READ(t, mm, exe_file);
-	if (!f)
-		return;
-	*ino = BPF_CORE_READ(f, f_inode, i_ino);
-	*dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	return BPF_CORE_READ(t, mm, exe_file, f_inode, i_ino);
+}
+
+__noinline __u32 sluice_exe_dev(void)
+{
+	struct task_struct *t;
+
+	if (!sluice_cfg.have_exe)
+		return 0;
+	t = bpf_get_current_task_btf();
+	return BPF_CORE_READ(t, mm, exe_file, f_inode, i_sb, s_dev);
+}
+
+static __always_inline void current_exe(__u32 *dev, __u64 *ino)
+{
+	*ino = sluice_exe_ino();
+	*dev = *ino ? sluice_exe_dev() : 0;
 }
 
 /* What the cidr rules say of (proto, port): CIDR_NO (no rule), CIDR_YES (a
@@ -266,35 +277,39 @@ static __always_inline void current_exe(__u32 *dev, __u64 *ino)
  * CIDR_PROGRAM (only live rules whose `programs:` do not name the caller). */
 enum { CIDR_NO = 0, CIDR_YES = 1, CIDR_EXPIRED = 2, CIDR_PROGRAM = 3 };
 
-/* Does the caller's executable belong to rule `rule`'s programs under
- * `gen`?  Read once per decision (*dev, *ino, *read). */
-static __always_inline bool prog_allowed(__u32 gen, __u16 rule, __u32 *dev, __u64 *ino, bool *read)
+/*
+ * Does the caller's executable belong to the programs of entry `rule` under
+ * generation `gen` (map sluice_prog_allow)?  Returns 1 or 0.  A global
+ * function: the verifier checks it once, on its own, instead of inside
+ * every unrolled iteration of rules_match() at every call site (which made
+ * the load take seconds).
+ */
+__noinline int sluice_prog_ok(__u32 gen, __u32 rule)
 {
 	struct sluice_prog_key k = {};
 
 	if (!sluice_cfg.have_exe)
-		return false;   /* fail closed: the loader refuses such a policy anyway */
-	if (!*read) {
-		current_exe(dev, ino);
-		*read = true;
-	}
+		return 0;   /* fail closed: the loader refuses such a policy anyway */
+	current_exe(&k.dev, &k.ino);
 	k.gen = gen;
-	k.rule = rule;
-	k.dev = *dev;
-	k.ino = *ino;
+	k.rule = (__u16)rule;
 	return bpf_map_lookup_elem(&sluice_prog_allow, &k) != NULL;
 }
 
 /* `task`: called in the task's context (the socket hooks), so rules with
- * programs are judged; false in the egress backstop (a packet, no task:
- * such rules allow their destinations, see SLUICE_RULE_PROGRAMS). */
-static __always_inline int rules_match(const struct sluice_cidr_rules *r, __u32 gen, __u8 proto, __u16 port,
-				       bool task)
+ * programs are judged; 0 in the egress backstop (a packet, no task: such
+ * rules allow their destinations, see SLUICE_RULE_PROGRAMS).  A global
+ * function, like sluice_prog_ok(): its loop is verified once, not in each
+ * of the hooks' paths (cidr_verdict4/6 are inlined into many). */
+__noinline int sluice_rules_match(const struct sluice_cidr_rules *r, __u32 gen, __u32 proto, __u32 port, __u32 task)
 {
-	__u32 n = r->n, dev = 0;
-	__u64 now_s = 0, ino = 0;
-	bool read = false;
+	__u32 n;
+	__u64 now_s = 0;
 	int res = CIDR_NO;
+
+	if (!r)
+		return CIDR_NO;
+	n = r->n;
 
 	for (int i = 0; i < SLUICE_MAX_PORT_RULES; i++) {
 		__u32 exp;
@@ -316,8 +331,7 @@ static __always_inline int rules_match(const struct sluice_cidr_rules *r, __u32 
 				continue;
 			}
 		}
-		if (!(r->rules[i].flags & SLUICE_RULE_PROGRAMS) || !task ||
-		    prog_allowed(gen, r->rules[i].rule, &dev, &ino, &read))
+		if (!(r->rules[i].flags & SLUICE_RULE_PROGRAMS) || !task || sluice_prog_ok(gen, r->rules[i].rule))
 			return CIDR_YES;
 		res = CIDR_PROGRAM;
 	}
@@ -329,7 +343,7 @@ static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u1
 	struct sluice_lpm4_key key = { .prefixlen = 64, .gen = gen, .addr = addr };
 	struct sluice_cidr_rules *r = bpf_map_lookup_elem(&sluice_allow4, &key);
 
-	return r ? rules_match(r, gen, proto, port, task) : CIDR_NO;
+	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
 
 /* The backstop's question (no task): is the destination allowed? */
@@ -348,7 +362,7 @@ static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 pr
 	key.addr[2] = addr[2];
 	key.addr[3] = addr[3];
 	r = bpf_map_lookup_elem(&sluice_allow6, &key);
-	return r ? rules_match(r, gen, proto, port, task) : CIDR_NO;
+	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
 
 static __always_inline bool cidr_allowed6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port)

@@ -80,7 +80,7 @@ int sluice_prog_parse_entry(struct ctx *c, const struct ynode *m, struct sluice_
 			return sluice_yfail(c, x, "program '%s': no '.' or '..' segment, shorter than %d bytes",
 					    sluice_yshown(x, b, sizeof(b)), PATH_MAX);
 		for (size_t j = 0; j < e->n_programs; j++)
-			if (strcmp(e->programs[j].path, x->value) == 0)
+			if (e->programs[j].path && strcmp(e->programs[j].path, x->value) == 0)
 				return sluice_yfail(c, x, "program '%s' is listed twice", sluice_yshown(x, b, sizeof(b)));
 		/* the file execve() would run: symlinks followed */
 		if (stat(x->value, &st) < 0)

@@ -281,8 +281,8 @@ enum { CIDR_NO = 0, CIDR_YES = 1, CIDR_EXPIRED = 2, CIDR_PROGRAM = 3 };
  * Does the caller's executable belong to the programs of entry `rule` under
  * generation `gen` (map sluice_prog_allow)?  Returns 1 or 0.  A global
  * function: the verifier checks it once, on its own, instead of inside
- * every unrolled iteration of rules_match() at every call site (which made
- * the load take seconds).
+ * every unrolled iteration of sluice_rules_match()'s loop (which made the
+ * load take seconds).
  */
 __noinline int sluice_prog_ok(__u32 gen, __u32 rule)
 {

@@ -46,11 +46,17 @@ int sluice_have_set_retval(void)
 int sluice_have_exe(void)
 {
 	/* current_exe() in bpf/sluice.bpf.c: the task (BTF) and kernel reads */
-	/* the socket hooks, and sock_create's denial events */
-	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_get_current_task_btf, NULL) > 0 &&
-	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_probe_read_kernel, NULL) > 0 &&
-	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK, BPF_FUNC_get_current_task_btf, NULL) > 0 &&
-	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK, BPF_FUNC_probe_read_kernel, NULL) > 0;
+	/* the socket hooks, sock_create's denial events, and the egress
+	 * backstop (which shares the global functions, never calling them
+	 * with a task) */
+	static const enum bpf_prog_type types[] = { BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_PROG_TYPE_CGROUP_SOCK,
+						    BPF_PROG_TYPE_CGROUP_SKB };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (libbpf_probe_bpf_helper(types[i], BPF_FUNC_get_current_task_btf, NULL) <= 0 ||
+		    libbpf_probe_bpf_helper(types[i], BPF_FUNC_probe_read_kernel, NULL) <= 0)
+			return 0;
+	return 1;
 }
 
 static int libbpf_silent(enum libbpf_print_level level, const char *fmt, va_list ap)

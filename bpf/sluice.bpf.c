@@ -160,6 +160,16 @@ struct {
 	__type(value, __u32);
 } sluice_unix_quiet SEC(".maps");
 
+/* Programs of the cidr entries with `programs:` (struct sluice_prog_key,
+ * both generations); present: that entry allows that executable. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_prog_key);
+	__type(value, __u32);
+} sluice_prog_allow SEC(".maps");
+
 /* Redirected TCP flows, looked up (and deleted) by the proxy. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -227,15 +237,79 @@ static __always_inline void ctx_set_port(struct bpf_sock_addr *ctx, __u16 port_h
 	ctx->user_port = bpf_htons(port_host);
 }
 
-/* What the cidr rules say of (proto, port): CIDR_NO (no rule), CIDR_YES (a
- * live rule allows it), CIDR_EXPIRED (only rules whose `expires:` passed). */
-enum { CIDR_NO = 0, CIDR_YES = 1, CIDR_EXPIRED = 2 };
-
-static __always_inline int rules_match(const struct sluice_cidr_rules *r, __u8 proto, __u16 port)
+/*
+ * The calling task's executable: inode (sluice_exe_ino) and device (kernel
+ * encoding, s_dev: sluice_exe_dev) of current->mm->exe_file, the file
+ * execve() ran (after #! and symlinks; a process started as `ld.so PROG`
+ * is ld.so).  0 without have_exe or for a task without mm.  Kernel:
+ * bpf_get_current_task_btf and bpf_probe_read_kernel in cgroup socket
+ * programs, probed by the loader (sluice_cfg.have_exe).  Global functions:
+ * verified once, not at each of the many places they are inlined into.
+ */
+__noinline __u64 sluice_exe_ino(void)
 {
-	__u32 n = r->n;
+	struct task_struct *t;
+
+	if (!sluice_cfg.have_exe)
+		return 0;
+	t = bpf_get_current_task_btf();
+	return BPF_CORE_READ(t, mm, exe_file, f_inode, i_ino);
+}
+
+__noinline __u32 sluice_exe_dev(void)
+{
+	struct task_struct *t;
+
+	if (!sluice_cfg.have_exe)
+		return 0;
+	t = bpf_get_current_task_btf();
+	return BPF_CORE_READ(t, mm, exe_file, f_inode, i_sb, s_dev);
+}
+
+static __always_inline void current_exe(__u32 *dev, __u64 *ino)
+{
+	*ino = sluice_exe_ino();
+	*dev = *ino ? sluice_exe_dev() : 0;
+}
+
+/* What the cidr rules say of (proto, port): CIDR_NO (no rule), CIDR_YES (a
+ * live rule allows it), CIDR_EXPIRED (only rules whose `expires:` passed),
+ * CIDR_PROGRAM (only live rules whose `programs:` do not name the caller). */
+enum { CIDR_NO = 0, CIDR_YES = 1, CIDR_EXPIRED = 2, CIDR_PROGRAM = 3 };
+
+/*
+ * Does the caller's executable belong to the programs of entry `rule` under
+ * generation `gen` (map sluice_prog_allow)?  Returns 1 or 0.  A global
+ * function: the verifier checks it once, on its own, instead of inside
+ * every unrolled iteration of sluice_rules_match()'s loop (which made the
+ * load take seconds).
+ */
+__noinline int sluice_prog_ok(__u32 gen, __u32 rule)
+{
+	struct sluice_prog_key k = {};
+
+	if (!sluice_cfg.have_exe)
+		return 0;   /* fail closed: the loader refuses such a policy anyway */
+	current_exe(&k.dev, &k.ino);
+	k.gen = gen;
+	k.rule = (__u16)rule;
+	return bpf_map_lookup_elem(&sluice_prog_allow, &k) != NULL;
+}
+
+/* `task`: called in the task's context (the socket hooks), so rules with
+ * programs are judged; 0 in the egress backstop (a packet, no task: such
+ * rules allow their destinations, see SLUICE_RULE_PROGRAMS).  A global
+ * function, like sluice_prog_ok(): its loop is verified once, not in each
+ * of the hooks' paths (cidr_verdict4/6 are inlined into many). */
+__noinline int sluice_rules_match(const struct sluice_cidr_rules *r, __u32 gen, __u32 proto, __u32 port, __u32 task)
+{
+	__u32 n;
 	__u64 now_s = 0;
 	int res = CIDR_NO;
+
+	if (!r)
+		return CIDR_NO;
+	n = r->n;
 
 	for (int i = 0; i < SLUICE_MAX_PORT_RULES; i++) {
 		__u32 exp;
@@ -245,36 +319,40 @@ static __always_inline int rules_match(const struct sluice_cidr_rules *r, __u8 p
 		if (r->rules[i].proto != proto || port < r->rules[i].lo || port > r->rules[i].hi)
 			continue;
 		exp = r->rules[i].expires_s;
-		if (!exp)
-			return CIDR_YES;
-		/* an expiring rule: CLOCK_TAI follows the wall clock (steps
-		 * included) without the leap-second ambiguity; no TAI clock,
-		 * no allowing (the loader refuses such a policy anyway) */
-		if (sluice_cfg.have_tai) {
-			if (!now_s)
+		if (exp) {
+			/* an expiring rule: CLOCK_TAI follows the wall clock (steps
+			 * included) without the leap-second ambiguity; no TAI clock,
+			 * no allowing (the loader refuses such a policy anyway) */
+			if (sluice_cfg.have_tai && !now_s)
 				now_s = bpf_ktime_get_tai_ns() / 1000000000ULL;
-			if (now_s < exp)
-				return CIDR_YES;
+			if (!sluice_cfg.have_tai || now_s >= exp) {
+				if (res != CIDR_PROGRAM)
+					res = CIDR_EXPIRED;
+				continue;
+			}
 		}
-		res = CIDR_EXPIRED;
+		if (!(r->rules[i].flags & SLUICE_RULE_PROGRAMS) || !task || sluice_prog_ok(gen, r->rules[i].rule))
+			return CIDR_YES;
+		res = CIDR_PROGRAM;
 	}
 	return res;
 }
 
-static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u16 port)
+static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u16 port, bool task)
 {
 	struct sluice_lpm4_key key = { .prefixlen = 64, .gen = gen, .addr = addr };
 	struct sluice_cidr_rules *r = bpf_map_lookup_elem(&sluice_allow4, &key);
 
-	return r ? rules_match(r, proto, port) : CIDR_NO;
+	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
 
+/* The backstop's question (no task): is the destination allowed? */
 static __always_inline bool cidr_allowed4(__u32 gen, __u32 addr, __u8 proto, __u16 port)
 {
-	return cidr_verdict4(gen, addr, proto, port) == CIDR_YES;
+	return cidr_verdict4(gen, addr, proto, port, false) == CIDR_YES;
 }
 
-static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port)
+static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port, bool task)
 {
 	struct sluice_lpm6_key key = { .prefixlen = 160, .gen = gen };
 	struct sluice_cidr_rules *r;
@@ -284,12 +362,12 @@ static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 pr
 	key.addr[2] = addr[2];
 	key.addr[3] = addr[3];
 	r = bpf_map_lookup_elem(&sluice_allow6, &key);
-	return r ? rules_match(r, proto, port) : CIDR_NO;
+	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
 
 static __always_inline bool cidr_allowed6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port)
 {
-	return cidr_verdict6(gen, addr, proto, port) == CIDR_YES;
+	return cidr_verdict6(gen, addr, proto, port, false) == CIDR_YES;
 }
 
 static __always_inline bool port_proxied(__u32 gen, __u16 port)
@@ -334,6 +412,8 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 		e->tid = 0;
 		e->uid = 0;
 		__builtin_memset(e->comm, 0, sizeof(e->comm));
+		e->exe_dev = 0;
+		e->exe_ino = 0;
 	} else {
 		__u64 pid_tgid = bpf_get_current_pid_tgid();
 
@@ -342,7 +422,9 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 		e->tid = (__u32)pid_tgid;
 		e->uid = (__u32)bpf_get_current_uid_gid();
 		bpf_get_current_comm(e->comm, sizeof(e->comm));
+		current_exe(&e->exe_dev, &e->exe_ino);
 	}
+	e->pad2 = 0;
 	e->hook = v->hook;
 	e->reason = v->reason;
 	e->daddr[0] = v->daddr[0];
@@ -428,6 +510,8 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, struct verdict_c
 	o->pid = pid_tgid >> 32;
 	o->uid = (__u32)bpf_get_current_uid_gid();
 	bpf_get_current_comm(o->comm, sizeof(o->comm));
+	/* the proxy judges host/url entries with `programs:` by it */
+	current_exe(&o->exe_dev, &o->exe_ino);
 }
 
 /*
@@ -470,10 +554,12 @@ static __always_inline int decide(__u32 gen, struct verdict_ctx *v, int in_cidr,
 			v->reason = SLUICE_REASON_NO_PROXY;
 			return D_DENY;
 		}
-		v->reason = in_cidr == CIDR_EXPIRED ? SLUICE_REASON_ENTRY_EXPIRED : SLUICE_REASON_TCP_PORT;
+		v->reason = in_cidr == CIDR_EXPIRED ? SLUICE_REASON_ENTRY_EXPIRED :
+			    in_cidr == CIDR_PROGRAM ? SLUICE_REASON_PROGRAM : SLUICE_REASON_TCP_PORT;
 		return D_DENY;
 	}
 	v->reason = in_cidr == CIDR_EXPIRED ? SLUICE_REASON_ENTRY_EXPIRED :
+		    in_cidr == CIDR_PROGRAM ? SLUICE_REASON_PROGRAM :
 		    v->protocol == SLUICE_IPPROTO_UDP ? SLUICE_REASON_UDP : SLUICE_REASON_PROTO;
 	return D_DENY;
 }
@@ -482,7 +568,7 @@ static __always_inline int decide4(__u32 gen, struct verdict_ctx *v)
 {
 	__u32 addr = v->daddr[0];
 
-	return decide(gen, v, cidr_verdict4(gen, addr, v->protocol, v->dport),
+	return decide(gen, v, cidr_verdict4(gen, addr, v->protocol, v->dport, true),
 		      sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && v->dport == sluice_cfg.dns4_port,
 		      sluice_cfg.have_proxy && addr == sluice_cfg.proxy4_addr && v->dport == sluice_cfg.proxy4_port);
 }
@@ -491,7 +577,7 @@ static __always_inline int decide6(__u32 gen, struct verdict_ctx *v)
 {
 	const __u32 *a = v->daddr;
 
-	return decide(gen, v, cidr_verdict6(gen, a, v->protocol, v->dport),
+	return decide(gen, v, cidr_verdict6(gen, a, v->protocol, v->dport, true),
 		      sluice_cfg.have_dns && v->dport == sluice_cfg.dns6_port && addr6_eq(a, sluice_cfg.dns6_addr),
 		      sluice_cfg.have_proxy && v->dport == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr));
 }

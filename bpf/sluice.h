@@ -108,6 +108,8 @@ enum sluice_reason {
 					      * name no `unix:` entry names (cgroup/connect_unix, 6.7+) */
 	SLUICE_REASON_ENTRY_EXPIRED     = 15, /* "entry_expired": only a cidr entry whose `expires:` has passed
 					      * would have allowed it (CLOCK_TAI, bpf_ktime_get_tai_ns, 6.1+) */
+	SLUICE_REASON_PROGRAM           = 16, /* "program_not_allowed": only a cidr entry whose `programs:` does not
+					      * name the caller's executable would have allowed it */
 	SLUICE_REASON__MAX,
 };
 
@@ -172,13 +174,38 @@ struct sluice_port_rule {
 	__u16 lo;      /* host byte order, inclusive */
 	__u16 hi;      /* host byte order, inclusive */
 	__u8  proto;   /* SLUICE_IPPROTO_TCP or SLUICE_IPPROTO_UDP */
-	__u8  pad;
-	__u16 rule;    /* index of the policy entry (for logs), 0-based */
+	__u8  flags;   /* SLUICE_RULE_*; 0 in policies without `programs:` (was padding) */
+	__u16 rule;    /* index of the policy entry (for logs, and key of sluice_prog_allow), 0-based */
 	__u32 expires_s; /* `expires:` of the entry as CLOCK_TAI seconds (the loader adds the TAI
 			  * offset to the Unix time); from that second on the rule allows
 			  * nothing; 0: never expires */
 };
 _Static_assert(sizeof(struct sluice_port_rule) == 12, "sluice_port_rule size");
+
+/*
+ * SLUICE_RULE_PROGRAMS: the entry has `programs:`; the rule allows only a
+ * caller whose executable (device and inode of current->mm->exe_file, read
+ * in the connect/sendmsg hook) is in map sluice_prog_allow under
+ * (generation, rule).  The egress backstop sees packets, not tasks: for it
+ * such a rule allows its destinations (the hooks judged the program).
+ *   cidr 198.51.100.0/24 tcp 443 programs [/usr/bin/curl]:
+ *       curl:    connect(198.51.100.7:443)  allowed
+ *       python3: connect(198.51.100.7:443)  denied, reason 16
+ */
+#define SLUICE_RULE_PROGRAMS (1u << 0)
+
+/* Key of map sluice_prog_allow (hash; value: __u32, unused): one per
+ * program of an entry with `programs:`, per generation. */
+struct sluice_prog_key {
+	__u32 gen;     /* host byte order */
+	__u16 rule;    /* the entry's index, as in struct sluice_port_rule */
+	__u16 pad;
+	__u32 dev;     /* the executable's device as the kernel encodes it (MKDEV: major << 20 | minor;
+			* user space converts st_dev) */
+	__u32 pad2;
+	__u64 ino;     /* its inode number */
+};
+_Static_assert(sizeof(struct sluice_prog_key) == 24, "sluice_prog_key size");
 
 /*
  * Value of an LPM entry: the port rules of this prefix AND of every shorter
@@ -228,7 +255,11 @@ struct sluice_bpf_config {
 	__u8  have_unix;       /* cgroup/connect_unix and sendmsg_unix are loaded (6.7+) */
 	__u8  have_tai;        /* bpf_ktime_get_tai_ns (6.1+): expiring cidr rules can be judged;
 				* without it a rule with expires_s allows nothing (fail closed) */
-	__u8  pad[2];
+	__u8  have_exe;        /* bpf_get_current_task_btf and bpf_probe_read_kernel in cgroup sock_addr
+				* programs: the caller's executable is read (rules with programs, the flow
+				* map); without it a SLUICE_RULE_PROGRAMS rule allows nothing (the loader
+				* refuses such a policy anyway) */
+	__u8  pad;
 };
 _Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size");
 
@@ -300,10 +331,12 @@ struct sluice_orig {
 	__u8  flags;        /* SLUICE_ORIG_* */
 	__u32 pid;          /* tgid */
 	__u32 uid;
-	__u32 pad;
+	__u32 exe_dev;      /* the caller's executable (mm->exe_file): device, kernel encoding as in
+			     * struct sluice_prog_key; 0 where not read (no have_exe, a kernel thread) */
 	char  comm[16];
+	__u64 exe_ino;      /* and its inode number */
 };
-_Static_assert(sizeof(struct sluice_orig) == 72, "sluice_orig size");
+_Static_assert(sizeof(struct sluice_orig) == 80, "sluice_orig size");
 
 /*
  * Flow map key: the client end of a redirected TCP connection as the proxy
@@ -339,8 +372,12 @@ struct sluice_event {
 	__u16 pad;
 	char  comm[16];
 	__u64 reserved;
+	__u32 exe_dev;      /* the caller's executable (socket and LSM hooks; 0 in the backstop or
+			     * without have_exe): device, kernel encoding as in struct sluice_prog_key */
+	__u32 pad2;
+	__u64 exe_ino;      /* and its inode number */
 };
-_Static_assert(sizeof(struct sluice_event) == 96, "sluice_event size");
+_Static_assert(sizeof(struct sluice_event) == 112, "sluice_event size");
 
 /* A unix denial (hooks SLUICE_HOOK_CONNECT_UNIX, _SENDMSG_UNIX): the event
  * and the name the client asked for.  Records of this size in the ring
@@ -353,6 +390,6 @@ struct sluice_event_unix {
 	char  name[108];    /* a path, or an abstract name without its leading NUL */
 	__u32 pad2;
 };
-_Static_assert(sizeof(struct sluice_event_unix) == 96 + 8 + 112, "sluice_event_unix size");
+_Static_assert(sizeof(struct sluice_event_unix) == 112 + 8 + 112, "sluice_event_unix size");
 
 #endif /* SLUICE_H */

@@ -137,6 +137,17 @@ static void print_json(json_object *o)
 	sluice_cli_json_print(o);
 }
 
+/* The programs of `e` as "a, b" into buf. */
+static const char *programs_str(const struct sluice_entry *e, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < e->n_programs && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", e->programs[i].path);
+	return buf;
+}
+
 static json_object *jstr(const char *s)
 {
 	return json_object_new_string(s ? s : "");
@@ -208,6 +219,13 @@ static json_object *entry_json(const struct sluice_entry *e)
 		json_object_object_add(o, "owner", jstr(e->owner));
 	if (e->ticket)
 		json_object_object_add(o, "ticket", jstr(e->ticket));
+	if (e->n_programs) {
+		json_object *pr = json_object_new_array();
+
+		for (size_t i = 0; i < e->n_programs; i++)
+			json_object_array_add(pr, jstr(e->programs[i].path));
+		json_object_object_add(o, "programs", pr);
+	}
 	json_object_object_add(o, "via", jstr(via_str(e)));
 	json_object_object_add(o, "inspect", json_object_new_boolean(strcmp(via_str(e), "inspect") == 0));
 	json_object_object_add(o, "why", jstr(e->why));
@@ -287,6 +305,11 @@ static void print_table(const struct sluice_policy *p)
 			 e->why, nl && nl[1] ? " ..." : "");
 		printf("  %-4zu %-5s %-40s %-14s %-6s %-9s %s\n", i, sluice_entry_kind_name(e->kind),
 		       target, ports, e->kind == SLUICE_ENTRY_UNIX ? "-" : proto_str(e), via_str(e), why);
+		if (e->n_programs) {
+			char list[3000];
+
+			printf("       programs %s\n", programs_str(e, list, sizeof(list)));
+		}
 		if (e->expires || e->owner || e->ticket) {
 			char t[32];
 
@@ -769,6 +792,48 @@ static void other_change(struct diff_out *d, const char *what, const char *old, 
 	emit(d, d->other, '~', text, o);
 }
 
+/*
+ * What `e`'s `programs:` allow that those of `other` (the same target in
+ * the other policy; NULL: none there, diff_entry() said it) do not:
+ * opened (dir > 0) or closed (dir < 0).  Paths compared, as digested.
+ */
+static void diff_programs(struct diff_out *d, const struct sluice_entry *e, const struct sluice_entry *other,
+			  int dir)
+{
+	char key[SLUICE_HOST_MAX + 2200], text[SLUICE_HOST_MAX + 6000], list[3000];
+	json_object *o;
+
+	if (!other || !other->n_programs)
+		return;     /* the other allows any program: e allows no more */
+	target_key(e, key, sizeof(key));
+	if (!e->n_programs) {
+		o = json_object_new_object();
+		json_object_object_add(o, "kind", jstr("programs"));
+		json_object_object_add(o, "target", jstr(key));
+		json_object_object_add(o, "program", jstr("*"));
+		snprintf(text, sizeof(text), dir > 0 ? "programs of %s: %s -> any (it widens to every program)" :
+			 "programs of %s: any -> %s (the entry narrows to them)", key,
+			 programs_str(other, list, sizeof(list)));
+		emit(d, dir > 0 ? d->opens : d->closes, dir > 0 ? '+' : '-', text, o);
+		return;
+	}
+	for (size_t i = 0; i < e->n_programs; i++) {
+		bool there = false;
+
+		for (size_t j = 0; j < other->n_programs; j++)
+			there |= strcmp(e->programs[i].path, other->programs[j].path) == 0;
+		if (there)
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "kind", jstr("programs"));
+		json_object_object_add(o, "target", jstr(key));
+		json_object_object_add(o, "program", jstr(e->programs[i].path));
+		snprintf(text, sizeof(text), "programs of %s: %s %s", key, e->programs[i].path,
+			 dir > 0 ? "added" : "removed");
+		emit(d, dir > 0 ? d->opens : d->closes, dir > 0 ? '+' : '-', text, o);
+	}
+}
+
 static void diff_qtypes(struct diff_out *d, const struct sluice_policy *a,
 			const struct sluice_policy *b, int dir)
 {
@@ -938,6 +1003,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 	for (size_t i = 0; i < b->n_entries; i++) {
 		target_key(&b->entries[i], key, sizeof(key));
 		diff_entry(&d, &b->entries[i], find_target(a, key), +1);
+		diff_programs(&d, &b->entries[i], find_target(a, key), +1);
 	}
 	diff_qtypes(&d, b, a, +1);
 	diff_credentials(&d, b, a, +1);
@@ -958,6 +1024,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 	for (size_t i = 0; i < a->n_entries; i++) {
 		target_key(&a->entries[i], key, sizeof(key));
 		diff_entry(&d, &a->entries[i], find_target(b, key), -1);
+		diff_programs(&d, &a->entries[i], find_target(b, key), -1);
 	}
 	diff_qtypes(&d, a, b, -1);
 	diff_credentials(&d, a, b, -1);

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <bpf/libbpf.h>
 
 #include "evlog.h"
+#include "policy.h"
 #include "sandbox.h"
 
 static const char *reason_names[SLUICE_REASON__MAX] = {
@@ -32,6 +34,7 @@ static const char *reason_names[SLUICE_REASON__MAX] = {
 	[SLUICE_REASON_UNIX_OUTSIDE] = "unix_outside_sandbox",
 	[SLUICE_REASON_UNIX_NOT_ALLOWED] = "unix_not_allowed",
 	[SLUICE_REASON_ENTRY_EXPIRED] = "entry_expired",
+	[SLUICE_REASON_PROGRAM] = "program_not_allowed",
 };
 
 static const char *hook_names[SLUICE_HOOK__MAX] = {
@@ -103,6 +106,32 @@ bool sluice_event_is_canary(const struct sluice_event *e, const struct sluice_ev
 	       strncmp((const char *)e->comm, "sluice-canary", sizeof(e->comm)) == 0;
 }
 
+/*
+ * process.executable of a denial: the file pid runs when the line is
+ * written, if it is still the one the kernel saw (exe_dev, exe_ino).  One
+ * entry of memory, at most a second old, so that a flood from one process
+ * costs one readlink.
+ */
+static const char *event_executable(const struct sluice_event *e)
+{
+	static struct sluice_exe_id last_id;
+	static uint32_t last_pid;
+	static struct timespec last_t;
+	static char path[PATH_MAX];
+	static bool have;
+	struct sluice_exe_id who = { e->exe_dev, e->exe_ino };
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (e->pid == last_pid && who.dev == last_id.dev && who.ino == last_id.ino && now.tv_sec - last_t.tv_sec < 1)
+		return have ? path : NULL;
+	last_pid = e->pid;
+	last_id = who;
+	last_t = now;
+	have = sluice_pid_executable((int)e->pid, &who, path, sizeof(path)) != NULL;
+	return have ? path : NULL;
+}
+
 void sluice_event_fields(struct sluice_line *l, const struct sluice_event *e, const struct sluice_event_meta *m)
 {
 	char comm[sizeof(e->comm) + 1], ip[INET6_ADDRSTRLEN] = "", uid[16];
@@ -128,6 +157,17 @@ void sluice_event_fields(struct sluice_line *l, const struct sluice_event *e, co
 		SL_U64(l, "process.pid", e->pid);
 		SL_U64(l, "process.thread.id", e->tid);
 		SL_STR(l, "process.name", comm);
+		if (e->exe_ino && !canary) {
+			const char *exe = event_executable(e);
+			char dev[24];
+
+			/* the file itself, found or not (the process may be gone) */
+			if (exe)
+				SL_STR(l, "process.executable", exe);
+			snprintf(dev, sizeof(dev), "%u:%u", e->exe_dev >> 20, e->exe_dev & 0xfffff);
+			SL_STR(l, "sluice.executable.device", dev);
+			SL_U64(l, "sluice.executable.inode", e->exe_ino);
+		}
 		snprintf(uid, sizeof(uid), "%u", e->uid);
 		SL_STR(l, "user.id", uid);
 	}

@@ -45,6 +45,22 @@ int sluice_have_set_retval(void)
 	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
 }
 
+int sluice_have_exe(void)
+{
+	/* current_exe() in bpf/sluice.bpf.c: the task (BTF) and kernel reads */
+	/* the socket hooks, sock_create's denial events, and the egress
+	 * backstop (which shares the global functions, never calling them
+	 * with a task) */
+	static const enum bpf_prog_type types[] = { BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_PROG_TYPE_CGROUP_SOCK,
+						    BPF_PROG_TYPE_CGROUP_SKB };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (libbpf_probe_bpf_helper(types[i], BPF_FUNC_get_current_task_btf, NULL) <= 0 ||
+		    libbpf_probe_bpf_helper(types[i], BPF_FUNC_probe_read_kernel, NULL) <= 0)
+			return 0;
+	return 1;
+}
+
 static int libbpf_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return 0;
@@ -101,6 +117,7 @@ json_object *sluice_features_json(void)
 		json_object_object_add(f, "lsm", NULL);
 	}
 	json_object_object_add(f, "bpf_set_retval", tri(root ? sluice_have_set_retval() : -1));
+	json_object_object_add(f, "caller_executable", tri(root ? sluice_have_exe() : -1));
 	json_object_object_add(f, "ringbuf", tri(root ? libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) > 0 : -1));
 	/* what `sluice run`'s sandbox profile gets (confine.h) */
 	abi = sluice_landlock_abi();
@@ -150,6 +167,9 @@ void sluice_features_print(FILE *out)
 	v = tri_of(f, "bpf_set_retval");
 	fprintf(out, "  bpf_set_retval       %s\n",
 		v < 0 ? "unknown (needs root)" : v ? "yes" : "no (kernel < 5.18: denials are EPERM)");
+	v = tri_of(f, "caller_executable");
+	fprintf(out, "  caller's executable  %s\n",
+		v < 0 ? "unknown (needs root)" : v ? "yes (`programs:` entries)" : "no (`programs:` entries are refused)");
 	v = tri_of(f, "ringbuf");
 	fprintf(out, "  ring buffer          %s\n", v < 0 ? "unknown (needs root)" : v ? "yes" : "no (kernel < 5.8)");
 	abi = atoi(str_of(f, "landlock_abi"));

@@ -25,6 +25,11 @@ int sluice_name_check(const char *name, char *msg, size_t msglen);
  * A BPF program load: needs CAP_BPF.  Returns 1 yes, 0 no. */
 int sluice_have_set_retval(void);
 
+/* Can a cgroup sock_addr program read the calling task's executable
+ * (bpf_get_current_task_btf and bpf_probe_read_kernel there; `programs:`
+ * entries)?  A BPF program load: needs CAP_BPF.  Returns 1 yes, 0 no. */
+int sluice_have_exe(void);
+
 /* Print `sluice -V`'s feature lines (the BPF LSM in /sys/kernel/security/lsm,
  * bpf_set_retval, the ring buffer map, the cgroup2 and bpffs mounts) to f.
  * Probes that need privileges say "unknown (needs root)" without them. */

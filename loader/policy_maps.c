@@ -44,8 +44,9 @@ static int add_rules(struct sluice_cidr_rules *val, const struct sluice_entry *e
 		for (uint32_t j = 0; j < val->n; j++) {
 			const struct sluice_port_rule *r = &val->rules[j];
 
+			/* a rule with programs is its entry's (keyed by its index) */
 			if (r->lo == e->ports[i].lo && r->hi == e->ports[i].hi && r->proto == e->protocol &&
-			    r->expires_s == expires_s)
+			    r->expires_s == expires_s && !r->flags && !e->n_programs)
 				dup = 1;
 		}
 		if (dup)
@@ -61,6 +62,7 @@ static int add_rules(struct sluice_cidr_rules *val, const struct sluice_entry *e
 		val->rules[val->n].hi = e->ports[i].hi;
 		val->rules[val->n].proto = e->protocol;
 		val->rules[val->n].rule = (uint16_t)e->index;
+		val->rules[val->n].flags = e->n_programs ? SLUICE_RULE_PROGRAMS : 0;
 		val->rules[val->n].expires_s = expires_s;
 		val->n++;
 	}
@@ -210,6 +212,9 @@ out:
 	return ret;
 }
 
+static int plan_programs(const struct sluice_policy *p, uint32_t gen, struct sluice_plan *plan, char *err,
+			 size_t errlen);
+
 int sluice_plan_build(const struct sluice_policy *p, uint32_t gen, struct sluice_plan *plan,
 		      char *err, size_t errlen)
 {
@@ -252,6 +257,55 @@ int sluice_plan_build(const struct sluice_policy *p, uint32_t gen, struct sluice
 			continue;
 		sluice_unix_key_of_entry(&p->entries[i], gen, &plan->ux[plan->n_ux]);
 		plan->ux_rule[plan->n_ux++] = (uint32_t)i;
+	}
+	if (plan_programs(p, gen, plan, err, errlen) < 0) {
+		sluice_plan_free(plan);
+		return -1;
+	}
+	return 0;
+}
+
+size_t sluice_plan_count_programs(const struct sluice_policy *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; p && i < p->n_entries; i++)
+		if (p->entries[i].kind == SLUICE_ENTRY_CIDR)
+			n += p->entries[i].n_programs;
+	return n;
+}
+
+/* The sluice_prog_allow keys of the cidr entries with `programs:`. */
+static int plan_programs(const struct sluice_policy *p, uint32_t gen, struct sluice_plan *plan, char *err,
+			 size_t errlen)
+{
+	size_t n = sluice_plan_count_programs(p);
+
+	plan->pk = calloc(n ? n : 1, sizeof(*plan->pk));
+	if (!plan->pk) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < p->n_entries; i++) {
+		const struct sluice_entry *e = &p->entries[i];
+
+		if (e->kind != SLUICE_ENTRY_CIDR || !e->n_programs)
+			continue;
+		/* the rule field that keys the programs is 16 bits */
+		if (e->index > UINT16_MAX) {
+			snprintf(err, errlen, "line %u: 'programs' on a cidr entry past the %uth entry is not supported",
+				 e->line, UINT16_MAX + 1u);
+			return -1;
+		}
+		for (size_t j = 0; j < e->n_programs; j++) {
+			struct sluice_prog_key *k = &plan->pk[plan->n_pk++];
+
+			memset(k, 0, sizeof(*k));
+			k->gen = gen;
+			k->rule = (uint16_t)e->index;
+			k->dev = e->programs[j].id.dev;
+			k->ino = e->programs[j].id.ino;
+		}
 	}
 	return 0;
 }
@@ -307,6 +361,9 @@ void sluice_plan_free(struct sluice_plan *plan)
 	free(plan->v6);
 	free(plan->ux);
 	free(plan->ux_rule);
+	free(plan->pk);
+	plan->pk = NULL;
+	plan->n_pk = 0;
 	plan->v4 = NULL;
 	plan->v6 = NULL;
 	plan->ux = NULL;

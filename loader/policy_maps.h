@@ -35,7 +35,13 @@ struct sluice_plan {
 	size_t n_ux;
 	uint32_t ports[SLUICE_PORT_WORDS]; /* proxied-port bitmap, bank (gen & 1) */
 	uint32_t genflags;                 /* SLUICE_GEN_* */
+	struct sluice_prog_key *pk;        /* programs of cidr entries (map sluice_prog_allow) */
+	size_t n_pk;
 };
+
+/* How many sluice_prog_allow keys policy `p` needs per generation (the
+ * programs of its cidr entries). */
+size_t sluice_plan_count_programs(const struct sluice_policy *p);
 
 /*
  * Build the plan for policy `p` as generation `gen`.  CIDR entries become

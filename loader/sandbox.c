@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "kfeatures.h"
 #include "sluice.skel.h"
 
 static const char *prog_names[SLUICE_PROG__MAX] = {
@@ -49,6 +50,7 @@ static const char *map_names[SLUICE_MAP__MAX] = {
 	[SLUICE_MAP_CONFIG] = "sluice_config",
 	[SLUICE_MAP_LISTENERS] = "sluice_listener_sk",
 	[SLUICE_MAP_UNIX] = "sluice_unix_allow",
+	[SLUICE_MAP_PROGS] = "sluice_prog_allow",
 };
 
 const char *sluice_prog_name(enum sluice_prog_id id)
@@ -75,6 +77,7 @@ static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id)
 	case SLUICE_MAP_CONFIG: return s->maps.rodata;
 	case SLUICE_MAP_LISTENERS: return s->maps.sluice_listener_sk;
 	case SLUICE_MAP_UNIX: return s->maps.sluice_unix_allow;
+	case SLUICE_MAP_PROGS: return s->maps.sluice_prog_allow;
 	default: return NULL;
 	}
 }
@@ -184,7 +187,7 @@ static size_t count_cidr(const struct sluice_policy *p, int family)
 #define SLUICE_CGROUP_UNIX_SENDMSG 50 /* BPF_CGROUP_UNIX_SENDMSG */
 
 static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config *cfg, size_t n4, size_t n6,
-		       size_t nu)
+		       size_t nu, size_t np)
 {
 	struct sluice_bpf *s = sluice_bpf__open();
 	int err;
@@ -196,6 +199,8 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	bpf_map__set_max_entries(s->maps.sluice_allow4, 2 * (n4 + 16));
 	bpf_map__set_max_entries(s->maps.sluice_allow6, 2 * (n6 + 16));
 	bpf_map__set_max_entries(s->maps.sluice_unix_allow, 2 * (nu + 16));
+	/* no preallocation: room for reloads that add programs costs nothing */
+	bpf_map__set_max_entries(s->maps.sluice_prog_allow, 2 * (np + 1024));
 	/* 4 MiB: about 43,000 events of burst before losses are counted */
 	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
 	for (int i = 0; i < SLUICE_PROG__MAX; i++)
@@ -216,6 +221,7 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 		 const struct sluice_policy *policy, char *msg, size_t msglen)
 {
 	size_t n4 = count_cidr(policy, 2), n6 = count_cidr(policy, 10), nu = count_unix(policy);
+	size_t np = sluice_plan_count_programs(policy);
 	int err;
 
 	memset(sb, 0, sizeof(*sb));
@@ -241,16 +247,18 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	}
 	/* expiring cidr entries are judged on CLOCK_TAI (6.1+) */
 	c.have_tai = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_ktime_get_tai_ns, NULL) > 0;
-	err = load_object(sb, &c, n4, n6, nu);
+	/* `programs:` on cidr entries and the flow map's executable */
+	c.have_exe = sluice_have_exe();
+	err = load_object(sb, &c, n4, n6, nu, np);
 	if (err && c.have_lsm) {
 		c.have_lsm = 0;
 		sb->lsm_err = lsm_refused = err;
-		err = load_object(sb, &c, n4, n6, nu);
+		err = load_object(sb, &c, n4, n6, nu, np);
 	}
 	if (err && c.have_unix) {
 		c.have_unix = 0;
 		sb->unix_err = unix_refused = err;
-		err = load_object(sb, &c, n4, n6, nu);
+		err = load_object(sb, &c, n4, n6, nu, np);
 	}
 	if (err) {
 		snprintf(msg, msglen, "cannot load BPF programs: %s (does this kernel have BPF, BTF and cgroup sock_addr hooks? run as root)",
@@ -312,6 +320,12 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 	for (size_t i = 0; i < plan->n_ux; i++)
 		if (bpf_map_update_elem(sb->map_fd[SLUICE_MAP_UNIX], &plan->ux[i], &plan->ux_rule[i], BPF_ANY))
 			return -errno;
+	for (size_t i = 0; i < plan->n_pk; i++) {
+		uint32_t one = 1;
+
+		if (bpf_map_update_elem(sb->map_fd[SLUICE_MAP_PROGS], &plan->pk[i], &one, BPF_ANY))
+			return -errno;
+	}
 	for (uint32_t w = 0; w < SLUICE_PORT_WORDS; w++) {
 		uint32_t key = bank * SLUICE_PORT_WORDS + w;
 
@@ -324,12 +338,13 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 }
 
 /*
- * Delete every LPM entry of generation `gen` in map `fd` (keys of
- * `keysz` bytes, the generation at offset 4).  The keys are collected in
- * one walk first, then deleted: deleting while walking an LPM trie would
- * restart the walk each time (quadratic on a large policy).
+ * Delete every entry of generation `gen` in map `fd` (keys of `keysz`
+ * bytes, the generation at offset `goff`: 4 in the LPM tries, 0 in
+ * sluice_prog_allow).  The keys are collected in one walk first, then
+ * deleted: deleting while walking an LPM trie would restart the walk each
+ * time (quadratic on a large policy).
  */
-static void delete_gen_map(int fd, size_t keysz, uint32_t gen)
+static void delete_gen_map(int fd, size_t keysz, size_t goff, uint32_t gen)
 {
 	size_t n = 0, cap = 1024;
 	unsigned char *keys = malloc(cap * keysz), cur[128], next[128];
@@ -342,7 +357,7 @@ static void delete_gen_map(int fd, size_t keysz, uint32_t gen)
 	while (bpf_map_get_next_key(fd, prev, next) == 0) {
 		uint32_t g;
 
-		memcpy(&g, next + 4, 4);
+		memcpy(&g, next + goff, 4);
 		if (g == gen) {
 			if (n == cap) {
 				unsigned char *nk = realloc(keys, 2 * cap * keysz);
@@ -366,9 +381,10 @@ static void delete_gen_map(int fd, size_t keysz, uint32_t gen)
 /* Delete every LPM entry of generation `gen`. */
 static void delete_gen(struct sluice_sandbox *sb, uint32_t gen)
 {
-	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW4], sizeof(struct sluice_lpm4_key), gen);
-	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW6], sizeof(struct sluice_lpm6_key), gen);
-	delete_gen_map(sb->map_fd[SLUICE_MAP_UNIX], sizeof(struct sluice_unix_key), gen);
+	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW4], sizeof(struct sluice_lpm4_key), 4, gen);
+	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW6], sizeof(struct sluice_lpm6_key), 4, gen);
+	delete_gen_map(sb->map_fd[SLUICE_MAP_UNIX], sizeof(struct sluice_unix_key), 4, gen);
+	delete_gen_map(sb->map_fd[SLUICE_MAP_PROGS], sizeof(struct sluice_prog_key), 0, gen);
 }
 
 /*
@@ -406,6 +422,15 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 		if (policy->entries[i].kind == SLUICE_ENTRY_CIDR && policy->entries[i].expires && !sb->cfg.have_tai) {
 			snprintf(msg, msglen, "line %u: 'expires' on a cidr entry needs a kernel with bpf_ktime_get_tai_ns "
 				 "(Linux 6.1+) to be enforced", policy->entries[i].line);
+			return -1;
+		}
+	/* never a silent widening: without the caller's executable neither
+	 * the kernel (cidr) nor the proxy (host, url: the flow map) can tell */
+	for (size_t i = 0; i < policy->n_entries; i++)
+		if (policy->entries[i].n_programs && !sb->cfg.have_exe) {
+			snprintf(msg, msglen, "line %u: 'programs' needs a kernel whose cgroup sock_addr programs may call "
+				 "bpf_get_current_task_btf (this one refuses it): the entry could not be enforced",
+				 policy->entries[i].line);
 			return -1;
 		}
 	if (sluice_plan_build(policy, next, &plan, msg, msglen) < 0)

@@ -60,6 +60,7 @@ enum sluice_map_id {
 	SLUICE_MAP_CONFIG,          /* .rodata: struct sluice_bpf_config */
 	SLUICE_MAP_LISTENERS,       /* socket storage: sluice's own listeners (struct sluice_listener_mark) */
 	SLUICE_MAP_UNIX,            /* LPM trie: `unix:` entries (struct sluice_unix_key) */
+	SLUICE_MAP_PROGS,           /* hash: programs of cidr entries (struct sluice_prog_key) */
 	SLUICE_MAP__MAX,
 };
 

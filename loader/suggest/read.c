@@ -164,14 +164,52 @@ static void add_pobs(struct line_ctx *l, enum via via, const char *host, uint16_
 	s->c.used++;
 }
 
+/* "tcp 192.0.2.1:80" of a line (its network.transport, destination.ip
+ * and destination.port; "?" for what it lacks), printable, into buf. */
+static const char *dest_str(const struct line_ctx *l, char *buf, size_t len)
+{
+	const char *t = jstr(l->o, "network.transport"), *ip = jstr(l->o, "destination.ip");
+	int64_t port = -1;
+	char raw[200];
+
+	if (!jint(l->o, "destination.port", &port))
+		port = -1;
+	snprintf(raw, sizeof(raw), "%s %s:%lld", t ? t : "?", ip ? ip : "?", (long long)port);
+	if (port < 0)
+		snprintf(raw, sizeof(raw), "%s %s", t ? t : "?", ip ? ip : "?");
+	sg_printable(buf, len, raw);
+	return buf;
+}
+
+/* Who made a refused connection: process.executable, else process.name. */
+static const char *program_str(const struct line_ctx *l, char *buf, size_t len)
+{
+	const char *exe = jstr(l->o, "process.executable"), *name = jstr(l->o, "process.name");
+
+	sg_printable(buf, len, exe ? exe : name ? name : "a program");
+	return buf;
+}
+
 /* A kernel line whose reason (`code`, from sluice_reason_code(); `r` its
  * printable name) gives no entry: noted with why, or skipped when suggest
  * does not know it. */
 static void kernel_other(struct line_ctx *l, int code, const char *r)
 {
 	struct suggest *s = l->s;
+	char dest[128], prog[160];
 
 	switch (code) {
+	case SLUICE_REASON_ENTRY_EXPIRED:
+		/* the entry existed: suggesting it again would renew it unseen */
+		note(s, l->file, l->lineno, "kernel %s: %s was allowed by a cidr entry whose expires: has passed; not "
+		     "suggested: renewing it (a new expires:, with its owner and ticket) is a reviewer's decision", r,
+		     dest_str(l, dest, sizeof(dest)));
+		return;
+	case SLUICE_REASON_PROGRAM:
+		note(s, l->file, l->lineno, "kernel %s: %s reached %s, which a cidr entry allows to other programs only; "
+		     "not suggested: adding it to that entry's programs: is a reviewer's decision", r,
+		     program_str(l, prog, sizeof(prog)), dest_str(l, dest, sizeof(dest)));
+		return;
 	case SLUICE_REASON_SOCK_RAW:
 	case SLUICE_REASON_SOCK_ICMP:
 	case SLUICE_REASON_SOCK_PROTO:
@@ -370,6 +408,14 @@ static void read_proxy(struct line_ctx *l, const char *action)
 		iplit = true;
 	} else if (strcmp(verdict, "would_deny") == 0 && is_one_of(reason, tls_refusals)) {
 		note(s, l->file, l->lineno, "proxy %s: refused in enforce mode whatever the policy says", r);
+		return;
+	} else if (strcmp(reason, "program_not_allowed") == 0) {
+		char prog[160], dom[SLUICE_HOST_MAX + 1];
+
+		sg_printable(dom, sizeof(dom), raw ? raw : "?");
+		note(s, l->file, l->lineno, "proxy %s: %s asked for %s, which an entry allows to other programs only; not "
+		     "suggested: adding it to that entry's programs: is a reviewer's decision", r,
+		     program_str(l, prog, sizeof(prog)), dom);
 		return;
 	} else if (denied && !is_one_of(reason, policy_reasons)) {
 		note(s, l->file, l->lineno, "proxy %s: refused whatever the policy says", r);

@@ -98,6 +98,22 @@ static void sb_ports(struct sbuf *b, const struct sluice_entry *e)
 	sb_str(b, "]");
 }
 
+/* ,"programs":[paths] (sorted at load), only when the entry has some
+ * (older policies keep their digest): paths, never the inodes, which a
+ * package upgrade changes. */
+static void sb_programs(struct sbuf *b, const struct sluice_entry *e)
+{
+	if (!e->n_programs)
+		return;
+	sb_str(b, ",\"programs\":[");
+	for (size_t j = 0; j < e->n_programs; j++) {
+		if (j)
+			sb_str(b, ",");
+		sb_json(b, e->programs[j].path);
+	}
+	sb_str(b, "]");
+}
+
 char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 {
 	struct sbuf b = { 0 };
@@ -112,7 +128,7 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 
 		sb_str(&b, i ? ",{" : "{");
 		switch (e->kind) {
-		case SLUICE_ENTRY_HOST:   /* host, [inspect,] ports, why */
+		case SLUICE_ENTRY_HOST:   /* host, [inspect,] ports, [programs,] why */
 			snprintf(t, sizeof(t), "%s%s", e->wildcard ? "*." : "", e->host);
 			sb_str(&b, "\"host\":");
 			sb_json(&b, t);
@@ -120,8 +136,9 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 			 * `inspect` existed keep their digest */
 			sb_str(&b, e->inspect ? ",\"inspect\":true," : ",");
 			sb_ports(&b, e);
+			sb_programs(&b, e);
 			break;
-		case SLUICE_ENTRY_URL:    /* [credential,] methods, url, why */
+		case SLUICE_ENTRY_URL:    /* [credential,] methods, [programs,] url, why */
 			if (e->credential) {
 				sb_str(&b, "\"credential\":");
 				sb_json(&b, e->credential);
@@ -133,7 +150,9 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 					sb_str(&b, ",");
 				sb_json(&b, e->methods[j]);
 			}
-			sb_str(&b, "],\"url\":");
+			sb_str(&b, "]");
+			sb_programs(&b, e);
+			sb_str(&b, ",\"url\":");
 			{
 				/* the port always written: http://h:80/p */
 				size_t n = strlen(e->url_scheme) + strlen(e->url_host) +
@@ -150,11 +169,12 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 				free(u);
 			}
 			break;
-		case SLUICE_ENTRY_CIDR:   /* cidr, ports, protocol, why */
+		case SLUICE_ENTRY_CIDR:   /* cidr, ports, [programs,] protocol, why */
 			sb_str(&b, "\"cidr\":");
 			sb_json(&b, sluice_cidr_str(e, t, sizeof(t)));
 			sb_str(&b, ",");
 			sb_ports(&b, e);
+			sb_programs(&b, e);
 			sb_str(&b, ",\"protocol\":");
 			sb_json(&b, e->protocol == IPPROTO_UDP ? "udp" : "tcp");
 			break;

@@ -51,6 +51,7 @@ static void add(struct lints *l, enum sluice_lint_code code, const struct sluice
 		[SLUICE_LINT_UNIX_DAEMON] = "unix-daemon",
 		[SLUICE_LINT_URL_SHADOWED] = "url-shadowed",
 		[SLUICE_LINT_CREDENTIAL_PLAIN_HTTP] = "credential-plain-http",
+		[SLUICE_LINT_PROGRAM_INTERPRETER] = "program-interpreter",
 	};
 	struct sluice_lint *x;
 	va_list ap;
@@ -453,6 +454,14 @@ int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 		case SLUICE_ENTRY_UNIX:
 			lint_unix(&l, e);
 			break;
+		}
+		for (size_t j = 0; j < e->n_programs; j++) {
+			const char *what = sluice_program_interpreter(e->programs[j].path);
+
+			if (what)
+				add(&l, SLUICE_LINT_PROGRAM_INTERPRETER, e, "%s: program %s is %s, an interpreter or a shell: it runs "
+				    "whatever script or command it is given, so the entry is any such program's", e->name,
+				    e->programs[j].path, what);
 		}
 	}
 	free(relays);

@@ -41,6 +41,7 @@ static const struct row common_rows[] = {
 	{ "event.reason", "status_detail" },
 	{ "process.pid", "actor.process.pid" },
 	{ "process.name", "actor.process.name" },
+	{ "process.executable", "actor.process.file.path" },
 	{ "process.thread.id", "actor.process.tid" },
 	{ "user.id", "actor.user.uid" },
 	{ "user.name", "actor.user.name" },

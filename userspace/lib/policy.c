@@ -960,12 +960,13 @@ static long first_duplicate(const struct sluice_policy *p, size_t *twin)
 
 static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
 {
-	static const char *const host_keys[] = { "host", "ports", "inspect", "why", NULL };
-	static const char *const url_keys[] = { "url", "methods", "credential", "why", NULL };
-	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "why", NULL };
-	static const char *const unix_keys[] = { "unix", "why", NULL };
+	static const char *const host_keys[] = { "host", "ports", "inspect", "programs", "why", NULL };
+	static const char *const url_keys[] = { "url", "methods", "credential", "programs", "why", NULL };
+	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "programs", "why", NULL };
+	static const char *const unix_keys[] = { "unix", "programs", "why", NULL };   /* programs: refused in policy_prog.c */
 	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
-						  "protocol", "inspect", "credential", "why", "expires", "owner", "ticket", NULL };
+						  "protocol", "inspect", "credential", "programs", "why", "expires", "owner",
+						  "ticket", NULL };
 	const struct ynode *kn = NULL, *v, *kind_key = NULL, *kind_val = NULL;
 	const char *kinds[] = { "host", "url", "cidr", "unix" };
 	char b[64];
@@ -1000,7 +1001,8 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 			const char *k = m->kids[i]->value;
 
 			if (strcmp(k, "ports") && strcmp(k, "why") && strcmp(k, "methods") &&
-			    strcmp(k, "protocol") && strcmp(k, "inspect") && !sluice_entry_meta_key(k))
+			    strcmp(k, "protocol") && strcmp(k, "inspect") && strcmp(k, "programs") &&
+			    !sluice_entry_meta_key(k))
 				return fail(c, m->kids[i], "unknown key '%s' in allow entry",
 					    shown(m->kids[i], b, sizeof(b)));
 		}
@@ -1147,6 +1149,8 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 					  sizeof(why)) < 0)
 			return fail(c, m->kids[i + 1], "%s", why);
 	}
+	if (sluice_prog_parse_entry(c, m, e) < 0)
+		return -1;
 	if (set_entry_name(e) < 0)
 		return fail(c, m, "out of memory");
 	return 0;
@@ -1450,6 +1454,7 @@ void sluice_policy_free(struct sluice_policy *p)
 		free(e->credential);
 		free(e->owner);
 		free(e->ticket);
+		sluice_prog_free(e);
 		for (size_t j = 0; j < e->n_methods; j++)
 			free(e->methods[j]);
 		free(e->methods);
@@ -1534,13 +1539,19 @@ bool sluice_host_match(const struct sluice_entry *entry, const char *host)
 const struct sluice_entry *sluice_policy_match_host(const struct sluice_policy *p,
 						    const char *host, uint16_t port)
 {
+	return sluice_policy_match_host_for(p, host, port, NULL);
+}
+
+const struct sluice_entry *sluice_policy_match_host_for(const struct sluice_policy *p, const char *host,
+							uint16_t port, const struct sluice_exe_id *who)
+{
 	if (!p || !host)
 		return NULL;
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
 
 		if (e->kind == SLUICE_ENTRY_HOST && sluice_entry_has_port(e, port) &&
-		    sluice_host_match(e, host))
+		    sluice_host_match(e, host) && sluice_entry_allows_program(e, who))
 			return e;
 	}
 	return NULL;
@@ -1551,6 +1562,13 @@ const struct sluice_entry *sluice_policy_match_url(const struct sluice_policy *p
 						   uint16_t port, const char *method,
 						   const char *path)
 {
+	return sluice_policy_match_url_for(p, scheme, host, port, method, path, NULL);
+}
+
+const struct sluice_entry *sluice_policy_match_url_for(const struct sluice_policy *p, const char *scheme,
+						       const char *host, uint16_t port, const char *method,
+						       const char *path, const struct sluice_exe_id *who)
+{
 	if (!p || !scheme || !host || !method || !path)
 		return NULL;
 	for (size_t i = 0; i < p->n_entries; i++) {
@@ -1558,7 +1576,8 @@ const struct sluice_entry *sluice_policy_match_url(const struct sluice_policy *p
 		bool method_ok = false;
 
 		if (e->kind != SLUICE_ENTRY_URL || e->url_port != port ||
-		    strcmp(e->url_scheme, scheme) != 0 || !sluice_host_match(e, host))
+		    strcmp(e->url_scheme, scheme) != 0 || !sluice_host_match(e, host) ||
+		    !sluice_entry_allows_program(e, who))
 			continue;
 		for (size_t j = 0; j < e->n_methods; j++)
 			if (strcmp(e->methods[j], method) == 0)
@@ -1571,11 +1590,19 @@ const struct sluice_entry *sluice_policy_match_url(const struct sluice_policy *p
 
 bool sluice_policy_inspects(const struct sluice_policy *p, const char *host, uint16_t port)
 {
+	return sluice_policy_inspects_for(p, host, port, NULL);
+}
+
+bool sluice_policy_inspects_for(const struct sluice_policy *p, const char *host, uint16_t port,
+				const struct sluice_exe_id *who)
+{
 	if (!p || !host)
 		return false;
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
 
+		if (!sluice_entry_allows_program(e, who))
+			continue;
 		if (e->kind == SLUICE_ENTRY_URL && e->url_port == port &&
 		    strcmp(e->url_scheme, "https") == 0 && sluice_host_match(e, host))
 			return true;

@@ -100,6 +100,31 @@ struct sluice_entry {
 	 * A request this entry allows gets that credential's header. */
 	char *credential;
 	size_t credential_idx;
+	/* `programs:` (userspace/lib/policy_prog.c, docs/policy.md "Per-program
+	 * entries"; host, url and cidr entries): the entry applies only to
+	 * connections made by one of these executables, sorted by path, each
+	 * resolved to its file when the policy was loaded.  n_programs 0: any
+	 * program. */
+	struct sluice_program *programs;
+	size_t n_programs;
+};
+
+/*
+ * An executable as the kernel identifies the file a process runs
+ * (current->mm->exe_file): its device in the kernel's encoding
+ * (major << 20 | minor, sluice_kdev()) and its inode number.
+ */
+struct sluice_exe_id {
+	uint32_t dev;
+	uint64_t ino;
+};
+
+/* One path of `programs:` and the file it named at load (stat(2),
+ * symlinks followed: the file execve() runs). */
+struct sluice_program {
+	char *path;               /* absolute, as written (no "." or ".." segment) */
+	struct sluice_exe_id id;
+	unsigned line, column;
 };
 
 /*
@@ -296,6 +321,48 @@ const char *sluice_rfc3339_str(int64_t t, char *buf, size_t len);
 struct sluice_line;
 void sluice_entry_log_fields(struct sluice_line *l, const struct sluice_entry *e);
 
+/* Per-program entries (userspace/lib/policy_prog.c) ---------------------- */
+
+/* The kernel's encoding of a stat(2) st_dev (what inode->i_sb->s_dev holds). */
+uint32_t sluice_kdev(uint64_t st_dev);
+
+/* Does entry `e` apply to a connection made by executable `who`?  True for
+ * an entry without `programs:`; for one with, true only when `who` is one
+ * of them.  `who` NULL: the question is not asked (tools that reason about
+ * what the policy allows to some program): true. */
+bool sluice_entry_allows_program(const struct sluice_entry *e, const struct sluice_exe_id *who);
+
+/* Does any entry of `p` carry `programs:`? */
+bool sluice_policy_has_programs(const struct sluice_policy *p);
+
+/* Is `path` (a `programs:` path; its symlink target is looked at too) an
+ * interpreter, a shell or another program that runs what it is told
+ * (python, sh, node, env, ld.so, busybox, ...)?  Returns the name that
+ * says so, or NULL. */
+const char *sluice_program_interpreter(const char *path);
+
+/* The path of `e`'s program that is `who`, or NULL. */
+const char *sluice_entry_program_path(const struct sluice_entry *e, const struct sluice_exe_id *who);
+
+/*
+ * The executable process `pid` runs now (readlink of /proc/PID/exe) into
+ * buf, if it is the file `who` (when not NULL; checked with stat(2)): the
+ * `process.executable` of a log line.  Returns buf, or NULL (gone, another
+ * file since, no permission).
+ */
+const char *sluice_pid_executable(int pid, const struct sluice_exe_id *who, char *buf, size_t len);
+
+/* As sluice_policy_match_host() and sluice_policy_match_url(), for a
+ * connection made by executable `who` (NULL: any program): entries whose
+ * `programs:` do not name it are skipped. */
+const struct sluice_entry *sluice_policy_match_host_for(const struct sluice_policy *p, const char *host,
+							uint16_t port, const struct sluice_exe_id *who);
+const struct sluice_entry *sluice_policy_match_url_for(const struct sluice_policy *p, const char *scheme,
+						       const char *host, uint16_t port, const char *method,
+						       const char *path, const struct sluice_exe_id *who);
+bool sluice_policy_inspects_for(const struct sluice_policy *p, const char *host, uint16_t port,
+				const struct sluice_exe_id *who);
+
 /* Lint findings (sluice policy check) ------------------------------------ */
 
 enum sluice_lint_code {
@@ -308,6 +375,7 @@ enum sluice_lint_code {
 	SLUICE_LINT_UNIX_DAEMON,      /* unix socket of a daemon that acts for its clients (docker, dbus, ...) */
 	SLUICE_LINT_URL_SHADOWED,     /* an https:// url entry whose name a host entry allows whole */
 	SLUICE_LINT_CREDENTIAL_PLAIN_HTTP, /* a credential sent on http:// (allow_plain_http: true) */
+	SLUICE_LINT_PROGRAM_INTERPRETER,   /* `programs:` names an interpreter or a shell: every script it runs */
 };
 
 struct sluice_lint {

@@ -91,4 +91,11 @@ bool sluice_entry_meta_key(const char *key);
 int sluice_entry_meta_set(struct sluice_entry *e, const char *key, const char *value, size_t len, char *why,
 			  size_t whylen);
 
+/* policy_prog.c: `programs:` of the entry `m` into e->programs (each path
+ * resolved to its file now: a path that does not exist or is not a regular
+ * file is an error at its line), and their release.  0 or -1 with c->err
+ * set.  Refused on unix entries. */
+int sluice_prog_parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e);
+void sluice_prog_free(struct sluice_entry *e);
+
 #endif

@@ -23,7 +23,10 @@
  * Expiry is not a narrowing here: a policy entry allows until it expires,
  * and a boundary is a standing limit (boundary entries with `expires:` are
  * refused by the caller).  The decisions below compare entries directly,
- * not through the matchers, which skip expired entries.
+ * not through the matchers, which skip expired entries.  Likewise
+ * `programs:`: a policy entry is taken as any program's (a program list
+ * only narrows what it allows: an over-approximation, so never a missed
+ * excess); boundary entries with `programs:` are refused by the caller.
  */
 #include "policy_internal.h"
 #include "policy_within.h"
@@ -566,6 +569,17 @@ int sluice_boundary_load(const char *path, struct sluice_policy **out, char *msg
 		if (e->expires) {
 			snprintf(msg, msglen, "%s:%u:%u: a boundary entry has no 'expires' (a boundary is a standing "
 				 "limit; expiring exceptions belong in the policy)", path, e->line, e->column);
+			sluice_policy_free(*out);
+			*out = NULL;
+			return -1;
+		}
+		if (e->n_programs) {
+			/* the decision below treats every entry as any program's:
+			 * exact for the policy's side (a program list only narrows),
+			 * not for a boundary's */
+			snprintf(msg, msglen, "%s:%u:%u: a boundary entry has no 'programs' (a boundary limits what "
+				 "any program may reach; per-program entries belong in the policy)", path, e->line,
+				 e->column);
 			sluice_policy_free(*out);
 			*out = NULL;
 			return -1;

@@ -161,6 +161,15 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 			comm[sizeof(r->orig->comm)] = '\0';
 			if (comm[0])
 				SL_STR(b, "process.name", comm);
+			if (r->exe)
+				SL_STR(b, "process.executable", r->exe);
+			if (r->orig->exe_ino) {
+				char dev[24];
+
+				snprintf(dev, sizeof(dev), "%u:%u", r->orig->exe_dev >> 20, r->orig->exe_dev & 0xfffff);
+				SL_STR(b, "sluice.executable.device", dev);
+				SL_U64(b, "sluice.executable.inode", r->orig->exe_ino);
+			}
 			n = sluice_u64_dec(uid, r->orig->uid);
 			uid[n] = '\0';
 			SL_STR(b, "user.id", uid);

@@ -43,6 +43,7 @@ struct proxy_log_rec {
 	int target_port;              /* the port asked for (CONNECT target, Host), written as
 				       * destination.port when nothing was dialed; 0 = none */
 	const struct sluice_orig *orig;  /* the kernel's record, NULL when none */
+	const char *exe;                 /* process.executable, NULL when not known */
 	const char *rule;             /* rule.name */
 	const char *credential;       /* sluice.credential: the credential whose header was set
 				       * (or whose placeholder was misdirected / echoed); never the secret */

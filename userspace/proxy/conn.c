@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,7 @@ static void conn_log(struct conn *c)
 	r.dst = c->have_dst ? &c->dst.sa : NULL;
 	r.target_port = c->port;   /* a refused CONNECT: the port it asked for */
 	r.orig = c->have_orig ? &c->orig : NULL;
+	r.exe = c->exe;
 	r.rule = c->rule;
 	r.credential = c->cred ? c->cred->cr->name : c->cred_name;
 	r.cred_event = c->cred_event;
@@ -193,6 +195,7 @@ void conn_finish(struct conn *c)
 		close(c->cfd);
 	free(c->buf);
 	free(c->url_full);
+	free(c->exe);
 	free(c->host);
 	free(c->sni);
 	free(c->tls_host);
@@ -626,10 +629,32 @@ static bool credential_misdirected(struct conn *c)
 	return true;
 }
 
+/* The executable that made the connection, as the kernel recorded it in
+ * the flow map (0/0 when it could not: matches no `programs:` entry). */
+const struct sluice_exe_id *conn_who(const struct conn *c, struct sluice_exe_id *who)
+{
+	who->dev = c->orig.exe_dev;
+	who->ino = c->orig.exe_ino;
+	return who;
+}
+
+/* c->exe: the path of the executable the client runs, for the log lines,
+ * read at accept (the client may be gone when the line is written). */
+static void conn_note_exe(struct conn *c)
+{
+	struct sluice_exe_id who;
+	char path[PATH_MAX];
+
+	if (!c->orig.exe_ino || !sluice_pid_executable((int)c->orig.pid, conn_who(c, &who), path, sizeof(path)))
+		return;
+	c->exe = strdup(path);
+}
+
 static void on_http_head(struct conn *c)
 {
 	struct proxy *px = c->px;
 	struct proxy_refusal err = { 400, "malformed_request" };
+	struct sluice_exe_id who;
 	struct proxy_decision d;
 	char url[PROXY_TARGET_MAX + SLUICE_HOST_MAX + 32];
 
@@ -668,10 +693,10 @@ static void on_http_head(struct conn *c)
 		return;
 	}
 	if (c->kind == K_CONNECT)
-		proxy_decide_tls(px->policy, c->target->host, c->target->port, &d);
+		proxy_decide_tls_for(px->policy, conn_who(c, &who), c->target->host, c->target->port, &d);
 	else
-		proxy_decide_url(px->policy, c->inspected ? "https" : "http", c->target->host,
-				 c->target->port, c->req->method, c->target->path, &d);
+		proxy_decide_url_for(px->policy, conn_who(c, &who), c->inspected ? "https" : "http",
+				     c->target->host, c->target->port, c->req->method, c->target->path, &d);
 	proxy_redecide_head(c, &d);   /* draining after a reload: the new policy too */
 	if (c->kind == K_HTTP) {
 		proxy_target_url(c->target, d.host, url, sizeof(url));
@@ -702,6 +727,7 @@ static void on_http_head(struct conn *c)
 static void on_tls_hello(struct conn *c, const struct sni_result *h)
 {
 	struct proxy *px = c->px;
+	struct sluice_exe_id who;
 	struct proxy_decision d;
 	char sni_norm[SLUICE_HOST_MAX + 1];
 
@@ -726,7 +752,7 @@ static void on_tls_hello(struct conn *c, const struct sni_result *h)
 		}
 	}
 	set_str(&c->sni, sni_norm);
-	proxy_decide_tls(px->policy, sni_norm, c->orig.dport, &d);
+	proxy_decide_tls_for(px->policy, conn_who(c, &who), sni_norm, c->orig.dport, &d);
 	proxy_redecide_head(c, &d);
 	if (!apply_decision(c, &d))
 		return;
@@ -1353,6 +1379,7 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 	}
 	c->have_orig = true;
 	c->form = (c->orig.flags & SLUICE_ORIG_EXPLICIT) ? PROXY_FORM_EXPLICIT : PROXY_FORM_TRANSPARENT;
+	conn_note_exe(c);
 	/* at the descriptor limit: refused at once, so that the connections
 	 * already open keep the descriptors they need (upstream, pipes) */
 	if (!refuse && px->fd_cap && px->n_conns > px->fd_cap)
@@ -1395,6 +1422,7 @@ struct conn *conn_new_inspected(struct proxy *px, int fd, const struct conn *out
 	c->peer = outer->peer;
 	c->orig = outer->orig;
 	c->have_orig = outer->have_orig;
+	c->exe = outer->exe ? strdup(outer->exe) : NULL;
 	c->form = outer->form;
 	c->over_cap = outer->over_cap;
 	c->kind = K_HTTP;

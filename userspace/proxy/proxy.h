@@ -208,6 +208,7 @@ struct conn {
 	struct event *timer;            /* header deadline, connect deadline, idle, linger */
 	struct sluice_orig orig;
 	bool have_orig;
+	char *exe;                      /* process.executable of orig.pid, when it still runs that file */
 	bool over_cap;
 	bool logged;
 	bool failed;                    /* ended in an error or denial */
@@ -313,6 +314,11 @@ bool proxy_redecide_conn(struct conn *c);
 void proxy_redecide_head(struct conn *c, struct proxy_decision *d);
 
 void proxy_redecide_free(struct proxy *px);
+
+/* The executable that made c (device and inode, as the kernel recorded it
+ * in the flow map; 0/0: unknown, matches no `programs:` entry), in *who;
+ * returns who.  For proxy_decide_*_for (request.h). */
+const struct sluice_exe_id *conn_who(const struct conn *c, struct sluice_exe_id *who);
 
 /* conn.c, also used by http.c.  Each of these may free `c`: call last. */
 

@@ -43,25 +43,26 @@ static bool next_lets_through(const struct proxy *px, const struct proxy_decisio
 static bool decide_next(const struct conn *c, struct proxy_decision *d)
 {
 	const struct sluice_policy *np = c->px->next_policy;
+	struct sluice_exe_id who;
 
 	memset(d, 0, sizeof(*d));
 	switch (c->kind) {
 	case K_HTTP:
 		if (!c->req_ok || !c->req || !c->target)
 			return false;
-		proxy_decide_url(np, c->inspected ? "https" : "http", c->target->host, c->target->port,
-				 c->req->method, c->target->path, d);
+		proxy_decide_url_for(np, conn_who(c, &who), c->inspected ? "https" : "http", c->target->host,
+				     c->target->port, c->req->method, c->target->path, d);
 		return true;
 	case K_CONNECT:
 		/* (the CONNECT host: the ClientHello's SNI had to equal it) */
 		if (!c->host)
 			return false;
-		proxy_decide_tls(np, c->host, c->port, d);
+		proxy_decide_tls_for(np, conn_who(c, &who), c->host, c->port, d);
 		return true;
 	case K_TLS:
 		if (!c->sni || !c->sni[0])
 			return false;
-		proxy_decide_tls(np, c->sni, c->port, d);
+		proxy_decide_tls_for(np, conn_who(c, &who), c->sni, c->port, d);
 		return true;
 	default:
 		return false;
@@ -146,6 +147,7 @@ void proxy_redecide_head(struct conn *c, struct proxy_decision *d)
 {
 	struct proxy *px = c->px;
 	struct proxy_decision nd;
+	struct sluice_exe_id who;
 
 	if (!px->next_policy)
 		return;
@@ -154,10 +156,11 @@ void proxy_redecide_head(struct conn *c, struct proxy_decision *d)
 		return;
 	memset(&nd, 0, sizeof(nd));
 	if (c->kind == K_HTTP)
-		proxy_decide_url(px->next_policy, c->inspected ? "https" : "http", c->target->host, c->target->port,
-				 c->req->method, c->target->path, &nd);
+		proxy_decide_url_for(px->next_policy, conn_who(c, &who), c->inspected ? "https" : "http",
+				     c->target->host, c->target->port, c->req->method, c->target->path, &nd);
 	else
-		proxy_decide_tls(px->next_policy, d->host, c->kind == K_TLS ? c->orig.dport : c->target->port, &nd);
+		proxy_decide_tls_for(px->next_policy, conn_who(c, &who), d->host,
+				     c->kind == K_TLS ? c->orig.dport : c->target->port, &nd);
 	if (next_lets_through(px, &nd))
 		return;
 	c->reload_reason = nd.reason;

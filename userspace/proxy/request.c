@@ -791,20 +791,22 @@ void proxy_decide_host(const struct sluice_policy *p, const char *host_raw, uint
 		deny(d, 403, "host_not_allowed", true);
 }
 
-void proxy_decide_tls(const struct sluice_policy *p, const char *host_raw, uint16_t port,
-		      struct proxy_decision *d)
+static void decide_tls(const struct sluice_policy *p, const struct sluice_exe_id *who, const char *host_raw,
+		       uint16_t port, struct proxy_decision *d)
 {
 	const struct sluice_entry *e;
 
 	if (host_prelude(host_raw, d))
 		return;
-	if (sluice_policy_inspects(p, d->host, port)) {
+	if (sluice_policy_inspects_for(p, d->host, port, who)) {
 		/* the tunnel is allowed so that its requests can be decided:
 		 * name the first entry that makes the name inspected */
 		e = NULL;
 		for (size_t i = 0; i < p->n_entries && !e; i++) {
 			const struct sluice_entry *u = &p->entries[i];
 
+			if (!sluice_entry_allows_program(u, who))
+				continue;
 			if ((u->kind == SLUICE_ENTRY_URL && u->url_port == port &&
 			     strcmp(u->url_scheme, "https") == 0 && sluice_host_match(u, d->host)) ||
 			    (u->kind == SLUICE_ENTRY_HOST && u->inspect && sluice_entry_has_port(u, port) &&
@@ -815,24 +817,55 @@ void proxy_decide_tls(const struct sluice_policy *p, const char *host_raw, uint1
 		d->inspect = true;
 		return;
 	}
-	e = sluice_policy_match_host(p, d->host, port);
+	e = sluice_policy_match_host_for(p, d->host, port, who);
 	if (e)
 		allow(d, e);
 	else
 		deny(d, 403, "host_not_allowed", true);
 }
 
-void proxy_decide_url(const struct sluice_policy *p, const char *scheme, const char *host_raw,
-		      uint16_t port, const char *method, const char *path, struct proxy_decision *d)
+/*
+ * A denial for executable `who` that the policy would allow to another
+ * program (the entries that match name other programs) becomes
+ * "program_not_allowed": decided again without `who`.
+ */
+static void program_refusal(struct proxy_decision *d, const struct proxy_decision *any)
+{
+	if (d->allow || !any->allow)
+		return;
+	deny(d, 403, "program_not_allowed", true);
+}
+
+void proxy_decide_tls_for(const struct sluice_policy *p, const struct sluice_exe_id *who, const char *host_raw,
+			  uint16_t port, struct proxy_decision *d)
+{
+	struct proxy_decision any;
+
+	decide_tls(p, who, host_raw, port, d);
+	if (!who || d->allow || !sluice_policy_has_programs(p))
+		return;
+	decide_tls(p, NULL, host_raw, port, &any);
+	program_refusal(d, &any);
+}
+
+void proxy_decide_tls(const struct sluice_policy *p, const char *host_raw, uint16_t port,
+		      struct proxy_decision *d)
+{
+	decide_tls(p, NULL, host_raw, port, d);
+}
+
+static void decide_url(const struct sluice_policy *p, const struct sluice_exe_id *who, const char *scheme,
+		       const char *host_raw, uint16_t port, const char *method, const char *path,
+		       struct proxy_decision *d)
 {
 	const struct sluice_entry *e;
 	bool host_has_url = false, other_method = false;
 
 	if (host_prelude(host_raw, d))
 		return;
-	e = sluice_policy_match_url(p, scheme, d->host, port, method, path);
+	e = sluice_policy_match_url_for(p, scheme, d->host, port, method, path, who);
 	if (!e)
-		e = sluice_policy_match_host(p, d->host, port);
+		e = sluice_policy_match_host_for(p, d->host, port, who);
 	if (e) {
 		allow(d, e);
 		return;
@@ -842,11 +875,11 @@ void proxy_decide_url(const struct sluice_policy *p, const char *scheme, const c
 		const struct sluice_entry *u = &p->entries[i];
 
 		if (u->kind != SLUICE_ENTRY_URL || !u->url_scheme || strcmp(u->url_scheme, scheme) != 0 ||
-		    u->url_port != port || !sluice_host_match(u, d->host))
+		    u->url_port != port || !sluice_host_match(u, d->host) || !sluice_entry_allows_program(u, who))
 			continue;
 		host_has_url = true;
 		for (size_t m = 0; m < u->n_methods && !other_method; m++)
-			if (sluice_policy_match_url(p, scheme, d->host, port, u->methods[m], path))
+			if (sluice_policy_match_url_for(p, scheme, d->host, port, u->methods[m], path, who))
 				other_method = true;
 	}
 	if (other_method)
@@ -855,6 +888,25 @@ void proxy_decide_url(const struct sluice_policy *p, const char *scheme, const c
 		deny(d, 403, "path_not_allowed", true);
 	else
 		deny(d, 403, "host_not_allowed", true);
+}
+
+void proxy_decide_url_for(const struct sluice_policy *p, const struct sluice_exe_id *who, const char *scheme,
+			  const char *host_raw, uint16_t port, const char *method, const char *path,
+			  struct proxy_decision *d)
+{
+	struct proxy_decision any;
+
+	decide_url(p, who, scheme, host_raw, port, method, path, d);
+	if (!who || d->allow || !sluice_policy_has_programs(p))
+		return;
+	decide_url(p, NULL, scheme, host_raw, port, method, path, &any);
+	program_refusal(d, &any);
+}
+
+void proxy_decide_url(const struct sluice_policy *p, const char *scheme, const char *host_raw,
+		      uint16_t port, const char *method, const char *path, struct proxy_decision *d)
+{
+	decide_url(p, NULL, scheme, host_raw, port, method, path, d);
 }
 
 void proxy_decide_http(const struct sluice_policy *p, const char *host_raw, uint16_t port,

@@ -244,6 +244,18 @@ void proxy_decide_url(const struct sluice_policy *p, const char *scheme, const c
 		      uint16_t port, const char *method, const char *path, struct proxy_decision *d);
 
 /*
+ * proxy_decide_tls() and proxy_decide_url() for a connection made by the
+ * executable `who` (from the flow map; NULL: any program): entries whose
+ * `programs:` do not name it do not match, and a denial that an entry for
+ * another program would have allowed is 403 "program_not_allowed".
+ */
+void proxy_decide_tls_for(const struct sluice_policy *p, const struct sluice_exe_id *who, const char *host_raw,
+			  uint16_t port, struct proxy_decision *d);
+void proxy_decide_url_for(const struct sluice_policy *p, const struct sluice_exe_id *who, const char *scheme,
+			  const char *host_raw, uint16_t port, const char *method, const char *path,
+			  struct proxy_decision *d);
+
+/*
  * Check a ClientHello against a host-level decision: ECH present (403
  * "ech"), no SNI ("no_sni"), an SNI that does not normalise ("bad_sni"),
  * and for CONNECT (`connect_host` normalised, non-NULL) an SNI that differs

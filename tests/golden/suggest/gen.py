@@ -64,6 +64,8 @@ a.dns("tunnel.example.com","TXT",[],**{"sluice.dns_tunnel_suspect":True,"sluice.
 a.kernel("203.0.113.1",0)
 a.kernel("192.0.2.1",80,reason="raw_socket")
 a.kernel("192.0.2.1",80,reason="entry_expired")
+a.kernel("192.0.2.1",5432,reason="program_not_allowed",**{"process.executable":"/usr/bin/python3.11"})
+a.http("GET","http://api.example.com:8081/x","api.example.com",reason="program_not_allowed",verdict="deny")
 a.kernel("192.0.2.1",80, **{"sluice.canary":True})
 a.line(**{"event.kind":"event","event.action":"egress-denied","event.reason":"unix_not_allowed","sluice.verdict":"deny","sluice.hook":"connect_unix","destination.address":"/run/nscd/socket"})
 a.line(**{"event.action":"events_lost","sluice.events_lost":3})

@@ -35,6 +35,7 @@ struct sluice_plan {
 	size_t n_ux;
 	uint32_t ports[SLUICE_PORT_WORDS]; /* proxied-port bitmap, bank (gen & 1) */
 	uint32_t genflags;                 /* SLUICE_GEN_* */
+	uint64_t families;                 /* the policy's families: (sluice_genconf.families) */
 };
 
 /*

@@ -564,6 +564,15 @@ static void restart_child(struct run_state *st, bool proxy)
 	sluice_lifecycle_write(&st->log, proxy ? "proxy-gave-up" : "resolver-gave-up", m);
 }
 
+/* Which refuses socket() of a family the policy does not name:
+ * "bpf_lsm", "seccomp" or "bpf_lsm+seccomp" (sluice.families_enforced_by). */
+static const char *sluice_run_families_by(const struct sluice_bpf_config *cfg, const struct sluice_confine *conf)
+{
+	bool sc = conf->profile == SLUICE_PROFILE_SANDBOX || conf->families_seccomp;
+
+	return cfg->have_lsm ? (sc ? "bpf_lsm+seccomp" : "bpf_lsm") : sc ? "seccomp" : "none";
+}
+
 /* The seccomp baseline's first refusals, as "syscall-denied" lines. */
 static void write_refusals(struct run_state *st, struct sluice_seccomp_monitor *mon)
 {
@@ -576,7 +585,10 @@ static void write_refusals(struct run_state *st, struct sluice_seccomp_monitor *
 		SL_STR(l, "event.category", "process");
 		SL_STR(l, "event.action", "syscall-denied");
 		SL_STR(l, "event.outcome", "failure");
-		SL_STR(l, "event.reason", "seccomp_baseline");
+		/* socket(): the decision of reason socket_family, the BPF LSM's too */
+		SL_STR(l, "event.reason", r.family >= 0 ? "socket_family" : "seccomp_baseline");
+		if (r.family >= 0)
+			SL_U64(l, "sluice.socket_family", (unsigned)r.family);
 		SL_U64(l, "process.pid", r.pid);
 		SL_STR(l, "sluice.syscall", r.syscall);
 		SL_U64(l, "sluice.syscalls_denied", r.count);
@@ -947,6 +959,10 @@ int cmd_run(int argc, char **argv)
 	if (st.sb.lsm_err)
 		snprintf(lsm_msg, sizeof(lsm_msg), "the kernel refused the BPF LSM programs (%s)", strerror(-st.sb.lsm_err));
 	cfg = st.sb.cfg;
+	/* the socket families: the BPF LSM's socket_create where it loaded;
+	 * else, under egress-only, the seccomp filter's family row alone (the
+	 * sandbox profile's baseline has it anyway) */
+	conf.families_seccomp = conf.profile == SLUICE_PROFILE_EGRESS_ONLY && !cfg.have_lsm;
 	if (!cfg.have_lsm && require_lsm) {
 		log_warnx("run: --require-lsm: %s", lsm_msg);
 		goto out;
@@ -972,8 +988,9 @@ int cmd_run(int argc, char **argv)
 		{
 			char d[256], info[512];
 
-			snprintf(info, sizeof(info), "policy %s (%.12s), mode %s, %s", st.policy->name ? st.policy->name : "",
-				 st.policy->digest, mode, sluice_confine_describe(&conf, d, sizeof(d)));
+			snprintf(info, sizeof(info), "policy %s (%.12s), mode %s, %s, socket families by %s",
+				 st.policy->name ? st.policy->name : "", st.policy->digest, mode,
+				 sluice_confine_describe(&conf, d, sizeof(d)), sluice_run_families_by(&cfg, &conf));
 			err = sluice_owner_write_info(name, "run", info);
 		}
 		if (err) {
@@ -1092,7 +1109,7 @@ int cmd_run(int argc, char **argv)
 		foreign_peer = sp[1];
 	}
 	/* the seccomp baseline's refusals come back here to be counted */
-	if (conf.profile == SLUICE_PROFILE_SANDBOX) {
+	if (conf.profile == SLUICE_PROFILE_SANDBOX || conf.families_seccomp) {
 		int err = sluice_seccomp_monitor_open(&mon);
 
 		if (err) {
@@ -1292,14 +1309,18 @@ int cmd_run(int argc, char **argv)
 	if (lim.timeout_ms)
 		deadline = sluice_monotonic_ms() + lim.timeout_ms;
 	{
-		char m[PATH_MAX + 1024], d[PATH_MAX + 256];
+		char m[PATH_MAX + 1400], d[PATH_MAX + 256], fams[512];
+		const char *fam_by = sluice_run_families_by(&cfg, &conf);
 
-		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s, %s; unix hooks: %s; bpf lsm: %s%s", name, pid,
+		sluice_policy_families_str(st.policy, fams, sizeof(fams));
+		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s, %s; unix hooks: %s; bpf lsm: %s%s; "
+			 "socket families: %s (allowed beyond unix, inet, inet6 and netlink route/diag: %s)", name, pid,
 			 mode, sluice_confine_describe(&conf, d, sizeof(d)),
 			 cfg.have_unix ? "active (unix connects and sends judged by path)" :
 			 "not available (kernel before 6.7?): unix sockets are not judged by path",
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
-			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
+			 cfg.have_lsm ? "" : ": sockets made outside the sandbox are not judged",
+			 fam_by, fams[0] ? fams : "none");
 		{
 			/* which variables CMD got besides the minimal set: names
 			 * only, never values */
@@ -1314,6 +1335,8 @@ int cmd_run(int argc, char **argv)
 			sluice_line_put_raw(l, "sluice.env_passed", sizeof("sluice.env_passed") - 1, names, strlen(names));
 			SL_BOOL(l, "sluice.inherit_env", renv.inherit);
 			sluice_signer_fields(l, &st.signer);
+			SL_STR(l, "sluice.families_enforced_by", fam_by);
+			SL_STR(l, "sluice.families_allowed", fams);
 			sluice_evlog_commit(&st.log);
 		}
 	}
@@ -1363,7 +1386,7 @@ int cmd_run(int argc, char **argv)
 		char sc[64] = "";
 
 		write_refusals(&st, &mon);
-		if (conf.profile == SLUICE_PROFILE_SANDBOX)
+		if (conf.profile == SLUICE_PROFILE_SANDBOX || conf.families_seccomp)
 			snprintf(sc, sizeof(sc), ", syscalls refused %llu", sluice_seccomp_monitor_stop(&mon));
 		/* what the limits stopped, read before the cgroups go */
 		if (st.cg_path[0]) {

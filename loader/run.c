@@ -43,6 +43,7 @@
 #include "run_limits.h"
 #include "run_limits_v1.h"
 #include "seccomp_baseline.h"
+#include "run_stdio.h"
 #include "run_trust.h"
 #include "sandbox_ca.h"
 #include "log.h"
@@ -643,7 +644,7 @@ int cmd_run(int argc, char **argv)
 	size_t n_secret_src = 0;
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
-	char lsm_msg[256] = "not loaded (--no-lsm)";
+	char lsm_msg[256] = "not loaded (--no-lsm)", stdio_socks[64];
 	struct run_state st;
 	struct sluice_bpf_config cfg;
 	struct sluice_event_meta meta;
@@ -965,6 +966,11 @@ int cmd_run(int argc, char **argv)
 	conf.families_seccomp = conf.profile == SLUICE_PROFILE_EGRESS_ONLY && !cfg.have_lsm;
 	if (!cfg.have_lsm && require_lsm) {
 		log_warnx("run: --require-lsm: %s", lsm_msg);
+		goto out;
+	}
+	/* an inet socket as stdio is the launcher's: judged only by the BPF LSM */
+	if (sluice_stdio_sockets(cfg.have_lsm, stdio_socks, sizeof(stdio_socks), msg, sizeof(msg)) < 0) {
+		log_warnx("run: %s; nothing was run", msg);
 		goto out;
 	}
 	if (sluice_listeners_mark(&st.listeners, st.sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
@@ -1314,13 +1320,14 @@ int cmd_run(int argc, char **argv)
 
 		sluice_policy_families_str(st.policy, fams, sizeof(fams));
 		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s, %s; unix hooks: %s; bpf lsm: %s%s; "
-			 "socket families: %s (allowed beyond unix, inet, inet6 and netlink route/diag: %s)", name, pid,
+			 "socket families: %s (allowed beyond unix, inet, inet6 and netlink route/diag: %s)%s%s", name, pid,
 			 mode, sluice_confine_describe(&conf, d, sizeof(d)),
 			 cfg.have_unix ? "active (unix connects and sends judged by path)" :
 			 "not available (kernel before 6.7?): unix sockets are not judged by path",
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
 			 cfg.have_lsm ? "" : ": sockets made outside the sandbox are not judged",
-			 fam_by, fams[0] ? fams : "none");
+			 fam_by, fams[0] ? fams : "none", stdio_socks[0] ? "; sockets as stdio (made outside, unix ones usable): " : "",
+			 stdio_socks);
 		{
 			/* which variables CMD got besides the minimal set: names
 			 * only, never values */
@@ -1337,6 +1344,7 @@ int cmd_run(int argc, char **argv)
 			sluice_signer_fields(l, &st.signer);
 			SL_STR(l, "sluice.families_enforced_by", fam_by);
 			SL_STR(l, "sluice.families_allowed", fams);
+			SL_STR(l, "sluice.stdio_sockets", stdio_socks);
 			sluice_evlog_commit(&st.log);
 		}
 	}

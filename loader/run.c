@@ -209,8 +209,9 @@ static const char *errname(int e)
 /*
  * The BPF LSM part of the canary (`foreign`: sockets the loader made
  * outside the cgroup, inherited here: a UDP socket and one end of a unix
- * datagram socketpair).  Using either from inside, and creating an
- * AF_VSOCK socket, must each be refused with EPERM, in audit mode too.
+ * datagram socketpair).  Sending on either and connecting the UDP one
+ * from inside, and creating an AF_VSOCK socket, must each be refused with
+ * EPERM, in audit mode too.
  */
 static void canary_lsm(int errfd, const int foreign[2], const struct sockaddr_in *sin)
 {
@@ -220,6 +221,10 @@ static void canary_lsm(int errfd, const int foreign[2], const struct sockaddr_in
 	if (r >= 0 || errno != EPERM)
 		child_fail(errfd, 2, "canary: a UDP socket made outside the sandbox was usable inside (%s): hook lsm/socket_sendmsg not in force",
 			   r >= 0 ? "sent" : errname(errno));
+	r = connect(foreign[0], (const struct sockaddr *)sin, sizeof(*sin));
+	if (r == 0 || errno != EPERM)
+		child_fail(errfd, 2, "canary: a UDP socket made outside the sandbox could be connected inside (%s): hook lsm/socket_connect not in force",
+			   r == 0 ? "connected" : errname(errno));
 	r = (int)send(foreign[1], "x", 1, 0);
 	if (r >= 0 || errno != EPERM)
 		child_fail(errfd, 2, "canary: a unix socket made outside the sandbox was usable inside (%s): hook lsm/unix_may_send not in force",

@@ -668,12 +668,15 @@ def test_squatting_after_the_loader_is_killed_is_refused_by_the_kernel(w):
     _assert_refused_not_squatted(got, slog)
 
 
-# --- what sluice does not stop (docs/threat-model.md, "Limits") ---------------------------------
-# Each test shows a limit as it is today, so that the threat model stays
-# true: if one starts to fail, sluice gained a protection; update both.
-# L1-L3 are stopped where the kernel loads sluice's BPF LSM programs (the
-# sandbox-start line says which is in force): there the test checks the
-# refusal, elsewhere the limit and that the start line says so.
+# --- the side doors: L1-L3 (docs/threat-model.md) ------------------------------------------------
+# Stopped on every kernel: sockets of other families (the BPF LSM or the
+# seccomp filter), sockets other than unix as stdio (refused on use with
+# the BPF LSM, refused at start without it), unix connects to names no
+# entry names (6.7+).  Stopped only where the kernel loads sluice's BPF
+# LSM programs: sockets passed in over SCM_RIGHTS; elsewhere those rows
+# show the limit as it is today (if one starts to fail, sluice gained a
+# protection: update the threat model too).  Each row reads the
+# sandbox-start line to know which path is in force and checks that one.
 
 def lsm_in_force(lines):
     """Did the sandbox of these lines run with the BPF LSM programs?"""
@@ -692,7 +695,7 @@ def lsm_refusal(lines, reason):
     assert hit, "no %s event: %s" % (reason, json.dumps(lines)[:2000])
     return hit[0]
 
-def _limit_run(w, cmd, name, policy=POLICY):
+def _side_door_run(w, cmd, name, policy=POLICY):
     c = ctx(w)
     events = os.path.join(w.tmp, name + ".jsonl")
     r = w.sluice_run(["sh", "-c", cmd.format(attacker=ATTACKER)], policy=policy,
@@ -721,7 +724,7 @@ def test_L1_a_socket_passed_in(w):
             time.sleep(0.02)
         mark = w.mark()
         # the unix socket it comes over is allowed: what is judged is the socket passed in
-        got, lines, _ = _limit_run(w, "python3 {attacker} recv-fd " + path, "atkl1%d" % (os.getpid() % 100000),
+        got, lines, _ = _side_door_run(w, "python3 {attacker} recv-fd " + path, "atkl1%d" % (os.getpid() % 100000),
                                    policy=POLICY + unix_entry(path))
     finally:
         p.kill()
@@ -766,7 +769,7 @@ def test_L1_a_udp_socket_passed_in(w):
         while not os.path.exists(path) and time.time() < deadline:
             time.sleep(0.02)
         mark = w.mark()
-        got, lines, _ = _limit_run(w, "python3 {attacker} recv-fd-udp %s 192.0.2.10 9999" % path,
+        got, lines, _ = _side_door_run(w, "python3 {attacker} recv-fd-udp %s 192.0.2.10 9999" % path,
                                    "atkl1u%d" % (os.getpid() % 100000), policy=POLICY + unix_entry(path))
     finally:
         p.kill()
@@ -921,13 +924,13 @@ def test_L3_a_unix_socket_to_a_host_daemon(w):
             if os.path.exists(path):
                 break
             time.sleep(0.02)
-        got, lines, _ = _limit_run(w, "python3 {attacker} unix " + path, "atkl3%d" % (os.getpid() % 100000))
+        got, lines, _ = _side_door_run(w, "python3 {attacker} unix " + path, "atkl3%d" % (os.getpid() % 100000))
         assert got["result"] == "EPERM", got
         assert not os.path.exists(got_log), "the host daemon received the refused connection"
         hit = [e for e in lines if e.get("event.reason") == "unix_not_allowed" and not e.get("sluice.canary")]
         assert hit and hit[0]["destination.address"] == path and hit[0]["sluice.hook"] == "connect_unix", lines
         assert hit[0]["network.transport"] == "unix", hit[0]
-        got, lines, _ = _limit_run(w, "python3 {attacker} unix " + path, "atkl3b%d" % (os.getpid() % 100000),
+        got, lines, _ = _side_door_run(w, "python3 {attacker} unix " + path, "atkl3b%d" % (os.getpid() % 100000),
                                    policy=POLICY + unix_entry(path))
         assert got["result"] == "ok" and "host daemon got: hello from the sandbox" in got["reply"], got
     finally:

@@ -72,10 +72,16 @@ static void vadd(struct lints *l, enum sluice_lint_code code, const struct sluic
 	memset(x, 0, sizeof(*x));
 	x->code = code;
 	x->code_name = names[code];
-	x->entry = e ? e->index : SLUICE_LINT_NO_ENTRY;
-	x->family = e ? NULL : f->name;
-	x->line = e ? e->line : f->line;
-	x->column = e ? e->column : f->column;
+	if (e) {
+		x->entry = e->index;
+		x->line = e->line;
+		x->column = e->column;
+	} else if (f) {
+		x->entry = SLUICE_LINT_NO_ENTRY;
+		x->family = f->name;
+		x->line = f->line;
+		x->column = f->column;
+	}
 	vformat(x->message, sizeof(x->message), fmt, ap);
 }
 

@@ -1249,6 +1249,18 @@ int BPF_PROG(sluice_lsm_post_create, struct socket *sock, int family, int type, 
 	return 0;
 }
 
+/* May the policy's generation `gen` make sockets of `family` (families:)? */
+static __always_inline bool gen_family(__u32 gen, int family)
+{
+	__u32 idx = gen & 1;
+	struct sluice_genconf *gc = bpf_map_lookup_elem(&sluice_genconf, &idx);
+
+	return gc && family >= 0 && family < 64 && (gc->families & (1ULL << family));
+}
+
+/* socket(): unix, inet, inet6 and netlink route/sock_diag, and the
+ * families the policy names (the same rule as sluice_policy_allows_family()
+ * and sluice run's seccomp filter). */
 SEC("lsm/socket_create")
 int BPF_PROG(sluice_lsm_create, int family, int type, int protocol, int kern, int ret)
 {
@@ -1259,6 +1271,8 @@ int BPF_PROG(sluice_lsm_create, int family, int type, int protocol, int kern, in
 	if (family == AF_UNIX_ || family == SLUICE_AF_INET || family == SLUICE_AF_INET6)
 		return 0;
 	if (family == AF_NETLINK_ && (protocol == NETLINK_ROUTE_ || protocol == NETLINK_SOCK_DIAG_))
+		return 0;
+	if (gen_family(current_gen(), family))
 		return 0;
 	v.family = family;
 	v.protocol = protocol;

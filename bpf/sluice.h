@@ -236,6 +236,8 @@ struct sluice_state {
 struct sluice_genconf {
 	__u32 flags;
 	__u32 pad;
+	__u64 families;   /* bit AF_x: sockets of family x may be made (the policy's
+			   * families:); unix, inet, inet6 and netlink route/diag always */
 };
 
 /* Read-only configuration, set by the loader before load (.rodata). */

@@ -279,6 +279,13 @@ static void print_table(const struct sluice_policy *p)
 				printf("; %s %s", what[k], l[k][i].path);
 		printf("\n");
 	}
+	if (p->families.n) {
+		/* socket families beyond inet and unix (policy_family.c) */
+		printf("families");
+		for (size_t i = 0; i < p->families.n; i++)
+			printf("%s%s", i ? ", " : " ", p->families.items[i].name);
+		printf(" (sockets of them are not judged)\n");
+	}
 	if (p->n_entries == 0) {
 		printf("allows  nothing (default deny)\n");
 		return;
@@ -507,12 +514,32 @@ static int check(bool json, const char *relays, const char *within, char **files
 				}
 				json_object_object_add(fo, "credentials", cs);
 			}
+			if (p->families.present) {
+				json_object *fs = json_object_new_array();
+
+				for (size_t k = 0; k < p->families.n; k++) {
+					json_object *fa = json_object_new_object();
+
+					json_object_object_add(fa, "family", jstr(p->families.items[k].name));
+					json_object_object_add(fa, "why", jstr(p->families.items[k].why));
+					json_object_object_add(fa, "line", json_object_new_int((int)p->families.items[k].line));
+					json_object_array_add(fs, fa);
+				}
+				json_object_object_add(fo, "families", fs);
+			}
 			for (int k = 0; k < n; k++) {
 				json_object *w = json_object_new_object();
 
 				json_object_object_add(w, "code", jstr(lints[k].code_name));
 				json_object_object_add(w, "entry", json_object_new_int((int)lints[k].entry));
-				json_object_object_add(w, "rule", jstr(p->entries[lints[k].entry].name));
+				if (lints[k].family) {
+					char fr[48];
+
+					snprintf(fr, sizeof(fr), "family:%s", lints[k].family);
+					json_object_object_add(w, "rule", jstr(fr));
+				} else {
+					json_object_object_add(w, "rule", jstr(p->entries[lints[k].entry].name));
+				}
 				json_object_object_add(w, "line", json_object_new_int((int)lints[k].line));
 				json_object_object_add(w, "column", json_object_new_int((int)lints[k].column));
 				json_object_object_add(w, "message", jstr(lints[k].message));
@@ -958,6 +985,40 @@ static void diff_filesystem(struct diff_out *d, const struct sluice_policy *a, c
 	}
 }
 
+/* The socket families NEW (a) names that OLD (b) did not: opens (dir >
+ * 0), closes (dir < 0); dir 0: a family in both whose why changed (an
+ * other change). */
+static void diff_families(struct diff_out *d, const struct sluice_policy *a, const struct sluice_policy *b, int dir)
+{
+	char text[1200];
+
+	for (size_t i = 0; i < a->families.n; i++) {
+		const struct sluice_policy_family *f = &a->families.items[i], *o = NULL;
+		json_object *jo;
+
+		for (size_t j = 0; j < b->families.n && !o; j++)
+			if (b->families.items[j].family == f->family)
+				o = &b->families.items[j];
+		if (o) {
+			if (dir == 0 && strcmp(o->why, f->why) != 0) {
+				snprintf(text, sizeof(text), "why of family %s: \"%.400s\" -> \"%.400s\"", f->name, o->why,
+					 f->why);
+				other_change(d, "family.why", o->why, f->why, text);
+			}
+			continue;
+		}
+		if (dir == 0)
+			continue;
+		jo = json_object_new_object();
+		json_object_object_add(jo, "kind", jstr("family"));
+		json_object_object_add(jo, "target", jstr(f->name));
+		json_object_object_add(jo, "line", json_object_new_int((int)f->line));
+		snprintf(text, sizeof(text), "family %s: sockets of it %s  (line %u)", f->name,
+			 dir > 0 ? "may now be made (not judged by sluice)" : "are refused again", f->line);
+		emit(d, dir > 0 ? d->opens : d->closes, dir > 0 ? '+' : '-', text, jo);
+	}
+}
+
 static int diff(bool json, const char *oldf, const char *newf)
 {
 	struct sluice_policy *a = NULL, *b = NULL;
@@ -1007,6 +1068,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 	}
 	diff_qtypes(&d, b, a, +1);
 	diff_credentials(&d, b, a, +1);
+	diff_families(&d, b, a, +1);
 	if (!json && d.changes == 0)
 		printf("  (nothing)\n");
 
@@ -1028,6 +1090,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 	}
 	diff_qtypes(&d, a, b, -1);
 	diff_credentials(&d, a, b, -1);
+	diff_families(&d, a, b, -1);
 	if (!json && d.changes == rc)
 		printf("  (nothing)\n");
 
@@ -1048,6 +1111,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 		other_change(&d, "dns.on_deny", o, n, text);
 	}
 	diff_credential_defs(&d, a, b);
+	diff_families(&d, b, a, 0);
 	diff_filesystem(&d, a, b);
 	for (size_t i = 0; i < b->n_entries; i++) {
 		const struct sluice_entry *e = &b->entries[i], *o;

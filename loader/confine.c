@@ -153,6 +153,7 @@ int sluice_confine_from_policy(struct sluice_confine *c, const struct sluice_pol
 		{ fs->hide, fs->n_hide, c->hide_arg, c->hide_from, &c->n_hide, "hide" },
 	};
 
+	c->families = p->families.mask;
 	if (!fs->present)
 		return 0;
 	if (c->profile == SLUICE_PROFILE_EGRESS_ONLY) {
@@ -756,7 +757,7 @@ static int apply_landlock(const struct sluice_confine *c, char *err, size_t errl
 int sluice_confine_enter(const struct sluice_confine *c, char *err, size_t errlen)
 {
 	if (c->profile == SLUICE_PROFILE_EGRESS_ONLY)
-		return 0;
+		return c->families_seccomp ? sluice_seccomp_apply_families(c->seccomp_sock, c->families, err, errlen) : 0;
 	if (build_mounts(c, err, errlen) < 0)
 		return -1;
 	if (!c->root && drop_identity(c, err, errlen) < 0)
@@ -774,5 +775,5 @@ int sluice_confine_enter(const struct sluice_confine *c, char *err, size_t errle
 	}
 	if (c->landlock_abi > 0 && apply_landlock(c, err, errlen) < 0)
 		return -1;
-	return sluice_seccomp_apply(c->seccomp_sock, err, errlen);
+	return sluice_seccomp_apply(c->seccomp_sock, c->families, err, errlen);
 }

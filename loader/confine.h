@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define SLUICE_CONFINE_MAX_PATHS 32
@@ -70,6 +71,10 @@ struct sluice_confine {
 	char *hide_from[SLUICE_CONFINE_MAX_PATHS], *workdir_from;
 	bool force_rw, require_landlock, keep_caps;
 	int seccomp_sock;               /* a sluice_seccomp_monitor's command end, or -1 */
+	uint64_t families;              /* the policy's families: (bit AF_x), for the seccomp filter */
+	bool families_seccomp;          /* egress-only: install the socket family filter alone (the
+					 * BPF LSM does not judge families); the sandbox profile's
+					 * baseline always has it */
 
 	/* resolved by sluice_confine_prepare() */
 	uid_t uid;
@@ -126,7 +131,8 @@ int sluice_confine_prepare(struct sluice_confine *c, char *err, size_t errlen);
  * mounted), just before exec: the mounts, the identity, no_new_privs,
  * Landlock and the seccomp baseline, then chdir(workdir) and $HOME.  For
  * the root user the caller still drops its capability list afterwards.
- * No-op for the egress-only profile (but no_new_privs).  Returns 0, or -1
+ * For the egress-only profile only the socket family filter, when
+ * families_seccomp is set.  Returns 0, or -1
  * with a message in err (the caller reports it and exits 2); on error the
  * process is half confined and must not exec.
  */

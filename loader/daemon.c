@@ -951,6 +951,8 @@ static json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "hooks", hooks);
 	/* foreign sockets, unix sockets and other families are judged only with it */
 	json_object_object_add(o, "bpf_lsm", json_object_new_boolean(s->sb.cfg.have_lsm));
+	/* a daemon's sandbox has no seccomp filter of sluice's: the BPF LSM or nothing */
+	json_object_object_add(o, "families_enforced_by", json_object_new_string(s->sb.cfg.have_lsm ? "bpf_lsm" : "none"));
 	json_object_object_add(o, "unix_hooks", json_object_new_boolean(s->sb.cfg.have_unix));
 	if (s->sb.cfg.have_proxy)
 		json_object_object_add(o, "proxy_port", json_object_new_int(s->sb.cfg.proxy4_port));

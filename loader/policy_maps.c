@@ -224,6 +224,7 @@ int sluice_plan_build(const struct sluice_policy *p, uint32_t gen, struct sluice
 	plan->gen = gen;
 	if (p->mode == SLUICE_MODE_AUDIT)
 		plan->genflags |= SLUICE_GEN_AUDIT;
+	plan->families = p->families.mask;
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
 

@@ -37,6 +37,7 @@ struct sluice_plan {
 	uint32_t genflags;                 /* SLUICE_GEN_* */
 	struct sluice_prog_key *pk;        /* programs of cidr entries (map sluice_prog_allow) */
 	size_t n_pk;
+	uint64_t families;                 /* the policy's families: (sluice_genconf.families) */
 };
 
 /* How many sluice_prog_allow keys policy `p` needs per generation (the

@@ -46,6 +46,7 @@
 #include "run_limits.h"
 #include "run_limits_v1.h"
 #include "seccomp_baseline.h"
+#include "run_stdio.h"
 #include "run_trust.h"
 #include "sandbox_ca.h"
 #include "log.h"
@@ -214,8 +215,9 @@ static const char *errname(int e)
 /*
  * The BPF LSM part of the canary (`foreign`: sockets the loader made
  * outside the cgroup, inherited here: a UDP socket and one end of a unix
- * datagram socketpair).  Using either from inside, and creating an
- * AF_VSOCK socket, must each be refused with EPERM, in audit mode too.
+ * datagram socketpair).  Sending on either and connecting the UDP one
+ * from inside, and creating an AF_VSOCK socket, must each be refused with
+ * EPERM, in audit mode too.
  */
 static void canary_lsm(int errfd, const int foreign[2], const struct sockaddr_in *sin)
 {
@@ -225,6 +227,10 @@ static void canary_lsm(int errfd, const int foreign[2], const struct sockaddr_in
 	if (r >= 0 || errno != EPERM)
 		child_fail(errfd, 2, "canary: a UDP socket made outside the sandbox was usable inside (%s): hook lsm/socket_sendmsg not in force",
 			   r >= 0 ? "sent" : errname(errno));
+	r = connect(foreign[0], (const struct sockaddr *)sin, sizeof(*sin));
+	if (r == 0 || errno != EPERM)
+		child_fail(errfd, 2, "canary: a UDP socket made outside the sandbox could be connected inside (%s): hook lsm/socket_connect not in force",
+			   r == 0 ? "connected" : errname(errno));
 	r = (int)send(foreign[1], "x", 1, 0);
 	if (r >= 0 || errno != EPERM)
 		child_fail(errfd, 2, "canary: a unix socket made outside the sandbox was usable inside (%s): hook lsm/unix_may_send not in force",
@@ -570,6 +576,15 @@ static void restart_child(struct run_state *st, bool proxy)
 	sluice_lifecycle_write(&st->log, proxy ? "proxy-gave-up" : "resolver-gave-up", m);
 }
 
+/* Which refuses socket() of a family the policy does not name:
+ * "bpf_lsm", "seccomp" or "bpf_lsm+seccomp" (sluice.families_enforced_by). */
+static const char *sluice_run_families_by(const struct sluice_bpf_config *cfg, const struct sluice_confine *conf)
+{
+	bool sc = conf->profile == SLUICE_PROFILE_SANDBOX || conf->families_seccomp;
+
+	return cfg->have_lsm ? (sc ? "bpf_lsm+seccomp" : "bpf_lsm") : sc ? "seccomp" : "none";
+}
+
 /* The seccomp baseline's first refusals, as "syscall-denied" lines. */
 static void write_refusals(struct run_state *st, struct sluice_seccomp_monitor *mon)
 {
@@ -582,7 +597,10 @@ static void write_refusals(struct run_state *st, struct sluice_seccomp_monitor *
 		SL_STR(l, "event.category", "process");
 		SL_STR(l, "event.action", "syscall-denied");
 		SL_STR(l, "event.outcome", "failure");
-		SL_STR(l, "event.reason", "seccomp_baseline");
+		/* socket(): the decision of reason socket_family, the BPF LSM's too */
+		SL_STR(l, "event.reason", r.family >= 0 ? "socket_family" : "seccomp_baseline");
+		if (r.family >= 0)
+			SL_U64(l, "sluice.socket_family", (unsigned)r.family);
 		SL_U64(l, "process.pid", r.pid);
 		SL_STR(l, "sluice.syscall", r.syscall);
 		SL_U64(l, "sluice.syscalls_denied", r.count);
@@ -638,7 +656,7 @@ int cmd_run(int argc, char **argv)
 	size_t n_secret_src = 0;
 	int n_px = 0, n_rx = 0, no_proxy = 0, no_resolver = 0, keep_caps = 0, proxy_env = 0, verbose = 0, c;
 	int require_lsm = 0, no_lsm = 0, foreign[2] = { -1, -1 }, foreign_peer = -1;
-	char lsm_msg[256] = "not loaded (--no-lsm)";
+	char lsm_msg[256] = "not loaded (--no-lsm)", stdio_socks[64];
 	struct run_state st;
 	struct sluice_bpf_config cfg;
 	struct sluice_event_meta meta;
@@ -972,8 +990,17 @@ int cmd_run(int argc, char **argv)
 	if (st.sb.lsm_err)
 		snprintf(lsm_msg, sizeof(lsm_msg), "the kernel refused the BPF LSM programs (%s)", strerror(-st.sb.lsm_err));
 	cfg = st.sb.cfg;
+	/* the socket families: the BPF LSM's socket_create where it loaded;
+	 * else, under egress-only, the seccomp filter's family row alone (the
+	 * sandbox profile's baseline has it anyway) */
+	conf.families_seccomp = conf.profile == SLUICE_PROFILE_EGRESS_ONLY && !cfg.have_lsm;
 	if (!cfg.have_lsm && require_lsm) {
 		log_warnx("run: --require-lsm: %s", lsm_msg);
+		goto out;
+	}
+	/* an inet socket as stdio is the launcher's: judged only by the BPF LSM */
+	if (sluice_stdio_sockets(cfg.have_lsm, stdio_socks, sizeof(stdio_socks), msg, sizeof(msg)) < 0) {
+		log_warnx("run: %s; nothing was run", msg);
 		goto out;
 	}
 	if (sluice_listeners_mark(&st.listeners, st.sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
@@ -997,8 +1024,9 @@ int cmd_run(int argc, char **argv)
 		{
 			char d[256], info[512];
 
-			snprintf(info, sizeof(info), "policy %s (%.12s), mode %s, %s", st.policy->name ? st.policy->name : "",
-				 st.policy->digest, mode, sluice_confine_describe(&conf, d, sizeof(d)));
+			snprintf(info, sizeof(info), "policy %s (%.12s), mode %s, %s, socket families by %s",
+				 st.policy->name ? st.policy->name : "", st.policy->digest, mode,
+				 sluice_confine_describe(&conf, d, sizeof(d)), sluice_run_families_by(&cfg, &conf));
 			err = sluice_owner_write_info(name, "run", info);
 		}
 		if (err) {
@@ -1127,7 +1155,7 @@ int cmd_run(int argc, char **argv)
 		foreign_peer = sp[1];
 	}
 	/* the seccomp baseline's refusals come back here to be counted */
-	if (conf.profile == SLUICE_PROFILE_SANDBOX) {
+	if (conf.profile == SLUICE_PROFILE_SANDBOX || conf.families_seccomp) {
 		int err = sluice_seccomp_monitor_open(&mon);
 
 		if (err) {
@@ -1327,14 +1355,19 @@ int cmd_run(int argc, char **argv)
 	if (lim.timeout_ms)
 		deadline = sluice_monotonic_ms() + lim.timeout_ms;
 	{
-		char m[PATH_MAX + 1024], d[PATH_MAX + 256];
+		char m[PATH_MAX + 1400], d[PATH_MAX + 256], fams[512];
+		const char *fam_by = sluice_run_families_by(&cfg, &conf);
 
-		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s, %s; unix hooks: %s; bpf lsm: %s%s", name, pid,
+		sluice_policy_families_str(st.policy, fams, sizeof(fams));
+		snprintf(m, sizeof(m), "sandbox %s started: pid %d, mode %s, %s; unix hooks: %s; bpf lsm: %s%s; "
+			 "socket families: %s (allowed beyond unix, inet, inet6 and netlink route/diag: %s)%s%s", name, pid,
 			 mode, sluice_confine_describe(&conf, d, sizeof(d)),
 			 cfg.have_unix ? "active (unix connects and sends judged by path)" :
 			 "not available (kernel before 6.7?): unix sockets are not judged by path",
 			 cfg.have_lsm ? "active (foreign sockets, unix peers and socket families judged)" : lsm_msg,
-			 cfg.have_lsm ? "" : ": sockets made outside the sandbox and socket families other than inet and unix are not judged");
+			 cfg.have_lsm ? "" : ": sockets made outside the sandbox are not judged",
+			 fam_by, fams[0] ? fams : "none", stdio_socks[0] ? "; sockets as stdio (made outside, unix ones usable): " : "",
+			 stdio_socks);
 		{
 			/* which variables CMD got besides the minimal set: names
 			 * only, never values */
@@ -1349,6 +1382,9 @@ int cmd_run(int argc, char **argv)
 			sluice_line_put_raw(l, "sluice.env_passed", sizeof("sluice.env_passed") - 1, names, strlen(names));
 			SL_BOOL(l, "sluice.inherit_env", renv.inherit);
 			sluice_signer_fields(l, &st.signer);
+			SL_STR(l, "sluice.families_enforced_by", fam_by);
+			SL_STR(l, "sluice.families_allowed", fams);
+			SL_STR(l, "sluice.stdio_sockets", stdio_socks);
 			sluice_evlog_commit(&st.log);
 		}
 	}
@@ -1398,7 +1434,7 @@ int cmd_run(int argc, char **argv)
 		char sc[64] = "";
 
 		write_refusals(&st, &mon);
-		if (conf.profile == SLUICE_PROFILE_SANDBOX)
+		if (conf.profile == SLUICE_PROFILE_SANDBOX || conf.families_seccomp)
 			snprintf(sc, sizeof(sc), ", syscalls refused %llu", sluice_seccomp_monitor_stop(&mon));
 		/* what the limits stopped, read before the cgroups go */
 		if (st.cg_path[0]) {

@@ -309,7 +309,7 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 	int fd4 = sb->map_fd[SLUICE_MAP_ALLOW4], fd6 = sb->map_fd[SLUICE_MAP_ALLOW6];
 	int fdp = sb->map_fd[SLUICE_MAP_PORTS], fdg = sb->map_fd[SLUICE_MAP_GENCONF];
 	uint32_t bank = plan->gen & 1;
-	struct sluice_genconf gc = { .flags = plan->genflags };
+	struct sluice_genconf gc = { .flags = plan->genflags, .families = plan->families };
 
 	for (size_t i = 0; i < plan->n_v4; i++)
 		if (bpf_map_update_elem(fd4, &plan->v4[i].key, &plan->v4[i].val, BPF_ANY))

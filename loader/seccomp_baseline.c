@@ -28,9 +28,9 @@ enum scmp_cond {
 	COND_NEWUSER,       /* refused when arg0 (flags) has CLONE_NEWUSER */
 	COND_PERSONALITY,   /* refused for the flags that weaken the address space (ASLR off,
 			     * READ_IMPLIES_EXEC, page 0); the query 0xffffffff is allowed */
-	COND_FAMILY,        /* socket(): refused for every family but unix, inet, inet6 and
-			     * netlink route/sock_diag (what the BPF LSM programs allow where
-			     * they load; here the kernel may refuse them) */
+	COND_FAMILY,        /* socket(): refused for every family but unix, inet, inet6,
+			     * netlink route/sock_diag and the policy's families: (what the
+			     * BPF LSM's socket_create allows where it loads) */
 };
 
 struct scmp_row {
@@ -97,7 +97,34 @@ const char *sluice_seccomp_name(size_t i)
 	return i < sluice_seccomp_count() ? sluice_seccomp_baseline[i].name : NULL;
 }
 
-static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool notify)
+/*
+ * The socket() rules: refuse every family number but AF_UNIX (1), AF_INET
+ * (2), AF_INET6 (10), AF_NETLINK (16) with NETLINK_ROUTE (0) or
+ * NETLINK_SOCK_DIAG (4), and the families of `allowed` (bit AF_x;
+ * netlink named: every protocol).  One comparison per argument and rule
+ * (libseccomp 2.5), rules or'ed.  The same rule as
+ * sluice_policy_allows_family() and the BPF LSM's socket_create.
+ */
+static int add_family_rules(scmp_filter_ctx ctx, uint32_t act, int nr, uint64_t allowed)
+{
+	int r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_GT, 63));
+
+	for (unsigned f = 0; r == 0 && f < 64; f++) {
+		if (f == AF_UNIX || f == AF_INET || f == AF_INET6 || (allowed & (1ULL << f)))
+			continue;
+		if (f != AF_NETLINK) {
+			r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_EQ, f));
+			continue;
+		}
+		for (unsigned p = 1; r == 0 && p < 4; p++)
+			r = seccomp_rule_add(ctx, act, nr, 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, p));
+		if (r == 0)
+			r = seccomp_rule_add(ctx, act, nr, 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_GT, 4));
+	}
+	return r;
+}
+
+static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool notify, uint64_t families)
 {
 	/* EPERM rows go to the monitor when there is one (it answers EPERM) */
 	uint32_t act = notify && r->err == EPERM ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)r->err);
@@ -125,22 +152,8 @@ static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool n
 			r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, (1ULL << b) | 0x80000000ULL, 0x80000000ULL));
 		return r;
 	}
-	case COND_FAMILY: {
-		/* one comparison per argument and rule (libseccomp 2.5), rules
-		 * or'ed: every family number but AF_UNIX (1), AF_INET (2),
-		 * AF_INET6 (10) and AF_NETLINK (16); netlink only NETLINK_ROUTE (0)
-		 * and NETLINK_SOCK_DIAG (4) */
-		int r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
-
-		for (unsigned f = 0; r == 0 && f < AF_NETLINK; f++)
-			if (f != AF_UNIX && f != AF_INET && f != AF_INET6)
-				r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_EQ, f));
-		for (unsigned p = 1; r == 0 && p < 4; p++)
-			r = seccomp_rule_add(ctx, act, nr, 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, p));
-		if (r == 0)
-			r = seccomp_rule_add(ctx, act, nr, 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_GT, 4));
-		return r;
-	}
+	case COND_FAMILY:
+		return add_family_rules(ctx, act, nr, families);
 	case COND_NONE:
 	default:
 		return seccomp_rule_add(ctx, act, nr, 0);
@@ -164,7 +177,9 @@ static int send_fd(int sock, int fd)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
 
-int sluice_seccomp_apply(int monitor_sock, char *err, size_t errlen)
+/* The baseline (families_only: its socket() row alone, for the
+ * egress-only profile; no_new_privs left to the caller). */
+static int apply(int monitor_sock, uint64_t families, bool families_only, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	uint32_t native = seccomp_arch_native();
@@ -181,16 +196,16 @@ int sluice_seccomp_apply(int monitor_sock, char *err, size_t errlen)
 	} else if (native == SCMP_ARCH_AARCH64) {
 		seccomp_arch_add(ctx, SCMP_ARCH_ARM);
 	}
-	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1);
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, families_only ? 0 : 1);
 	if (r < 0)
 		goto fail;
 	for (size_t i = 0; i < sluice_seccomp_count(); i++) {
 		const struct scmp_row *row = &sluice_seccomp_baseline[i];
 		int nr = seccomp_syscall_resolve_name(row->name);
 
-		if (nr == __NR_SCMP_ERROR)
+		if (nr == __NR_SCMP_ERROR || (families_only && row->cond != COND_FAMILY))
 			continue; /* not a system call on any architecture of the filter */
-		r = add_row(ctx, row, nr, monitor_sock >= 0);
+		r = add_row(ctx, row, nr, monitor_sock >= 0, families);
 		if (r < 0) {
 			snprintf(err, errlen, "seccomp: cannot add the rule for %s (%s): %s", row->name, row->group,
 				 strerror(-r));
@@ -218,9 +233,20 @@ int sluice_seccomp_apply(int monitor_sock, char *err, size_t errlen)
 	seccomp_release(ctx);
 	return 0;
 fail:
-	snprintf(err, errlen, "seccomp: cannot load the baseline filter: %s", strerror(-r));
+	snprintf(err, errlen, "seccomp: cannot load the %s filter: %s", families_only ? "socket family" : "baseline",
+		 strerror(-r));
 	seccomp_release(ctx);
 	return -1;
+}
+
+int sluice_seccomp_apply(int monitor_sock, uint64_t families, char *err, size_t errlen)
+{
+	return apply(monitor_sock, families, false, err, errlen);
+}
+
+int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, char *err, size_t errlen)
+{
+	return apply(monitor_sock, families, true, err, errlen);
 }
 
 /* --- the monitor (the loader) ------------------------------------------ */
@@ -300,6 +326,7 @@ static void *monitor_main(void *arg)
 			struct sluice_seccomp_refusal *f = &m->first[m->n_first++];
 
 			snprintf(f->syscall, sizeof(f->syscall), "%s", name ? name : "unknown");
+			f->family = name && strcmp(name, "socket") == 0 ? (int)(uint32_t)req->data.args[0] : -1;
 			f->pid = req->pid;
 			f->count = m->refused;
 		}

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Load the baseline into the calling thread (inherited by everything it
@@ -28,13 +29,25 @@
  * plain EPERM, uncounted.
  * Returns 0, or -1 with a message in err.
  */
-int sluice_seccomp_apply(int monitor_sock, char *err, size_t errlen);
+int sluice_seccomp_apply(int monitor_sock, uint64_t families, char *err, size_t errlen);
+
+/*
+ * The baseline's socket() row alone (the egress-only profile, where the
+ * BPF LSM does not judge socket families): socket() of a family other than
+ * unix, inet, inet6, netlink route/sock_diag and those of `families` (bit
+ * AF_x set: the policy's families:) fails with EPERM.  Does not set
+ * no_new_privs: call it while the thread still has CAP_SYS_ADMIN (or
+ * after no_new_privs).  monitor_sock as sluice_seccomp_apply.  Returns 0,
+ * or -1 with a message in err.
+ */
+int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, char *err, size_t errlen);
 
 #define SLUICE_SECCOMP_LOGGED 5
 
 /* A refusal to report: the system call's name and the caller. */
 struct sluice_seccomp_refusal {
 	char syscall[32];
+	int family;                 /* socket(): the family asked for (AF_*); else -1 */
 	unsigned pid;               /* host pid namespace */
 	unsigned long long count;   /* refusals so far, this one included */
 };

@@ -23,7 +23,11 @@
                                  sandbox NAME's pinned links, connect
   unix PATH                      connect to a unix socket, send a line, read the answer
   recv-fd PATH                   receive a socket over SCM_RIGHTS from PATH, send on it
+  recv-fd-udp PATH ADDR PORT     receive a UDP socket over SCM_RIGHTS from PATH, sendto ADDR:PORT on it
   vsock                          create an AF_VSOCK socket (no connection)
+  families                       create a socket of each family sluice judges at socket()
+                                 (vsock, packet, netlink generic, netlink route); one line
+                                 {"op": "families", "result": {NAME: "created" | errno name}}
 """
 import base64
 import ctypes
@@ -449,6 +453,38 @@ def op_recv_fd(path):
     out("ok", echoed=d.decode("latin-1"))
 
 
+def op_recv_fd_udp(path, addr, port):
+    try:
+        u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        u.settimeout(5)
+        u.connect(path)
+        msg, fds, flags, _ = socket.recv_fds(u, 16, 1)
+        s = socket.socket(fileno=fds[0])
+        s.sendto(b"passed in udp\n", (addr, int(port)))
+    except (OSError, IndexError) as e:
+        out(oserr(e) if isinstance(e, OSError) else "no_fd")
+    out("ok")
+
+
+FAMILIES = {
+    "vsock": (socket.AF_VSOCK, socket.SOCK_STREAM, 0),
+    "packet": (socket.AF_PACKET, socket.SOCK_DGRAM, 0),
+    "netlink-generic": (socket.AF_NETLINK, socket.SOCK_RAW, 16),   # NETLINK_GENERIC
+    "netlink-route": (socket.AF_NETLINK, socket.SOCK_RAW, 0),      # NETLINK_ROUTE: always allowed
+}
+
+
+def op_families():
+    got = {}
+    for name, (fam, typ, proto) in FAMILIES.items():
+        try:
+            socket.socket(fam, typ, proto).close()
+            got[name] = "created"
+        except OSError as e:
+            got[name] = oserr(e)
+    out(got)
+
+
 def op_vsock():
     try:
         s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
@@ -463,7 +499,8 @@ OPS = {
     "tunnel": op_tunnel, "ws": op_ws, "sni-raw": op_sni_raw, "comm": op_comm, "bpf": op_bpf,
     "bpffs": op_bpffs, "proc-root": op_proc_root, "cgroup-move": op_cgroup_move,
     "setuid-escape": op_setuid_escape, "setuid-detach": op_setuid_detach,
-    "unix": op_unix, "recv-fd": op_recv_fd, "vsock": op_vsock,
+    "unix": op_unix, "recv-fd": op_recv_fd, "recv-fd-udp": op_recv_fd_udp, "vsock": op_vsock,
+    "families": op_families,
 }
 
 if __name__ == "__main__":

@@ -207,12 +207,15 @@ SEEN = []
 
 
 def canary_count(events):
-    """How many refusals the start-up canary makes: three inet ones, and a
-    unix connect and sendto where the kernel has the unix hooks (the
-    sandbox-start line says so)."""
+    """How many refusals the start-up canary makes: three inet ones, a
+    unix connect and sendto where the kernel has the unix hooks, and where
+    the BPF LSM programs loaded a send and a connect on a foreign UDP
+    socket, a send on a foreign unix socket and an AF_VSOCK socket (the
+    sandbox-start line says which)."""
     start = [e for e in events if e.get("event.action") == "sandbox-start"]
     assert start, "no sandbox-start line"
-    return 5 if "unix hooks: active" in start[0].get("message", "") else 3
+    msg = start[0].get("message", "")
+    return 3 + (2 if "unix hooks: active" in msg else 0) + (4 if "bpf lsm: active" in msg else 0)
 
 
 def read_events(path):

@@ -121,7 +121,7 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 
 	if (!p)
 		return NULL;
-	/* keys in byte order: allow, credentials, dns, filesystem, mode, name, version */
+	/* keys in byte order: allow, credentials, dns, families, filesystem, mode, name, version */
 	sb_str(&b, "{\"allow\":[");
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
@@ -244,6 +244,19 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 		sb_uint(&b, p->dns_qtypes[i]);
 	}
 	sb_str(&b, "]}");
+	/* families (only when written, as filesystem): family, why; in
+	 * family order */
+	if (p->families.present) {
+		sb_str(&b, ",\"families\":[");
+		for (size_t i = 0; i < p->families.n; i++) {
+			sb_str(&b, i ? ",{\"family\":" : "{\"family\":");
+			sb_json(&b, p->families.items[i].name);
+			sb_str(&b, ",\"why\":");
+			sb_json(&b, p->families.items[i].why);
+			sb_str(&b, "}");
+		}
+		sb_str(&b, "]");
+	}
 	/* filesystem (only when written, so that policies from before it keep
 	 * their digest): hide, read_only, read_write, workdir; lists in file
 	 * order (bind mounts are made in that order) */

@@ -37,9 +37,9 @@ static void vformat(char *buf, size_t len, const char *fmt, va_list ap)
 	vsnprintf(buf, len, fmt, ap);
 }
 
-__attribute__((format(printf, 4, 5)))
-static void add(struct lints *l, enum sluice_lint_code code, const struct sluice_entry *e,
-		const char *fmt, ...)
+/* A finding about entry `e`, or (e NULL) about the families item `f`. */
+static void vadd(struct lints *l, enum sluice_lint_code code, const struct sluice_entry *e,
+		 const struct sluice_policy_family *f, const char *fmt, va_list ap)
 {
 	static const char *const names[] = {
 		[SLUICE_LINT_RELAY] = "relay",
@@ -52,9 +52,9 @@ static void add(struct lints *l, enum sluice_lint_code code, const struct sluice
 		[SLUICE_LINT_URL_SHADOWED] = "url-shadowed",
 		[SLUICE_LINT_CREDENTIAL_PLAIN_HTTP] = "credential-plain-http",
 		[SLUICE_LINT_PROGRAM_INTERPRETER] = "program-interpreter",
+		[SLUICE_LINT_FAMILY] = "family",
 	};
 	struct sluice_lint *x;
-	va_list ap;
 
 	if (l->oom)
 		return;
@@ -73,11 +73,36 @@ static void add(struct lints *l, enum sluice_lint_code code, const struct sluice
 	memset(x, 0, sizeof(*x));
 	x->code = code;
 	x->code_name = names[code];
-	x->entry = e->index;
-	x->line = e->line;
-	x->column = e->column;
-	va_start(ap, fmt);
+	if (e) {
+		x->entry = e->index;
+		x->line = e->line;
+		x->column = e->column;
+	} else if (f) {
+		x->entry = SLUICE_LINT_NO_ENTRY;
+		x->family = f->name;
+		x->line = f->line;
+		x->column = f->column;
+	}
 	vformat(x->message, sizeof(x->message), fmt, ap);
+}
+
+__attribute__((format(printf, 4, 5)))
+static void add(struct lints *l, enum sluice_lint_code code, const struct sluice_entry *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vadd(l, code, e, NULL, fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void add_family(struct lints *l, const struct sluice_policy_family *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vadd(l, SLUICE_LINT_FAMILY, NULL, f, fmt, ap);
 	va_end(ap);
 }
 
@@ -387,6 +412,32 @@ static void lint_host_names(struct lints *l, const struct sluice_entry *e)
 		}
 }
 
+/* Every family `families:` names: sockets of it meet no inet hook, so what
+ * they reach, they reach unfiltered. */
+static void lint_families(struct lints *l, const struct sluice_policy *p)
+{
+	static const struct { const char *name, *what; } notes[] = {
+		{ "vsock", "reaches the VM host (and, on a host, its guests) directly" },
+		{ "packet", "sends raw frames on any interface of the network namespace (with CAP_NET_RAW)" },
+		{ "netlink", "every netlink protocol (audit, xfrm, netfilter, generic ...), not only route and sock_diag" },
+		{ "xdp", "sends frames straight to a NIC queue (with CAP_NET_RAW)" },
+		{ "bluetooth", "reaches nearby devices over the host's Bluetooth" },
+		{ "can", "reaches a CAN bus of the host" },
+		{ "alg", "the kernel's crypto API: no network of its own" },
+	};
+
+	for (size_t i = 0; i < p->families.n; i++) {
+		const struct sluice_policy_family *f = &p->families.items[i];
+		const char *what = "its traffic";
+
+		for (size_t k = 0; k < sizeof(notes) / sizeof(notes[0]); k++)
+			if (strcmp(notes[k].name, f->name) == 0)
+				what = notes[k].what;
+		add_family(l, f, "family:%s: %s; sockets of it are not judged by sluice (what they reach, they reach unfiltered)",
+			   f->name, what);
+	}
+}
+
 int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 		       struct sluice_lint **out)
 {
@@ -464,6 +515,7 @@ int sluice_policy_lint(const struct sluice_policy *p, const char *relays_path,
 				    e->programs[j].path, what);
 		}
 	}
+	lint_families(&l, p);
 	free(relays);
 	if (l.oom) {
 		free(l.v);

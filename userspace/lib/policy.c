@@ -402,6 +402,29 @@ const struct ynode *sluice_ymap_get(const struct ynode *map, const char *key, co
 	return map_get(map, key, keynode);
 }
 
+int sluice_ywant_why(struct ctx *c, const struct ynode *m, const char *what, char **out)
+{
+	const struct ynode *kn, *v = map_get(m, "why", &kn);
+	size_t blank = 0;
+
+	if (!v)
+		return fail(c, m, "%s entry needs 'why' (a justification a reviewer can read)", what);
+	if (want_string(c, kn, v) < 0)
+		return -1;
+	for (size_t i = 0; i < v->len; i++) {
+		unsigned char ch = (unsigned char)v->value[i];
+
+		if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')
+			blank++;
+		else if (ch < 0x20 || ch == 0x7f)
+			return fail(c, v, "'why' contains a control byte");
+	}
+	if (blank == v->len)
+		return fail(c, v, "'why' must not be empty");
+	*out = strdup(v->value);
+	return *out ? 0 : fail(c, v, "out of memory");
+}
+
 /* --- small tables ----------------------------------------------------------- */
 
 static const struct {
@@ -1114,29 +1137,8 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	}
 	if (e->kind == SLUICE_ENTRY_URL && sluice_cred_parse_entry(c, m, e) < 0)
 		return -1;
-	v = map_get(m, "why", &kn);
-	if (!v)
-		return fail(c, m, "%s entry needs 'why' (a justification a reviewer can read)",
-			    sluice_entry_kind_name(e->kind));
-	if (want_string(c, kn, v) < 0)
+	if (sluice_ywant_why(c, m, sluice_entry_kind_name(e->kind), &e->why) < 0)
 		return -1;
-	{
-		size_t blank = 0;
-
-		for (size_t i = 0; i < v->len; i++) {
-			unsigned char ch = (unsigned char)v->value[i];
-
-			if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')
-				blank++;
-			else if (ch < 0x20 || ch == 0x7f)
-				return fail(c, v, "'why' contains a control byte");
-		}
-		if (blank == v->len)
-			return fail(c, v, "'why' must not be empty");
-	}
-	e->why = strdup(v->value);
-	if (!e->why)
-		return fail(c, v, "out of memory");
 	/* expires, owner, ticket: policy_expiry.c */
 	for (size_t i = 0; i < m->n; i += 2) {
 		char why[256];
@@ -1265,7 +1267,7 @@ static struct sluice_policy *policy_new(const char *path, const char *name)
 
 static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_policy *p)
 {
-	static const char *const keys[] = { "version", "name", "mode", "dns", "credentials", "filesystem", "allow", NULL };
+	static const char *const keys[] = { "version", "name", "mode", "dns", "credentials", "filesystem", "families", "allow", NULL };
 	const struct ynode *kn, *v;
 	char b[80];
 
@@ -1311,7 +1313,7 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 	if (v && parse_dns(c, kn, v, p) < 0)
 		return -1;
 
-	if (sluice_fs_parse(c, root, p) < 0)
+	if (sluice_fs_parse(c, root, p) < 0 || sluice_family_parse(c, root, p) < 0)
 		return -1;
 	if (sluice_cred_parse(c, root, p) < 0)
 		return -1;
@@ -1462,6 +1464,7 @@ void sluice_policy_free(struct sluice_policy *p)
 	free(p->entries);
 	sluice_cred_free(p);
 	sluice_fs_free(p);
+	sluice_family_free(p);
 	free(p->dns_qtypes);
 	free(p->path);
 	free(p->name);

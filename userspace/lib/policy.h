@@ -10,6 +10,7 @@
 #ifndef SLUICE_POLICY_H
 #define SLUICE_POLICY_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -165,6 +166,30 @@ struct sluice_policy_fs {
 	unsigned line;            /* of the `filesystem:` key */
 };
 
+/* One `families:` item (userspace/lib/policy_family.c, docs/policy.md
+ * "Socket families"): a socket family the sandbox may create sockets of. */
+struct sluice_policy_family {
+	unsigned family;          /* AF_* number, < 64 */
+	const char *name;         /* static: "netlink", "packet", "vsock", ... */
+	char *why;
+	unsigned line, column;
+};
+
+/*
+ * `families:`: the socket families beyond inet, inet6, unix and netlink
+ * route/sock_diag that sockets may be made of (everything else is refused
+ * at socket(): the BPF LSM's socket_create where it loads, else sluice
+ * run's seccomp filter).  Sorted by family; `mask` has bit `family` set
+ * for each.
+ */
+struct sluice_policy_families {
+	bool present;             /* the section was written (even empty) */
+	struct sluice_policy_family *items;
+	size_t n;
+	uint64_t mask;
+	unsigned line;            /* of the `families:` key */
+};
+
 struct sluice_policy {
 	char *path;               /* file it came from, or "<built-in>" */
 	char *name;               /* `name:`; appears in every log line */
@@ -178,6 +203,7 @@ struct sluice_policy {
 	struct sluice_credential *credentials;   /* `credentials:`, in file order */
 	size_t n_credentials;
 	struct sluice_policy_fs fs;              /* `filesystem:` (sluice run's sandbox profile) */
+	struct sluice_policy_families families;  /* `families:` (socket families, policy_family.c) */
 	char digest[SLUICE_DIGEST_HEX_LEN + 1]; /* SHA-256 of the canonical form, hex */
 };
 
@@ -299,6 +325,28 @@ bool sluice_policy_allows_name(const struct sluice_policy *p, const char *host);
 /* Is RR type `qtype` (RFC 1035 number) in the policy's dns.qtypes? */
 bool sluice_policy_allows_qtype(const struct sluice_policy *p, uint16_t qtype);
 
+/* Socket families (userspace/lib/policy_family.c) ---------------------- */
+
+/* The policy name of socket family `family` (AF_* number: "netlink",
+ * "packet", "vsock", ...), or NULL for a number without one. */
+const char *sluice_family_name(unsigned family);
+
+/* The AF_* number of the family named `name` (as sluice_family_name()),
+ * or -1. */
+int sluice_family_by_name(const char *name);
+
+/*
+ * May a socket of `family` (AF_*) and `protocol` be made under policy `p`
+ * (NULL: the default)?  Always for AF_UNIX, AF_INET, AF_INET6 and
+ * AF_NETLINK with NETLINK_ROUTE or NETLINK_SOCK_DIAG; any other only when
+ * `families:` names it (naming netlink allows every netlink protocol).
+ */
+bool sluice_policy_allows_family(const struct sluice_policy *p, int family, int protocol);
+
+/* The families `families:` names, comma-separated in family order
+ * ("netlink,packet"; "" for none), into buf (always NUL-terminated). */
+const char *sluice_policy_families_str(const struct sluice_policy *p, char *buf, size_t len);
+
 /* Expiring entries (userspace/lib/policy_expiry.c) ------------------------ */
 
 /* Has `e` expired at Unix time `now` (seconds)?  False for entries without
@@ -376,12 +424,16 @@ enum sluice_lint_code {
 	SLUICE_LINT_URL_SHADOWED,     /* an https:// url entry whose name a host entry allows whole */
 	SLUICE_LINT_CREDENTIAL_PLAIN_HTTP, /* a credential sent on http:// (allow_plain_http: true) */
 	SLUICE_LINT_PROGRAM_INTERPRETER,   /* `programs:` names an interpreter or a shell: every script it runs */
+	SLUICE_LINT_FAMILY,           /* a `families:` item: sockets no inet hook judges */
 };
+
+#define SLUICE_LINT_NO_ENTRY UINT_MAX  /* sluice_lint.entry of a finding about a families item */
 
 struct sluice_lint {
 	enum sluice_lint_code code;
 	const char *code_name;    /* stable: "relay", "wildcard", ... */
-	unsigned entry;           /* index into entries */
+	unsigned entry;           /* index into entries, or SLUICE_LINT_NO_ENTRY */
+	const char *family;       /* static family name when entry is SLUICE_LINT_NO_ENTRY, else NULL */
 	unsigned line, column;
 	char message[512];
 };

@@ -65,6 +65,16 @@ void sluice_cred_free(struct sluice_policy *p);
 int sluice_fs_parse(struct ctx *c, const struct ynode *root, struct sluice_policy *p);
 void sluice_fs_free(struct sluice_policy *p);
 
+/* policy_family.c: the `families:` section of `root` into p->families,
+ * and its release.  0 or -1 with c->err set. */
+int sluice_family_parse(struct ctx *c, const struct ynode *root, struct sluice_policy *p);
+void sluice_family_free(struct sluice_policy *p);
+
+/* policy.c: the `why:` of mapping `m` (an item of kind `what`: "host",
+ * "family", ...): a string, not blank, no control byte, strdup()ed into
+ * *out.  0 or -1 with c->err set. */
+int sluice_ywant_why(struct ctx *c, const struct ynode *m, const char *what, char **out);
+
 /* digest.c: compute p->digest from the canonical serialisation. */
 int sluice_policy_compute_digest(struct sluice_policy *p);
 

@@ -537,6 +537,11 @@ int sluice_policy_within(const struct sluice_policy *p, const struct sluice_poli
 			break;
 		}
 	}
+	/* socket families: each one the boundary does not name */
+	for (size_t i = 0; i < p->families.n; i++)
+		if (!(boundary->families.mask & (1ULL << p->families.items[i].family)))
+			add(&o, NULL, "family", "sockets of family %s (families:, line %u)", p->families.items[i].name,
+			    p->families.items[i].line);
 	/* record types: asked for any name the policy resolves */
 	for (size_t i = 0; names && i < p->n_dns_qtypes; i++)
 		if (!sluice_policy_allows_qtype(boundary, p->dns_qtypes[i])) {

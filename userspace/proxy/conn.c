@@ -144,6 +144,7 @@ static void conn_log(struct conn *c)
 	r.inspected = c->inspected;
 	r.tls_version = c->tls_version;
 	r.tls_cipher = c->tls_cipher;
+	r.http_version = c->http_version;
 	r.status = c->status;
 	r.tunnel = c->kind == K_TLS || (c->kind == K_CONNECT && c->status == 200);
 	r.req_bytes = c->req_bytes;
@@ -159,7 +160,7 @@ static void conn_log(struct conn *c)
 	r.rule_entry = c->rule_entry;
 	r.orig_dst_mismatch = c->orig_dst_mismatch;
 	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
-		r.request_seq = (int)c->nreq + 1;
+		r.request_seq = c->h2_seq ? (int)c->h2_seq : (int)c->nreq + 1;
 	if (c->kind == K_HTTP && c->req_ok) {
 		if (c->have_dst)
 			r.upstream_conn = c->reused ? 2 : 1;

@@ -220,6 +220,8 @@ struct conn {
 	char *tls_host;                 /* inspected: the normalised SNI; malloc'd */
 	const char *tls_version;        /* inspected: of the client's session (static text) */
 	const char *tls_cipher;
+	const char *http_version;       /* "2": a stream of an HTTP/2 connection (h2.c); NULL: HTTP/1.x */
+	unsigned h2_seq;                /* that stream's place on its HTTP/2 connection (1, 2, ...) */
 	struct tls_pump *pump;          /* a handshake in progress (client or upstream side) */
 	unsigned nreq;                  /* requests finished on this client connection */
 	struct timespec t_real;         /* when the request (or connection) started */

@@ -26,22 +26,24 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "h2.h"
 #include "log.h"
 #include "sandbox_ca.h"
 #include "tls_ca.h"
 #include "tls_pump.h"
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
+/* towards the sandbox, in our order of preference */
+static const unsigned char alpn_server[] = "\x02h2\x08http/1.1";
 
-/* ALPN towards the sandbox: http/1.1 when offered (HTTP/2 is not spoken
- * inside inspected TLS yet), else no ALPN at all (the client then speaks
- * HTTP/1.1 or gives up). */
+/* ALPN towards the sandbox: h2 when offered (h2.c), else http/1.1, else no
+ * ALPN at all (the client then speaks HTTP/1.1 or gives up). */
 static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		       const unsigned char *in, unsigned int inlen, void *arg)
 {
 	unsigned char *sel = NULL;
 
-	if (SSL_select_next_proto(&sel, outlen, alpn_http11, sizeof(alpn_http11) - 1, in, inlen) ==
+	if (SSL_select_next_proto(&sel, outlen, alpn_server, sizeof(alpn_server) - 1, in, inlen) ==
 	    OPENSSL_NPN_NEGOTIATED) {
 		*out = sel;
 		return SSL_TLSEXT_ERR_OK;
@@ -171,6 +173,8 @@ static void on_client_handshake(void *arg, const char *err, const char *detail)
 	struct conn *c = arg;
 	struct tls_pump *p = c->pump;
 	struct conn *in;
+	const unsigned char *alpn = NULL;
+	unsigned int alpn_len = 0;
 	int sv[2];
 
 	if (err) {
@@ -182,11 +186,28 @@ static void on_client_handshake(void *arg, const char *err, const char *detail)
 		return;
 	}
 	c->pump = NULL;
+	SSL_get0_alpn_selected(tls_pump_ssl(p), &alpn, &alpn_len);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
 		log_warn("socketpair");
 		tls_pump_free(p);
 		c->failed = true;
 		c->reason = "out_of_memory";
+		conn_finish(c);
+		return;
+	}
+	if (alpn_len == 2 && memcmp(alpn, "h2", 2) == 0) {
+		/* each stream becomes an inspected connection of its own */
+		if (h2_start(c->px, sv[1], c, SSL_get_version(tls_pump_ssl(p)),
+			     SSL_CIPHER_get_name(SSL_get_current_cipher(tls_pump_ssl(p)))) < 0) {
+			close(sv[0]);
+			tls_pump_free(p);
+			c->failed = true;
+			c->reason = "out_of_memory";
+			conn_finish(c);
+			return;
+		}
+		tls_pump_relay(p, sv[0]);
+		c->logged = true;
 		conn_finish(c);
 		return;
 	}

@@ -71,6 +71,8 @@ struct h2_stream {
 	bool has_length;              /* content-length given: the body goes as it is */
 	bool chunked;                 /* no content-length and a body: chunked towards the connection */
 	bool req_started, req_ended;
+	struct evbuffer *held;        /* the HTTP/1.1 head of a request with a body, until its
+				       * first bytes (release_head) */
 	size_t unconsumed;            /* DATA bytes written to the connection, window not given back yet */
 	struct bufferevent *bev;      /* our end of the socketpair to the stream's connection */
 
@@ -129,6 +131,8 @@ static void stream_free(struct h2_stream *st)
 		evbuffer_free(st->cookie);
 	if (st->body)
 		evbuffer_free(st->body);
+	if (st->held)
+		evbuffer_free(st->held);
 	for (size_t i = 0; i < st->n_rh; i++) {
 		free(st->rh[i].name);
 		free(st->rh[i].value);
@@ -508,7 +512,12 @@ static int stream_open(struct h2_stream *st, bool end_stream)
 		st->req_ended = true;
 		return 0;
 	}
-	out = bufferevent_get_output(st->bev);
+	/* a head with a body goes together with the body's first bytes, so
+	 * that the connection checks both before anything goes upstream (a
+	 * misdirected credential placeholder in a small body: cred.c) */
+	out = end_stream ? bufferevent_get_output(st->bev) : (st->held = evbuffer_new());
+	if (!out)
+		return -1;
 	st->chunked = !end_stream && !st->has_length;
 	/* a missing pseudo-header: the connection refuses the request line
 	 * (400), logged like any other malformed request */
@@ -527,11 +536,26 @@ static int stream_open(struct h2_stream *st, bool end_stream)
 	return 0;
 }
 
+/* The held head goes to the stream's connection (with what follows). */
+static int release_head(struct h2_stream *st)
+{
+	int rv = 0;
+
+	if (st->held) {
+		rv = evbuffer_add_buffer(bufferevent_get_output(st->bev), st->held);
+		evbuffer_free(st->held);
+		st->held = NULL;
+	}
+	return rv;
+}
+
 static void stream_request_end(struct h2_stream *st)
 {
 	if (st->req_ended)
 		return;
 	st->req_ended = true;
+	if (st->bev && release_head(st) < 0)
+		return;
 	if (st->chunked && st->bev)
 		evbuffer_add(bufferevent_get_output(st->bev), "0\r\n\r\n", 5);
 }
@@ -576,6 +600,8 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
 		nghttp2_session_consume(s, id, len);
 		return 0;
 	}
+	if (release_head(st) < 0)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	out = bufferevent_get_output(st->bev);
 	if ((st->chunked && evbuffer_add_printf(out, "%zx\r\n", len) < 0) || evbuffer_add(out, data, len) ||
 	    (st->chunked && evbuffer_add(out, "\r\n", 2)))

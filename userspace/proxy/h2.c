@@ -50,6 +50,7 @@
 #define H2_BODY_HIGH (64 * 1024)   /* response body bytes buffered per stream */
 #define H2_RESP_HEAD_MAX (64 * 1024)
 #define H2_RESP_HEADERS 200
+#define H2_DISCARD_MAX (16 * 1024 * 1024)   /* request body read past its stream's answer */
 
 struct h2_conn;
 
@@ -73,6 +74,7 @@ struct h2_stream {
 	bool req_started, req_ended;
 	struct evbuffer *held;        /* the HTTP/1.1 head of a request with a body, until its
 				       * first bytes (release_head) */
+	size_t discarded;             /* DATA bytes nobody wanted (H2_DISCARD_MAX) */
 	size_t unconsumed;            /* DATA bytes written to the connection, window not given back yet */
 	struct bufferevent *bev;      /* our end of the socketpair to the stream's connection */
 
@@ -595,9 +597,14 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
 
 	(void)flags;
 	(void)user;
-	if (!st || !st->bev || st->req_ended || st->too_large) {
-		/* nobody wants it (the answer came first): the window goes back */
+	if (!st || !st->bev || st->req_ended || st->too_large || st->resp_done) {
+		/* nobody wants it (the answer came first, a denial): the window
+		 * goes back, up to H2_DISCARD_MAX bytes, then the stream is
+		 * reset (RFC 9113 8.1 allows it at once; clients such as curl
+		 * 7.88 then lose the answer they were sent) */
 		nghttp2_session_consume(s, id, len);
+		if (st && (st->discarded += len) > H2_DISCARD_MAX)
+			stream_reset(st, NGHTTP2_NO_ERROR);
 		return 0;
 	}
 	if (release_head(st) < 0)
@@ -607,22 +614,6 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
 	    (st->chunked && evbuffer_add(out, "\r\n", 2)))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	st->unconsumed += len;
-	return 0;
-}
-
-/* The response ended (END_STREAM sent) before the request did: the rest
- * of the request is not wanted (RFC 9113 8.1, RST_STREAM NO_ERROR). */
-static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user)
-{
-	struct h2_stream *st;
-
-	(void)user;
-	if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
-	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
-		return 0;
-	st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
-	if (st && !st->req_ended)
-		nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
 	return 0;
 }
 
@@ -786,7 +777,6 @@ int h2_start(struct proxy *px, int fd, const struct conn *outer, const char *tls
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-	nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
 	/* the window goes back as the stream's connection takes the bytes */
 	nghttp2_option_set_no_auto_window_update(opt, 1);
 	if (nghttp2_session_server_new2(&h->s, cb, h, opt) != 0)

@@ -85,6 +85,9 @@ struct sluice_child_opts {
 				    * the proxy as content (`--secrets-fd N`, a sealed memfd),
 				    * to the resolver as placeholders only */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
+	const char *upstream_ca;   /* proxy only, may be NULL: the CA certificates (PEM text,
+				    * sluice_upstream_ca_load()) trusted for origins, handed over
+				    * as content (--upstream-ca-fd, a pipe) */
 	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
 				    * its certificate: sluice_ca_make()), handed to the proxy
 				    * through a pipe (--ca-fd), so that every proxy of the

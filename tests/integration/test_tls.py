@@ -461,7 +461,7 @@ def test_daemon_publishes_the_ca_for_attached_workloads(w):
     d.env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(d.state, "control.sock"))
     d.events = os.path.join(d.state, "events.jsonl")
     d.proc = subprocess.Popen([W.SLUICE, "daemon", "--state-dir", d.state, "--upstream-dns", "192.0.2.53",
-                               "--proxy-arg", "--upstream-ca", "--proxy-arg", e.cert]
+                               "--upstream-ca", e.cert]
                               + sum((["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c]
                                      for c in TP.HATCH), []),
                               stdout=subprocess.DEVNULL, stderr=open(os.path.join(w.tmp, "daemon-tls.err"), "a"))

@@ -1426,6 +1426,7 @@ void proxy_config_defaults(struct proxy_config *cfg)
 	cfg->dns_max_ttl = 60;
 	cfg->ca_cert_fd = -1;
 	cfg->ca_fd = -1;
+	cfg->upstream_ca_fd = -1;
 	cfg->limits = proxy_default_limits;
 	cfg->drain_timeout_ms = 10000;
 }

@@ -83,6 +83,7 @@ struct proxy_config {
 	unsigned dns_cache_entries;     /* names kept; 0: no cache */
 	unsigned dns_max_ttl;           /* seconds an answer is kept at most; 0: no cache */
 	const char *upstream_ca;        /* a PEM file of CAs trusted for origins besides the host's */
+	int upstream_ca_fd;             /* -1: none; else the same as content (PEM), read at start */
 	int ca_cert_fd;                 /* -1: none; else the sandbox CA's certificate (PEM) is
 					 * written there at start, then the fd is closed */
 	int ca_fd;                      /* -1: none (the proxy makes its own CA); else the

@@ -31,6 +31,7 @@
 #include "sandbox_ca.h"
 #include "tls_ca.h"
 #include "tls_pump.h"
+#include "upstream_ca.h"
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
 /* towards the sandbox, in our order of preference */
@@ -68,8 +69,10 @@ static SSL_CTX *server_ctx(void)
 	return ctx;
 }
 
-static SSL_CTX *client_ctx(const char *upstream_ca, const char **err)
+static SSL_CTX *client_ctx(const char *upstream_ca, const char *ca_pem, size_t ca_len, const char **err)
 {
+	static char why[256];
+
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 
 	if (!ctx) {
@@ -88,6 +91,12 @@ static SSL_CTX *client_ctx(const char *upstream_ca, const char **err)
 	}
 	if (upstream_ca && SSL_CTX_load_verify_file(ctx, upstream_ca) != 1) {
 		*err = "--upstream-ca: cannot read the CA certificates (PEM) in the file";
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	/* --upstream-ca-fd: the loader read and checked the files */
+	if (ca_pem && sluice_upstream_ca_add(SSL_CTX_get_cert_store(ctx), ca_pem, ca_len, why, sizeof(why)) < 0) {
+		*err = why;
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
@@ -138,7 +147,22 @@ int proxy_tls_init(struct proxy *px, const char **err)
 		}
 	}
 	/* also without inspection: --upstream-ca is checked at start */
-	px->tls_client = client_ctx(px->cfg.upstream_ca, err);
+	{
+		char *ca_pem = NULL;
+		size_t ca_len = 0;
+
+		if (px->cfg.upstream_ca_fd >= 0) {
+			ca_pem = sluice_read_all(px->cfg.upstream_ca_fd, SLUICE_UPSTREAM_CA_MAX, &ca_len);
+			close(px->cfg.upstream_ca_fd);
+			px->cfg.upstream_ca_fd = -1;
+			if (!ca_pem) {
+				*err = "--upstream-ca-fd: cannot read the CA certificates";
+				return -1;
+			}
+		}
+		px->tls_client = client_ctx(px->cfg.upstream_ca, ca_len ? ca_pem : NULL, ca_len, err);
+		free(ca_pem);
+	}
 	if (!px->tls_client)
 		return -1;
 	if (px->cfg.ca_cert_fd >= 0) {

@@ -102,6 +102,14 @@ struct h2_conn {
 	struct h2_conn *all_prev, *all_next;
 };
 
+/* How long a connection may have no stream open: the keep-alive timeout
+ * (the idle timeout when keep-alive is off: streams are requests of their
+ * own, a connection with none is idle). */
+static const struct timeval *idle_tv(const struct proxy *px)
+{
+	return px->cfg.keepalive_timeout_ms ? &px->tv_keepalive : &px->tv_idle;
+}
+
 static struct h2_conn *h2_all;   /* every open connection (reachable at exit) */
 static unsigned long n_live;
 
@@ -146,7 +154,7 @@ static void stream_free(struct h2_stream *st)
 	free(st->host);
 	free(st);
 	if (!h->n_open && h->idle && !h->closing)
-		event_add(h->idle, &h->px->tv_keepalive);
+		event_add(h->idle, idle_tv(h->px));
 }
 
 static void stream_reset(struct h2_stream *st, uint32_t code)
@@ -786,7 +794,7 @@ int h2_start(struct proxy *px, int fd, const struct conn *outer, const char *tls
 	bufferevent_setcb(h->bev, client_readable, client_written, client_event, h);
 	bufferevent_setwatermark(h->bev, EV_WRITE, H2_OUT_HIGH / 2, 0);
 	bufferevent_enable(h->bev, EV_READ | EV_WRITE);
-	event_add(h->idle, &px->tv_keepalive);
+	event_add(h->idle, idle_tv(px));
 	rv = 0;
 out:
 	nghttp2_session_callbacks_del(cb);

@@ -216,3 +216,51 @@ def test_raw_h2_stream_limit_header_limit(w):
     big = TP.only(lines, event__reason="headers_too_large")
     assert big["http.response.status_code"] == 431 and big["http.version"] == "2", big
     assert not [l for l in lines if l.get("url.full") == BASE + "/upload/s100"], lines
+
+
+# One request, then nothing: the connection with no stream open gets
+# GOAWAY (NO_ERROR) after the keep-alive timeout, and is closed.
+IDLE = r"""
+import socket, ssl, sys, time
+import hpack, hyperframe.frame as F
+host, port = sys.argv[1], int(sys.argv[2])
+ctx = ssl.create_default_context()
+ctx.set_alpn_protocols(["h2"])
+s = ctx.wrap_socket(socket.create_connection(("192.0.2.10", port), timeout=30), server_hostname=host)
+enc = hpack.Encoder()
+h = F.HeadersFrame(1)
+h.data = enc.encode([(":method", "GET"), (":scheme", "https"), (":authority", "%s:%d" % (host, port)),
+                     (":path", "/pub/idle")])
+h.flags.add("END_HEADERS")
+h.flags.add("END_STREAM")
+s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + F.SettingsFrame(0).serialize() + h.serialize())
+buf, t0 = b"", time.monotonic()
+while True:
+    d = s.recv(65536)
+    if not d:
+        print("CLOSED", round(time.monotonic() - t0))
+        break
+    buf += d
+    while len(buf) >= 9:
+        f, n = F.Frame.parse_frame_header(memoryview(buf[:9]))
+        if len(buf) < 9 + n:
+            break
+        f.parse_body(memoryview(buf[9:9 + n]))
+        buf = buf[9 + n:]
+        if isinstance(f, F.SettingsFrame) and "ACK" not in f.flags:
+            s.sendall(F.SettingsFrame(0, flags=["ACK"]).serialize())
+        if isinstance(f, F.DataFrame) and "END_STREAM" in f.flags:
+            print("END", f.stream_id)
+        if isinstance(f, F.GoAwayFrame):
+            print("GOAWAY", f.error_code, f.last_stream_id)
+"""
+
+
+def test_idle_connection_gets_goaway(w):
+    T.env(w)
+    script = w.write("h2idle.py", IDLE)
+    r = T.run(w, "/usr/bin/python3 %s api.example.com %d" % (script, TLS), proxy_args=("--keepalive-timeout", "1"))
+    assert r.rc == 0, r
+    out = r.stdout.splitlines()
+    assert out[0] == "END 1" and "GOAWAY 0 1" in out and out[-1].startswith("CLOSED"), r
+    assert int(out[-1].split()[1]) < 25, r

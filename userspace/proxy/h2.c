@@ -122,10 +122,9 @@ unsigned long h2_live(void)
 
 /* --- streams ------------------------------------------------------------- */
 
-static void stream_free(struct h2_stream *st)
+/* Unlink st from h (its connection) and free it. */
+static void stream_free(struct h2_conn *h, struct h2_stream *st)
 {
-	struct h2_conn *h = st->h;
-
 	if (st->prev)
 		st->prev->next = st->next;
 	else
@@ -637,7 +636,7 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *
 	if (st->unconsumed)
 		nghttp2_session_consume_connection(s, st->unconsumed);
 	nghttp2_session_set_stream_user_data(s, id, NULL);
-	stream_free(st);
+	stream_free(h, st);
 	return 0;
 }
 
@@ -647,7 +646,7 @@ static void h2_free(struct h2_conn *h)
 {
 	h->closing = true;
 	while (h->streams)
-		stream_free(h->streams);
+		stream_free(h, h->streams);
 	if (h->s)
 		nghttp2_session_del(h->s);
 	if (h->bev)

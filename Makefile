@@ -27,8 +27,8 @@ ARCH     := $(shell uname -m | sed 's/x86_64/x86/' | sed 's/aarch64/arm64/')
 
 DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
-	libevent-dev libhttp-parser-dev libldns-dev liburing-dev libseccomp-dev \
-	iproute2 curl socat openssl python3 jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables containerd \
+	libevent-dev libhttp-parser-dev libnghttp2-dev libldns-dev liburing-dev libseccomp-dev \
+	iproute2 curl socat openssl python3 python3-h2 python3-httpx jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables containerd \
 	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion \
 	dpkg-dev debhelper lintian debootstrap systemd openssh-client
 
@@ -54,13 +54,13 @@ INCLUDES := -I$(OUTPUT) -Ibpf -Iuserspace/lib
 # calls, in every binary (libbpf, libyaml, libidn2, libpsl, libcrypto, json-c).
 # The loader adds libevent (the daemon's loop, metrics), http-parser (suggest's
 # url.full), libsystemd (sd_notify) and libseccomp (loader/seccomp_baseline.c);
-# the proxy libssl, libevent and http-parser; the resolver libevent and ldns.
+# the proxy libssl, libevent, http-parser and libnghttp2; the resolver libevent and ldns.
 # Unit tests and fuzzers link every module: ALL_LIBS.
 LIBS          := -lbpf -lelf -lz -lyaml -lidn2 -lpsl -lcrypto -ljson-c
 LOADER_LIBS   := $(LIBS) -levent -lhttp_parser -lsystemd -lseccomp
-PROXY_LIBS    := -lssl $(LIBS) -levent -lhttp_parser
+PROXY_LIBS    := -lssl $(LIBS) -levent -lhttp_parser -lnghttp2
 RESOLVER_LIBS := $(LIBS) -levent -lldns
-ALL_LIBS      := -lssl $(LIBS) -levent -lhttp_parser -lldns -lsystemd -lseccomp
+ALL_LIBS      := -lssl $(LIBS) -levent -lhttp_parser -lnghttp2 -lldns -lsystemd -lseccomp
 
 BPF_SRCS      := $(wildcard bpf/*.bpf.c)
 BPF_OBJS      := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))

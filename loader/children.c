@@ -303,8 +303,8 @@ static int ca_pipe(const char *pem, int *rfd)
 pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
 {
-	int ready[2], cafd = -1, secfd = -1;
-	char capbuf[16], secbuf[16];
+	int ready[2], cafd = -1, secfd = -1, upfd = -1;
+	char capbuf[16], secbuf[16], upbuf[16];
 	pid_t pid;
 	char *argv[96];
 	char fdbuf[8][16], logfd[16], policyfd[32], seqfd[16];
@@ -411,6 +411,21 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--ca-fd";
 		argv[argc++] = capbuf;
 	}
+	if (is_proxy && o->upstream_ca && o->upstream_ca[0]) {
+		int err = ca_pipe(o->upstream_ca, &upfd);
+
+		if (err < 0) {
+			snprintf(msg, msglen, "cannot hand the upstream CA certificates to the proxy: %s", strerror(-err));
+			close(ready[0]);
+			close(ready[1]);
+			if (cafd >= 0)
+				close(cafd);
+			return err;
+		}
+		snprintf(upbuf, sizeof(upbuf), "%d", upfd);
+		argv[argc++] = "--upstream-ca-fd";
+		argv[argc++] = upbuf;
+	}
 	if (o->secrets && o->secrets->n) {
 		/* content, not paths: the proxy never opens a secret file */
 		secfd = sluice_secrets_to_memfd(o->secrets, is_proxy);
@@ -420,6 +435,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			close(ready[1]);
 			if (cafd >= 0)
 				close(cafd);
+			if (upfd >= 0)
+				close(upfd);
 			return secfd;
 		}
 		snprintf(secbuf, sizeof(secbuf), "%d", secfd);
@@ -447,6 +464,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		close(ready[1]);
 		if (cafd >= 0)
 			close(cafd);
+		if (upfd >= 0)
+			close(upfd);
 		if (secfd >= 0)
 			close(secfd);
 		return -err;
@@ -461,6 +480,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 			fcntl(o->log_fd, F_SETFD, 0);
 		if (cafd >= 0)
 			fcntl(cafd, F_SETFD, 0);
+		if (upfd >= 0)
+			fcntl(upfd, F_SETFD, 0);
 		if (secfd >= 0)
 			fcntl(secfd, F_SETFD, 0);
 		if (o->policy_fd > 0)
@@ -476,6 +497,8 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 	close(ready[1]);
 	if (cafd >= 0)
 		close(cafd);
+	if (upfd >= 0)
+		close(upfd);
 	if (secfd >= 0)
 		close(secfd);
 

@@ -98,6 +98,9 @@ struct sluice_child_opts {
 				    * lines carry container.* as the loader's do */
 	const char *container_name;
 	const char *container_runtime;
+	const char *upstream_ca;   /* proxy only, may be NULL: the CA certificates (PEM text,
+				    * sluice_upstream_ca_load()) trusted for origins, handed over
+				    * as content (--upstream-ca-fd, a pipe) */
 	const char *ca;            /* proxy only, may be NULL: the sandbox CA (its key, then
 				    * its certificate: sluice_ca_make()), handed to the proxy
 				    * through a pipe (--ca-fd), so that every proxy of the

@@ -25,6 +25,7 @@
 #include "credentials.h"
 #include "policy.h"
 #include "policy_within.h"
+#include "upstream_ca.h"
 
 #define EXIT_CLEAN    0
 #define EXIT_FINDINGS 1
@@ -439,6 +440,19 @@ static int check(bool json, const char *relays, const char *within, char **files
 				continue;
 			}
 			sluice_secrets_clear(&sec);
+		}
+		{
+			/* tls.upstream_ca: readable, PEM certificates only */
+			char *pem = NULL;
+			size_t n = 0;
+
+			if (sluice_upstream_ca_load(NULL, p, &pem, &n, &err) < 0) {
+				worst = EXIT_ERROR;
+				report_not_loaded(fo, arr, &err, files[i]);
+				sluice_policy_free(p);
+				continue;
+			}
+			free(pem);
 		}
 		n = sluice_policy_lint(p, relays, &lints);
 		if (n < 0) {

@@ -65,6 +65,7 @@
 #include "expiry_watch.h"
 #include "policy_within.h"
 #include "policy_ref.h"
+#include "upstream_ca.h"
 #include "run_limits.h"
 #include "sandbox_ca.h"
 #include "sandbox.h"
@@ -134,6 +135,7 @@ static struct {
 	char policy_dir[PATH_MAX];  /* where policy names resolve (attach "policy_name", the OCI hook) */
 	const char *user_group;     /* members may run their own commands (daemon_user.h); "" none */
 	bool user_group_set;        /* --user-group given: the group must exist */
+	const char *upstream_ca;    /* --upstream-ca FILE: CAs every proxy trusts for origins */
 } D;
 
 static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
@@ -367,10 +369,21 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
 		pid_t p;
 
+		char *upca = NULL;
+		size_t upca_len = 0;
+		struct sluice_policy_error perr;
+
 		if (sandbox_ca(s, msg, msglen) < 0)
 			return -1;
 		co.ca = s->ca_path[0] ? s->ca : NULL;
+		/* the CAs for origins: read by the daemon, content to the proxy */
+		if (sluice_upstream_ca_load(D.upstream_ca, s->policy, &upca, &upca_len, &perr) < 0) {
+			sluice_policy_error_str(&perr, msg, msglen);
+			return -1;
+		}
+		co.upstream_ca = upca;
 		p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
+		free(upca);
 		if (p < 0)
 			return -1;
 		s->proxy_pid = p;
@@ -1827,6 +1840,7 @@ int cmd_daemon(int argc, char **argv)
 		{ "events-format", required_argument, NULL, 'O' },
 		{ "upstream-dns", required_argument, NULL, 'u' },
 		{ "proxy-arg", required_argument, NULL, 'x' },
+		{ "upstream-ca", required_argument, NULL, 'k' },
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
@@ -1867,6 +1881,7 @@ int cmd_daemon(int argc, char **argv)
 			break;
 		case 'u': D.upstream_dns = optarg; break;
 		case 'x': if (npx < 31) px[npx++] = optarg; break;
+		case 'k': D.upstream_ca = optarg; break;
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
@@ -1893,14 +1908,17 @@ int cmd_daemon(int argc, char **argv)
 		}
 		case 'h':
 			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
-			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]...\n"
+			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]... [--upstream-ca FILE]\n"
 			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
 			       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
 			       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n"
-			       "                     [--user-group GROUP]\n\n"
+			       "                     [--user-group GROUP] [--upstream-ca FILE]\n\n"
 			       "  --user-group GROUP  its members may `sluice run --policy NAME -- CMD` without\n"
 			       "                 root: the daemon runs CMD as them (default: sluice, when that\n"
 			       "                 group exists; '' root only)\n"
+			       "  --upstream-ca FILE  every sandbox's proxy also trusts the CA certificates (PEM)\n"
+			       "                 in FILE for the origins of inspected names (read at each proxy\n"
+			       "                 start, with the policy's tls.upstream_ca; handed over as content)\n"
 			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
 			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
 			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"

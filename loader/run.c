@@ -57,6 +57,7 @@
 #include "hostmounts.h"
 #include "policy_within.h"
 #include "sandbox.h"
+#include "upstream_ca.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -375,6 +376,7 @@ struct run_state {
 	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h): every
 				     * proxy started for this run signs with it */
 	struct sluice_secrets secrets; /* the credentials' secrets and placeholders (credentials.h) */
+	char *upstream_ca;          /* --upstream-ca and tls.upstream_ca, PEM (upstream_ca.h) */
 	int policy_fd;              /* sealed memfd of the policy's bytes, for the children; -1 none */
 	struct sluice_signer signer; /* --allowed-signers: who signed the policy ("" unsigned) */
 	struct sluice_expiry_watch expiry; /* the entry-expired lines */
@@ -385,6 +387,7 @@ static void run_cleanup(struct run_state *st)
 	sluice_trust_free(&st->trust);
 	sluice_ca_pem_free(st->ca);
 	sluice_secrets_clear(&st->secrets);
+	free(st->upstream_ca);
 	if (st->policy_fd >= 0)
 		close(st->policy_fd);
 	sluice_expiry_watch_free(&st->expiry);
@@ -651,6 +654,7 @@ int cmd_run(int argc, char **argv)
 	int isolate = 0;
 	char name[SLUICE_NAME_MAX + 1] = "", msg[512], cg2[1024];
 	char *proxy_extra[32] = { 0 }, *resolver_extra[32] = { 0 };
+	const char *upstream_ca_file = NULL;
 	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
 	struct sluice_run_env renv = { .inherit = false };
 	size_t n_secret_src = 0;
@@ -713,7 +717,7 @@ int cmd_run(int argc, char **argv)
 		case 'P': no_proxy = 1; break;
 		case 'R': no_resolver = 1; break;
 		case 'x': if (n_px < 30) proxy_extra[n_px++] = optarg; break;
-		case 'A': if (n_px < 29) { proxy_extra[n_px++] = "--upstream-ca"; proxy_extra[n_px++] = optarg; } break;
+		case 'A': upstream_ca_file = optarg; break;
 		case 'y': if (n_rx < 30) resolver_extra[n_rx++] = optarg; break;
 		case 'k': keep_caps = 1; break;
 		case 'L': require_lsm = 1; break;
@@ -839,6 +843,15 @@ int cmd_run(int argc, char **argv)
 		log_warnx("%s", perr.message[0] ? sluice_policy_error_str(&perr, msg, sizeof(msg)) :
 			  "run: no random bytes for the credentials' placeholders");
 		goto out;
+	}
+	/* the CAs trusted for origins: read here, handed over as content */
+	{
+		size_t n = 0;
+
+		if (sluice_upstream_ca_load(upstream_ca_file, st.policy, &st.upstream_ca, &n, &perr) < 0) {
+			log_warnx("run: %s", sluice_policy_error_str(&perr, msg, sizeof(msg)));
+			goto out;
+		}
 	}
 	/* this process holds the secrets for the proxy's restarts: no core
 	 * dump of it (execve gives CMD its own dumpable flag back) */
@@ -1079,6 +1092,7 @@ int cmd_run(int argc, char **argv)
 		st.proxy_co = co;
 		st.proxy_co.flow_map = st.flow_map;
 		st.proxy_co.extra = proxy_extra;
+		st.proxy_co.upstream_ca = st.upstream_ca;
 		st.resolver_co = co;
 		st.resolver_co.extra = resolver_extra;
 		if (cfg.have_proxy) {

@@ -326,7 +326,7 @@ def test_restarted_proxy_signs_with_the_runs_ca(w):
 def test_origin_with_wrong_name_is_502_never_passthrough(w):
     e = env(w)
     m = e.mark()
-    r = run(w, "curl -sS --max-time 10 -i %s https://alias.example.com:%d/x" % (resolve("alias.example.com"), TLS))
+    r = run(w, "curl -sS --max-time 10 --http1.1 -i %s https://alias.example.com:%d/x" % (resolve("alias.example.com"), TLS))
     assert r.stdout.startswith("HTTP/1.1 502"), r
     assert "X-Sluice-Error: upstream_cert_invalid" in r.stdout, r
     assert not e.arrived(m)
@@ -442,7 +442,7 @@ def test_origin_that_does_not_speak_tls(w):
     echo server sends the ClientHello back): 502 inside the client's TLS,
     one line; the client connection stays usable; never a passthrough."""
     env(w)
-    r = run(w, "curl -sS --max-time 10 -i --resolve api.example.com:9000:192.0.2.10 "
+    r = run(w, "curl -sS --max-time 10 --http1.1 -i --resolve api.example.com:9000:192.0.2.10 "
             "https://api.example.com:9000/x https://api.example.com:9000/y")
     assert r.stdout.count("HTTP/1.1 502") == 2, r
     assert r.stdout.count("X-Sluice-Error: upstream_tls_failed") == 2, r
@@ -464,7 +464,7 @@ def test_daemon_publishes_the_ca_for_attached_workloads(w):
     d.env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(d.state, "control.sock"))
     d.events = os.path.join(d.state, "events.jsonl")
     d.proc = subprocess.Popen([W.SLUICE, "daemon", "--state-dir", d.state, "--upstream-dns", "192.0.2.53",
-                               "--proxy-arg", "--upstream-ca", "--proxy-arg", e.cert]
+                               "--upstream-ca", e.cert]
                               + sum((["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c]
                                      for c in TP.HATCH), []),
                               stdout=subprocess.DEVNULL, stderr=open(os.path.join(w.tmp, "daemon-tls.err"), "a"))

@@ -431,6 +431,35 @@ static void test_filesystem_section(void **state)
 	bad("version: 1\nname: t\nfilesystem:\n  mounts: [/a]\nallow: []\n", 4, 3, "unknown key 'mounts'");
 }
 
+/* `tls:` (policy_tls.c): the path kept with its position, in the digest
+ * only when written; wrong forms refused at their position. */
+static void test_tls_section(void **state)
+{
+	struct sluice_policy *none = load("version: 1\nname: t\nallow: []\n");
+	struct sluice_policy *a = load("version: 1\nname: t\ntls:\n  upstream_ca: /etc/ca/a.pem\nallow: []\n");
+	struct sluice_policy *b = load("version: 1\nname: t\ntls:\n  upstream_ca: /etc/ca/b.pem\nallow: []\n");
+	struct sluice_policy *empty = load("version: 1\nname: t\ntls:\nallow: []\n");
+
+	(void)state;
+	assert_false(none->tls.present);
+	assert_true(a->tls.present && empty->tls.present);
+	assert_string_equal(a->tls.upstream_ca, "/etc/ca/a.pem");
+	assert_int_equal(a->tls.line, 4);
+	assert_int_equal(a->tls.column, 16);
+	assert_null(empty->tls.upstream_ca);
+	assert_string_not_equal(a->digest, b->digest);
+	assert_string_not_equal(a->digest, none->digest);
+	assert_string_not_equal(empty->digest, none->digest);
+	sluice_policy_free(none);
+	sluice_policy_free(a);
+	sluice_policy_free(b);
+	sluice_policy_free(empty);
+	bad("version: 1\nname: t\ntls:\n  upstream_ca: ca.pem\nallow: []\n", 4, 16, "must be an absolute path");
+	bad("version: 1\nname: t\ntls: [/a]\nallow: []\n", 3, 6, "must be a mapping");
+	bad("version: 1\nname: t\ntls:\n  verify: false\nallow: []\n", 4, 3, "unknown key 'verify'");
+	bad("version: 1\nname: t\ntls:\n  upstream_ca: [/a]\nallow: []\n", 4, 16, "");
+}
+
 static void test_err_cidr(void **state)
 {
 	(void)state;
@@ -951,6 +980,7 @@ int main(void)
 		cmocka_unit_test(test_err_ports),
 		cmocka_unit_test(test_err_cidr),
 		cmocka_unit_test(test_filesystem_section),
+		cmocka_unit_test(test_tls_section),
 		cmocka_unit_test(test_err_ip_literal_in_host),
 		cmocka_unit_test(test_err_bad_wildcards),
 		cmocka_unit_test(test_err_bad_host_bytes),

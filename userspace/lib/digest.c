@@ -121,7 +121,7 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 
 	if (!p)
 		return NULL;
-	/* keys in byte order: allow, credentials, dns, families, filesystem, mode, name, version */
+	/* keys in byte order: allow, credentials, dns, families, filesystem, mode, name, tls, version */
 	sb_str(&b, "{\"allow\":[");
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
@@ -285,6 +285,13 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 	sb_json(&b, p->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	sb_str(&b, ",\"name\":");
 	sb_json(&b, p->name ? p->name : "");
+	/* tls (only when written): the path, not the file's bytes (the
+	 * loader reads those, policy check checks them) */
+	if (p->tls.present) {
+		sb_str(&b, ",\"tls\":{\"upstream_ca\":");
+		sb_json(&b, p->tls.upstream_ca ? p->tls.upstream_ca : "");
+		sb_str(&b, "}");
+	}
 	sb_str(&b, ",\"version\":");
 	sb_uint(&b, (unsigned long)(p->version > 0 ? p->version : 0));
 	sb_str(&b, "}");

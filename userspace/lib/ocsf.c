@@ -72,6 +72,7 @@ static const struct row net_rows[] = {
 
 static const struct row http_rows[] = {
 	{ "http.request.method", "http_request.http_method" },
+	{ "http.version", "http_request.version" },
 	{ "url.full", "http_request.url.url_string" },
 	{ "url.domain", "http_request.url.hostname" },
 	{ "url.path", "http_request.url.path" },

@@ -1267,7 +1267,7 @@ static struct sluice_policy *policy_new(const char *path, const char *name)
 
 static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_policy *p)
 {
-	static const char *const keys[] = { "version", "name", "mode", "dns", "credentials", "filesystem", "families", "allow", NULL };
+	static const char *const keys[] = { "version", "name", "mode", "dns", "credentials", "filesystem", "families", "tls", "allow", NULL };
 	const struct ynode *kn, *v;
 	char b[80];
 
@@ -1313,7 +1313,7 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 	if (v && parse_dns(c, kn, v, p) < 0)
 		return -1;
 
-	if (sluice_fs_parse(c, root, p) < 0 || sluice_family_parse(c, root, p) < 0)
+	if (sluice_fs_parse(c, root, p) < 0 || sluice_family_parse(c, root, p) < 0 || sluice_tls_parse(c, root, p) < 0)
 		return -1;
 	if (sluice_cred_parse(c, root, p) < 0)
 		return -1;
@@ -1465,6 +1465,7 @@ void sluice_policy_free(struct sluice_policy *p)
 	sluice_cred_free(p);
 	sluice_fs_free(p);
 	sluice_family_free(p);
+	sluice_tls_free(p);
 	free(p->dns_qtypes);
 	free(p->path);
 	free(p->name);

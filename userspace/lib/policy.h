@@ -190,6 +190,17 @@ struct sluice_policy_families {
 	unsigned line;            /* of the `families:` key */
 };
 
+/*
+ * `tls:` (userspace/lib/policy_tls.c, docs/policy.md "TLS"): the CA
+ * bundle trusted for the origins of inspected names, read by the loader
+ * (upstream_ca.h), never by the proxy.
+ */
+struct sluice_policy_tls {
+	bool present;             /* `tls:` written (it is then in the digest) */
+	char *upstream_ca;        /* absolute path; NULL: none */
+	unsigned line, column;    /* of its value */
+};
+
 struct sluice_policy {
 	char *path;               /* file it came from, or "<built-in>" */
 	char *name;               /* `name:`; appears in every log line */
@@ -204,6 +215,7 @@ struct sluice_policy {
 	size_t n_credentials;
 	struct sluice_policy_fs fs;              /* `filesystem:` (sluice run's sandbox profile) */
 	struct sluice_policy_families families;  /* `families:` (socket families, policy_family.c) */
+	struct sluice_policy_tls tls;            /* `tls:` */
 	char digest[SLUICE_DIGEST_HEX_LEN + 1]; /* SHA-256 of the canonical form, hex */
 };
 

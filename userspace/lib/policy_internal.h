@@ -75,6 +75,11 @@ void sluice_family_free(struct sluice_policy *p);
  * *out.  0 or -1 with c->err set. */
 int sluice_ywant_why(struct ctx *c, const struct ynode *m, const char *what, char **out);
 
+/* policy_tls.c: the `tls:` section of `root` into p->tls, and its
+ * release.  0 or -1 with c->err set. */
+int sluice_tls_parse(struct ctx *c, const struct ynode *root, struct sluice_policy *p);
+void sluice_tls_free(struct sluice_policy *p);
+
 /* digest.c: compute p->digest from the canonical serialisation. */
 int sluice_policy_compute_digest(struct sluice_policy *p);
 

@@ -122,6 +122,7 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 		SL_STR(b, "tls.version", r->tls_version);
 		SL_STR(b, "tls.cipher", r->tls_cipher);
 	}
+	SL_STR(b, "http.version", r->http_version);
 	SL_STR(b, "http.request.method", r->method);
 	if (r->status > 0)
 		SL_I64(b, "http.response.status_code", r->status);

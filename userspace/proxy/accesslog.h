@@ -35,6 +35,8 @@ struct proxy_log_rec {
 	bool inspected;               /* sluice.inspected: a request inside TLS the proxy terminated */
 	const char *tls_version;      /* tls.version (of the client's session, e.g. "TLSv1.3") */
 	const char *tls_cipher;       /* tls.cipher */
+	const char *http_version;     /* http.version: "2" for a stream of an HTTP/2 connection;
+				       * NULL: left out (HTTP/1.x) */
 	bool tunnel;                  /* bytes as source.bytes/destination.bytes, not http.* */
 	int64_t req_bytes;            /* client -> upstream (or request) bytes, -1 = none */
 	int64_t resp_bytes;           /* upstream -> client bytes, -1 = none */

@@ -145,6 +145,7 @@ static void conn_log(struct conn *c)
 	r.inspected = c->inspected;
 	r.tls_version = c->tls_version;
 	r.tls_cipher = c->tls_cipher;
+	r.http_version = c->http_version;
 	r.status = c->status;
 	r.tunnel = c->kind == K_TLS || (c->kind == K_CONNECT && c->status == 200);
 	r.req_bytes = c->req_bytes;
@@ -163,7 +164,7 @@ static void conn_log(struct conn *c)
 	r.reload_reason = c->reload_reason;
 	r.reload_digest = px->next_policy ? px->next_policy->digest : NULL;
 	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
-		r.request_seq = (int)c->nreq + 1;
+		r.request_seq = c->h2_seq ? (int)c->h2_seq : (int)c->nreq + 1;
 	if (c->kind == K_HTTP && c->req_ok) {
 		if (c->have_dst)
 			r.upstream_conn = c->reused ? 2 : 1;
@@ -1461,6 +1462,7 @@ void proxy_config_defaults(struct proxy_config *cfg)
 	cfg->dns_max_ttl = 60;
 	cfg->ca_cert_fd = -1;
 	cfg->ca_fd = -1;
+	cfg->upstream_ca_fd = -1;
 	cfg->limits = proxy_default_limits;
 	cfg->drain_timeout_ms = 10000;
 }

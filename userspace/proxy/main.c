@@ -61,6 +61,8 @@ static void usage(FILE *f)
 		"  --mode audit|enforce       override the policy's mode\n"
 		"  --upstream-ca FILE         also trust the CA certificates (PEM) in FILE for origins\n"
 		"                             of inspected names (besides the host's trust store)\n"
+		"  --upstream-ca-fd N         the same, read from fd N at start (sluice run and the\n"
+		"                             daemon: --upstream-ca and the policy's tls.upstream_ca)\n"
 		"  --ca-cert-fd N             write the sandbox CA's certificate (PEM; nothing when the\n"
 		"                             policy inspects no name) to fd N at start, then close it\n"
 		"  --ca-fd N                  read the sandbox CA (its key, then its certificate, PEM)\n"
@@ -323,6 +325,7 @@ int main(int argc, char **argv)
 		{ "dns-cache", required_argument, NULL, 'D' },
 		{ "dns-max-ttl", required_argument, NULL, 'X' },
 		{ "upstream-ca", required_argument, NULL, 'a' },
+		{ "upstream-ca-fd", required_argument, NULL, 'W' },
 		{ "ca-cert-fd", required_argument, NULL, 'Z' },
 		{ "ca-fd", required_argument, NULL, 'Y' },
 		{ "secrets-fd", required_argument, NULL, 'S' },
@@ -406,6 +409,7 @@ int main(int argc, char **argv)
 		case 'D': cfg->dns_cache_entries = parse_uint("--dns-cache", optarg, 0, 1000000); break;
 		case 'X': cfg->dns_max_ttl = parse_uint("--dns-max-ttl", optarg, 0, 86400); break;
 		case 'a': cfg->upstream_ca = optarg; break;
+		case 'W': cfg->upstream_ca_fd = (int)parse_uint("--upstream-ca-fd", optarg, 0, INT_MAX); break;
 		case 'Z': cfg->ca_cert_fd = (int)parse_uint("--ca-cert-fd", optarg, 0, INT_MAX); break;
 		case 'Y': cfg->ca_fd = (int)parse_uint("--ca-fd", optarg, 0, INT_MAX); break;
 		case 'Q': cfg->drain_timeout_ms = parse_uint("--drain-timeout", optarg, 0, 3600000); break;

@@ -86,6 +86,7 @@ struct proxy_config {
 	unsigned dns_cache_entries;     /* names kept; 0: no cache */
 	unsigned dns_max_ttl;           /* seconds an answer is kept at most; 0: no cache */
 	const char *upstream_ca;        /* a PEM file of CAs trusted for origins besides the host's */
+	int upstream_ca_fd;             /* -1: none; else the same as content (PEM), read at start */
 	int ca_cert_fd;                 /* -1: none; else the sandbox CA's certificate (PEM) is
 					 * written there at start, then the fd is closed */
 	int ca_fd;                      /* -1: none (the proxy makes its own CA); else the
@@ -225,6 +226,8 @@ struct conn {
 	char *tls_host;                 /* inspected: the normalised SNI; malloc'd */
 	const char *tls_version;        /* inspected: of the client's session (static text) */
 	const char *tls_cipher;
+	const char *http_version;       /* "2": a stream of an HTTP/2 connection (h2.c); NULL: HTTP/1.x */
+	unsigned h2_seq;                /* that stream's place on its HTTP/2 connection (1, 2, ...) */
 	struct tls_pump *pump;          /* a handshake in progress (client or upstream side) */
 	unsigned nreq;                  /* requests finished on this client connection */
 	struct timespec t_real;         /* when the request (or connection) started */

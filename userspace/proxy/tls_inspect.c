@@ -27,22 +27,25 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "h2.h"
 #include "log.h"
 #include "sandbox_ca.h"
 #include "tls_ca.h"
 #include "tls_pump.h"
+#include "upstream_ca.h"
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
+/* towards the sandbox, in our order of preference */
+static const unsigned char alpn_server[] = "\x02h2\x08http/1.1";
 
-/* ALPN towards the sandbox: http/1.1 when offered (HTTP/2 is not spoken
- * inside inspected TLS yet), else no ALPN at all (the client then speaks
- * HTTP/1.1 or gives up). */
+/* ALPN towards the sandbox: h2 when offered (h2.c), else http/1.1, else no
+ * ALPN at all (the client then speaks HTTP/1.1 or gives up). */
 static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		       const unsigned char *in, unsigned int inlen, void *arg)
 {
 	unsigned char *sel = NULL;
 
-	if (SSL_select_next_proto(&sel, outlen, alpn_http11, sizeof(alpn_http11) - 1, in, inlen) ==
+	if (SSL_select_next_proto(&sel, outlen, alpn_server, sizeof(alpn_server) - 1, in, inlen) ==
 	    OPENSSL_NPN_NEGOTIATED) {
 		*out = sel;
 		return SSL_TLSEXT_ERR_OK;
@@ -67,8 +70,10 @@ static SSL_CTX *server_ctx(void)
 	return ctx;
 }
 
-static SSL_CTX *client_ctx(const char *upstream_ca, const char **err)
+static SSL_CTX *client_ctx(const char *upstream_ca, const char *ca_pem, size_t ca_len, const char **err)
 {
+	static char why[256];
+
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 
 	if (!ctx) {
@@ -87,6 +92,12 @@ static SSL_CTX *client_ctx(const char *upstream_ca, const char **err)
 	}
 	if (upstream_ca && SSL_CTX_load_verify_file(ctx, upstream_ca) != 1) {
 		*err = "--upstream-ca: cannot read the CA certificates (PEM) in the file";
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	/* --upstream-ca-fd: the loader read and checked the files */
+	if (ca_pem && sluice_upstream_ca_add(SSL_CTX_get_cert_store(ctx), ca_pem, ca_len, why, sizeof(why)) < 0) {
+		*err = why;
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
@@ -137,7 +148,22 @@ int proxy_tls_init(struct proxy *px, const char **err)
 		}
 	}
 	/* also without inspection: --upstream-ca is checked at start */
-	px->tls_client = client_ctx(px->cfg.upstream_ca, err);
+	{
+		char *ca_pem = NULL;
+		size_t ca_len = 0;
+
+		if (px->cfg.upstream_ca_fd >= 0) {
+			ca_pem = sluice_read_all(px->cfg.upstream_ca_fd, SLUICE_UPSTREAM_CA_MAX, &ca_len);
+			close(px->cfg.upstream_ca_fd);
+			px->cfg.upstream_ca_fd = -1;
+			if (!ca_pem) {
+				*err = "--upstream-ca-fd: cannot read the CA certificates";
+				return -1;
+			}
+		}
+		px->tls_client = client_ctx(px->cfg.upstream_ca, ca_len ? ca_pem : NULL, ca_len, err);
+		free(ca_pem);
+	}
 	if (!px->tls_client)
 		return -1;
 	if (px->cfg.ca_cert_fd >= 0) {
@@ -172,6 +198,8 @@ static void on_client_handshake(void *arg, const char *err, const char *detail)
 	struct conn *c = arg;
 	struct tls_pump *p = c->pump;
 	struct conn *in;
+	const unsigned char *alpn = NULL;
+	unsigned int alpn_len = 0;
 	int sv[2];
 
 	if (err) {
@@ -183,11 +211,28 @@ static void on_client_handshake(void *arg, const char *err, const char *detail)
 		return;
 	}
 	c->pump = NULL;
+	SSL_get0_alpn_selected(tls_pump_ssl(p), &alpn, &alpn_len);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
 		log_warn("socketpair");
 		tls_pump_free(p);
 		c->failed = true;
 		c->reason = "out_of_memory";
+		conn_finish(c);
+		return;
+	}
+	if (alpn_len == 2 && memcmp(alpn, "h2", 2) == 0) {
+		/* each stream becomes an inspected connection of its own */
+		if (h2_start(c->px, sv[1], c, SSL_get_version(tls_pump_ssl(p)),
+			     SSL_CIPHER_get_name(SSL_get_current_cipher(tls_pump_ssl(p)))) < 0) {
+			close(sv[0]);
+			tls_pump_free(p);
+			c->failed = true;
+			c->reason = "out_of_memory";
+			conn_finish(c);
+			return;
+		}
+		tls_pump_relay(p, sv[0]);
+		c->logged = true;
 		conn_finish(c);
 		return;
 	}

@@ -43,6 +43,7 @@ static void start_dial(struct conn *c);
 static void start_tunnel(struct conn *c);
 static void on_client_silent(evutil_socket_t fd, short what, void *arg);
 static void process_http(struct conn *c);
+#define KEEPALIVE_MAX_DEPTH 16   /* pipelined requests answered in one call chain */
 static void connect_established(struct conn *c);
 
 /* Every write is a whole head or message, or as much as there is: send it
@@ -413,10 +414,23 @@ void conn_keepalive(struct conn *c)
 	conn_client_reading(c, true);
 	event_del(c->timer);
 	if (c->len) {
-		/* the next request is already here */
+		/* the next request is already here.  Answered at once it
+		 * would recurse (a refusal's answer comes back here): past a
+		 * few levels it goes through the event loop instead, so that
+		 * 10,000 pipelined refusals never run the stack out. */
+		static unsigned depth;
+		static const struct timeval now = { 0, 0 };
+
 		start_request_clock(c);
+		if (depth >= KEEPALIVE_MAX_DEPTH) {
+			c->deferred = true;
+			event_add(c->timer, &now);
+			return;
+		}
 		event_add(c->timer, &px->tv_header);
+		depth++;
 		process_http(c);
+		depth--;
 		return;
 	}
 	event_add(c->timer, &px->tv_keepalive);
@@ -488,6 +502,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
+	if (c->deferred) {
+		/* a pipelined request conn_keepalive left for the loop */
+		event_add(c->timer, &c->px->tv_header);
+		process_http(c);
+		return;
+	}
 	switch (c->phase) {
 	case PH_READ:
 		if (c->nreq && !c->len) {
@@ -794,6 +814,7 @@ static void process_http(struct conn *c)
 {
 	struct proxy_refusal err = { 400, "malformed_request" };
 
+	c->deferred = false;
 	switch (proxy_head_scan(c->buf, c->len, &c->px->cfg.limits, true, &c->head_len, &err)) {
 	case PROXY_SCAN_INCOMPLETE:
 		if (proxy_request_precheck(c->buf, c->len, &err) < 0) {

@@ -217,6 +217,7 @@ struct conn {
 	union proxy_sa dst;             /* the dialed address */
 	bool have_dst;
 	bool reused;                    /* the upstream connection came from the pool */
+	bool deferred;                  /* a pipelined request waits for the timer (conn_keepalive) */
 	bool retried;                   /* ... went stale and the request was sent again on a new one */
 	bool answer_cached;             /* the name's answer came from the DNS cache */
 	bool req_ok;                    /* c->req parsed and valid (the framing is known) */

@@ -7,7 +7,7 @@
  * Every line must be one JSON object on one line that json-c parses
  * strictly, as UTF-8, with the fields the schema promises.
  *
- * Input: 96 bytes of fixed fields (a struct sluice_orig, ports, numbers,
+ * Input: 104 bytes of fixed fields (a struct sluice_orig, ports, numbers,
  * flags; zero-padded), then NUL-separated strings for url.full, url.domain,
  * the SNI, the method, the reason, rule.name, the sandbox and up to two
  * dropped answers.
@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t fixed[96] = { 0 };
+	uint8_t fixed[104] = { 0 };
 	struct sluice_orig orig;
 	struct sockaddr_in src4 = { .sin_family = AF_INET };
 	struct sockaddr_in6 dst6 = { .sin6_family = AF_INET6 };
@@ -43,39 +43,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < 9; i++)
 		s[i] = fuzz_piece(&p, end);
 
-	_Static_assert(sizeof(orig) <= 72, "orig fits the fixed bytes");
+	_Static_assert(sizeof(orig) <= 80, "orig fits the fixed bytes");
 	memcpy(&orig, fixed, sizeof(orig));
-	memcpy(&src4.sin_addr, fixed + 72, 4);
-	src4.sin_port = (uint16_t)(fixed[76] | fixed[77] << 8);
+	memcpy(&src4.sin_addr, fixed + 80, 4);
+	src4.sin_port = (uint16_t)(fixed[84] | fixed[85] << 8);
 	memcpy(&dst6.sin6_addr, fixed + 56, 16);
-	dst6.sin6_port = (uint16_t)(fixed[78] | fixed[79] << 8);
+	dst6.sin6_port = (uint16_t)(fixed[86] | fixed[87] << 8);
 
 	memset(&r, 0, sizeof(r));
-	r.start.tv_sec = (time_t)(fixed[80] | fixed[81] << 8 | (uint32_t)fixed[82] << 16) * 1000;
-	r.start.tv_nsec = (long)(fixed[83] % 100) * 10000000L;
-	r.duration_ns = (uint64_t)fixed[84] << 40 | fixed[85];
-	r.action = (fixed[86] & 3) == 0 ? "proxy-http" : (fixed[86] & 3) == 1 ? "proxy-connect" :
-		   (fixed[86] & 3) == 2 ? "proxy-tls" : "proxy-connection";
-	r.outcome = fixed[86] & 4 ? "failure" : "success";
-	r.verdict = fixed[86] & 8 ? "deny" : "allow";
-	r.form = fixed[86] & 16 ? "explicit" : "transparent";
-	r.tunnel = fixed[86] & 32;
-	r.status = fixed[87] | fixed[88] << 8;
-	r.req_bytes = fixed[89] & 1 ? -1 : (int64_t)fixed[89] << 32;
-	r.resp_bytes = fixed[90] & 1 ? -1 : (int64_t)fixed[90] << 16;
+	r.start.tv_sec = (time_t)(fixed[88] | fixed[89] << 8 | (uint32_t)fixed[90] << 16) * 1000;
+	r.start.tv_nsec = (long)(fixed[91] % 100) * 10000000L;
+	r.duration_ns = (uint64_t)fixed[92] << 40 | fixed[93];
+	r.action = (fixed[94] & 3) == 0 ? "proxy-http" : (fixed[94] & 3) == 1 ? "proxy-connect" :
+		   (fixed[94] & 3) == 2 ? "proxy-tls" : "proxy-connection";
+	r.outcome = fixed[94] & 4 ? "failure" : "success";
+	r.verdict = fixed[94] & 8 ? "deny" : "allow";
+	r.form = fixed[94] & 16 ? "explicit" : "transparent";
+	r.tunnel = fixed[94] & 32;
+	r.status = fixed[95] | fixed[96] << 8;
+	r.req_bytes = fixed[97] & 1 ? -1 : (int64_t)fixed[97] << 32;
+	r.resp_bytes = fixed[98] & 1 ? -1 : (int64_t)fixed[98] << 16;
 	r.src = (const struct sockaddr *)&src4;
-	r.dst = fixed[91] & 1 ? (const struct sockaddr *)&dst6 : NULL;
-	r.orig = fixed[91] & 2 ? &orig : NULL;
-	r.orig_dst_mismatch = (int)(fixed[92] % 3) - 1;
-	r.request_seq = fixed[93];
-	r.upstream_conn = fixed[94] % 3;
+	r.dst = fixed[99] & 1 ? (const struct sockaddr *)&dst6 : NULL;
+	r.orig = fixed[99] & 2 ? &orig : NULL;
+	r.orig_dst_mismatch = (int)(fixed[100] % 3) - 1;
+	r.request_seq = fixed[101];
+	r.upstream_conn = fixed[102] % 3;
 	r.url_full = s[0];
 	r.domain = s[1];
 	r.sni = s[2];
 	r.method = s[3];
 	r.reason = s[4] ? s[4] : "allowed";
 	r.rule = s[5];
-	r.target_port = fixed[95];
+	r.target_port = fixed[103];
 	for (int i = 7; i < 9; i++)
 		if (s[i])
 			r.dropped[r.n_dropped++] = s[i];

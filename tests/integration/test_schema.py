@@ -15,12 +15,12 @@ OCSF_BASE = {"class_uid", "category_uid", "activity_id", "type_uid", "severity_i
 # the ECS fields ocsf.c maps to OCSF attributes; every other one must be under `unmapped`
 OCSF_MAPPED = {"@timestamp", "event.dataset", "event.outcome", "sluice.verdict", "network.type", "message",
                "event.id", "event.action", "event.sequence", "host.name", "host.id", "rule.ruleset", "rule.version",
-               "rule.name", "event.reason", "process.pid", "process.name", "process.thread.id", "user.id",
+               "rule.name", "event.reason", "process.pid", "process.name", "process.executable", "process.thread.id", "user.id",
                "user.name", "container.id", "container.name", "container.runtime", "event.duration",
                "source.ip", "source.port", "destination.ip", "destination.port", "destination.address",
                "url.domain", "network.transport", "tls.client.server_name", "tls.version", "tls.cipher",
                "source.bytes", "destination.bytes", "url.full", "http.request.method", "url.path", "url.port",
-               "url.scheme", "http.request.bytes", "http.response.bytes", "http.response.status_code",
+               "url.scheme", "http.request.bytes", "http.response.bytes", "http.response.status_code", "http.version",
                "dns.question.name", "dns.question.type", "dns.question.class", "dns.response_code", "dns.id",
                "dns.answers"}
 OCSF_CLASS = {

@@ -249,7 +249,16 @@ def test_ca_in_bundle_constrained_key_out_of_reach(w):
                             text=True).stdout
     assert "PUBLIC KEY" in ca_pub
     for path in keys.split()[:-1]:
-        pub = subprocess.run(["openssl", "pkey", "-pubout", "-in", path], capture_output=True, text=True).stdout
+        # a PEM key is small: a large file that merely mentions the words
+        # (a preprocessed C file in /tmp) is no key, and openssl would
+        # take minutes over it
+        try:
+            if os.path.getsize(path) > (256 << 10):
+                continue
+        except OSError:
+            continue
+        pub = subprocess.run(["openssl", "pkey", "-pubout", "-in", path], capture_output=True, text=True,
+                             timeout=30).stdout
         assert pub != ca_pub, "the sandbox CA's key is in %s" % path
     # the bundle is read-only, even for root in the sandbox
     r = run(w, "echo x >> /etc/ssl/certs/ca-certificates.crt && echo WROTE || echo REFUSED")

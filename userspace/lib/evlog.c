@@ -600,21 +600,23 @@ static int report_recovered(struct sluice_evlog *w)
 	uint64_t total = 0;
 
 	for (int ds = 0; ds < SLUICE_DS__MAX; ds++) {
+		const char *en;
 		size_t n;
 
 		if (!w->lost_outage[ds])
 			continue;
+		en = sluice_errno_name(w->err, nb, sizeof(nb));   /* a static name, or nb */
 		start_line(w, &l, buf, sizeof(buf), (enum sluice_dataset)ds, -1);
 		SL_STR(&l, "event.kind", "metric");
 		SL_STR(&l, "event.action", "events_lost");
 		SL_STR(&l, "event.reason", "write_failed");
-		SL_STR(&l, "error.code", sluice_errno_name(w->err, nb, sizeof(nb)));
+		SL_STR(&l, "error.code", en);
 		SL_STR(&l, "error.message", strerror(w->err));
 		SL_U64(&l, "sluice.events_lost", w->lost_outage[ds]);
 		SL_U64(&l, "sluice.events_lost_total", w->lost[ds]);
 		snprintf(msg, sizeof(msg), "%llu %s lines could not be written to %s (%s) and are lost",
 			 (unsigned long long)w->lost_outage[ds], sluice_dataset_name((enum sluice_dataset)ds),
-			 w->dest, nb);
+			 w->dest, en);
 		SL_STR(&l, "message", msg);
 		n = sluice_line_end(&l);
 		l.p[n++] = '\n';

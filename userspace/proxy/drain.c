@@ -20,6 +20,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "tls_pump.h"
+#include "upool.h"
 
 #define DRAIN_TICK_MS 100
 
@@ -127,6 +128,11 @@ void proxy_drain_start(struct proxy *px)
 		return;
 	px->draining = true;
 	stop_accepting(px);
+	/* idle upstream connections serve no one any more (a verified TLS
+	 * session's pump ends when its plaintext side closes): no request
+	 * takes or gives one back from now on */
+	proxy_upool_free(px->upool);
+	px->upool = NULL;
 	log_debug("drain: %u open connection(s), deadline %u ms", px->n_conns, px->cfg.drain_timeout_ms);
 	px->drain_tick = event_new(px->base, -1, EV_PERSIST, on_drain_tick, px);
 	px->drain_deadline = evtimer_new(px->base, on_drain_deadline, px);

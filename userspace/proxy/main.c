@@ -29,6 +29,7 @@
 #include "log.h"
 #include "version.h"
 #include "proxy.h"
+#include "tls_pump.h"
 #include "upool.h"
 
 static void usage(FILE *f)
@@ -609,6 +610,7 @@ int main(int argc, char **argv)
 	if (px.drain_deadline)
 		event_free(px.drain_deadline);
 	proxy_upool_free(px.upool);
+	tls_pump_free_all();
 	proxy_dnscache_free(px.dnscache);
 	evdns_base_free(px.dns, 1);
 	event_base_free(px.base);

@@ -47,9 +47,11 @@ struct tls_pump {
 	char *ubuf;
 	size_t ulen, uoff;
 	bool u_eof, u_done;
+	struct tls_pump *prev, *next;  /* every live pump (tls_pump_free_all) */
 };
 
 static unsigned long live;
+static struct tls_pump *pumps;
 
 unsigned long tls_pump_live(void)
 {
@@ -92,8 +94,20 @@ void tls_pump_free(struct tls_pump *p)
 		close(p->pfd);
 	free(p->dbuf);
 	free(p->ubuf);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		pumps = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
 	free(p);
 	live--;
+}
+
+void tls_pump_free_all(void)
+{
+	while (pumps)
+		tls_pump_free(pumps);
 }
 
 /* The memory BIO is empty: read from the socket from now on.  True when
@@ -248,6 +262,10 @@ struct tls_pump *tls_pump_new(struct event_base *base, SSL *ssl, int fd, const c
 		return NULL;
 	}
 	live++;
+	p->next = pumps;
+	if (pumps)
+		pumps->prev = p;
+	pumps = p;
 	p->ssl = ssl;
 	SSL_set0_rbio(ssl, rb);
 	SSL_set0_wbio(ssl, wb);

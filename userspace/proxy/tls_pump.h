@@ -58,6 +58,10 @@ void tls_pump_relay(struct tls_pump *p, int plain_fd);
  * free it.  NULL is ignored. */
 void tls_pump_free(struct tls_pump *p);
 
+/* At exit, after the event loop: free every pump still alive (a pooled
+ * upstream session's, a relay still finishing), closing their sockets. */
+void tls_pump_free_all(void);
+
 /* Pumps alive now (relaying or handshaking; for tests and leak checks). */
 unsigned long tls_pump_live(void);
 

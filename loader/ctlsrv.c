@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +181,29 @@ static int client_flush(struct client *c, uint64_t now)
 	return 1;
 }
 
+json_object *ctlsrv_error(const char *fmt, ...)
+{
+	json_object *o = json_object_new_object();
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	return o;
+}
+
+const char *ctlsrv_str(json_object *req, const char *key)
+{
+	json_object *v;
+
+	if (!req || !json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
 /* The request in c->in (c->got bytes, NUL-terminated) is complete: answer it. */
 static void client_answer(struct client *c, uint64_t now, bool too_long)
 {
@@ -188,9 +212,7 @@ static void client_answer(struct client *c, uint64_t now, bool too_long)
 
 	if (too_long) {
 		C.st.too_long++;
-		resp = json_object_new_object();
-		json_object_object_add(resp, "ok", json_object_new_boolean(0));
-		json_object_object_add(resp, "error", json_object_new_string("request line too long"));
+		resp = ctlsrv_error("request line too long");
 	} else {
 		req = json_tokener_parse(c->in);
 		resp = C.handle(req, &c->peer);

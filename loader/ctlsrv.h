@@ -93,6 +93,14 @@ void ctlsrv_tick(void);
 /* The counters so far. */
 void ctlsrv_stats(struct ctlsrv_stats *st);
 
+/* An answer {"ok":false,"error":MESSAGE} (printf format, at most 1 KiB),
+ * owned by the caller. */
+json_object *ctlsrv_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The string member `key` of request `req`, or NULL (req NULL, no such
+ * member, not a string).  Owned by req. */
+const char *ctlsrv_str(json_object *req, const char *key);
+
 /* The counters as a JSON object (for `status`), owned by the caller. */
 json_object *ctlsrv_stats_json(void);
 

@@ -874,31 +874,6 @@ static json_object *kill_existing(struct dsandbox *s, json_object *conns)
 
 /* ---- requests ------------------------------------------------------------ */
 
-static json_object *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static json_object *reply_error(const char *fmt, ...)
-{
-	json_object *o = json_object_new_object();
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "error", json_object_new_string(msg));
-	return o;
-}
-
-static const char *jstr(json_object *req, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 static int cmp_expiry(const void *a, const void *b)
 {
 	const struct sluice_entry *x = *(const struct sluice_entry *const *)a, *y = *(const struct sluice_entry *const *)b;
@@ -995,11 +970,11 @@ static json_object *sandbox_json(struct dsandbox *s)
 
 static json_object *do_attach(json_object *req)
 {
-	const char *name = jstr(req, "name"), *cg = jstr(req, "cgroup"), *netns = jstr(req, "netns");
-	const char *policy = jstr(req, "policy"), *mode = jstr(req, "mode");
-	const char *cid = jstr(req, "container_id"), *cname = jstr(req, "container_name");
-	const char *runtime = jstr(req, "runtime"), *upstream = jstr(req, "upstream_netns");
-	const char *pname = jstr(req, "policy_name");
+	const char *name = ctlsrv_str(req, "name"), *cg = ctlsrv_str(req, "cgroup"), *netns = ctlsrv_str(req, "netns");
+	const char *policy = ctlsrv_str(req, "policy"), *mode = ctlsrv_str(req, "mode");
+	const char *cid = ctlsrv_str(req, "container_id"), *cname = ctlsrv_str(req, "container_name");
+	const char *runtime = ctlsrv_str(req, "runtime"), *upstream = ctlsrv_str(req, "upstream_netns");
+	const char *pname = ctlsrv_str(req, "policy_name");
 	char cg2[PATH_MAX], msg[1536], ppath[PATH_MAX], *bytes = NULL, *sig = NULL;
 	size_t n_bytes = 0, n_sig = 0;
 	struct dsandbox *s;
@@ -1010,28 +985,28 @@ static json_object *do_attach(json_object *req)
 		/* by name, in the admin's directory: the OCI hook's annotation */
 		if (sluice_policy_ref_resolve(D.policy_dir, pname, "policy name", ppath, sizeof(ppath), msg,
 					      sizeof(msg)) < 0)
-			return reply_error("%s", msg);
+			return ctlsrv_error("%s", msg);
 		policy = ppath;
 	}
 	if (!name || !cg || !policy)
-		return reply_error("attach needs name, cgroup and policy");
+		return ctlsrv_error("attach needs name, cgroup and policy");
 	if (sluice_name_check(name, msg, sizeof(msg)) < 0)
-		return reply_error("%s", msg);
+		return ctlsrv_error("%s", msg);
 	if (find(name))
-		return reply_error("a sandbox named '%s' is already attached", name);
+		return ctlsrv_error("a sandbox named '%s' is already attached", name);
 	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0)
-		return reply_error("no cgroup2 mount");
+		return ctlsrv_error("no cgroup2 mount");
 	if (strncmp(cg, cg2, strlen(cg2)) != 0 || strstr(cg, "/.."))
-		return reply_error("cgroup %s is not under the cgroup2 mount %s", cg, cg2);
+		return ctlsrv_error("cgroup %s is not under the cgroup2 mount %s", cg, cg2);
 	if (cgroup_too_wide(cg2, cg))
-		return reply_error("refusing to attach to %s: it is the root of the hierarchy or contains sluice itself", cg);
+		return ctlsrv_error("refusing to attach to %s: it is the root of the hierarchy or contains sluice itself", cg);
 	for (struct dsandbox *o2 = D.sandboxes; o2; o2 = o2->next)
 		if (strcmp(o2->cgroup, cg) == 0)
-			return reply_error("cgroup %s is already attached as sandbox %s", cg, o2->name);
+			return ctlsrv_error("cgroup %s is already attached as sandbox %s", cg, o2->name);
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return reply_error("out of memory");
+		return ctlsrv_error("out of memory");
 	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
@@ -1040,11 +1015,11 @@ static json_object *do_attach(json_object *req)
 	snprintf(s->runtime, sizeof(s->runtime), "%s", runtime ? runtime : "");
 	if (daemon_labels_from_json(&s->labels, json_object_object_get(req, "labels"), msg, sizeof(msg)) < 0) {
 		free_sandbox(s);
-		return reply_error("%s", msg);
+		return ctlsrv_error("%s", msg);
 	}
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, &bytes,
 				       &n_bytes, &sig, &n_sig, msg, sizeof(msg)) < 0) {
-		o = reply_error("%s", msg);
+		o = ctlsrv_error("%s", msg);
 		free_sandbox(s);
 		return o;
 	}
@@ -1052,7 +1027,7 @@ static json_object *do_attach(json_object *req)
 		free(bytes);
 		free(sig);
 		free_sandbox(s);
-		return reply_error("mode must be audit or enforce");
+		return ctlsrv_error("mode must be audit or enforce");
 	}
 	if (mode)
 		s->policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
@@ -1061,18 +1036,18 @@ static json_object *do_attach(json_object *req)
 		free(bytes);
 		free(sig);
 		free_sandbox(s);
-		return reply_error("%s", msg);
+		return ctlsrv_error("%s", msg);
 	}
 	if (set_secret_args(s, json_object_object_get(req, "secrets"), msg, sizeof(msg)) < 0 ||
 	    load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0) {
 		free(bytes);
 		free(sig);
 		free_sandbox(s);
-		return reply_error("%s (nothing attached)", msg);
+		return ctlsrv_error("%s (nothing attached)", msg);
 	}
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
-		o = reply_error("cannot open cgroup %s: %s", cg, strerror(errno));
+		o = ctlsrv_error("cannot open cgroup %s: %s", cg, strerror(errno));
 		free(bytes);
 		free(sig);
 		free_sandbox(s);
@@ -1086,7 +1061,7 @@ static json_object *do_attach(json_object *req)
 		free(bytes);
 		free(sig);
 		if (err) {
-			o = reply_error("cannot copy policy to %s: %s", s->policy_path, strerror(-err));
+			o = ctlsrv_error("cannot copy policy to %s: %s", s->policy_path, strerror(-err));
 			goto fail;
 		}
 	}
@@ -1095,7 +1070,7 @@ static json_object *do_attach(json_object *req)
 		int err = keep_netns(netns, s->netns);
 
 		if (err) {
-			o = reply_error("cannot hold network namespace %s: %s", netns, strerror(-err));
+			o = ctlsrv_error("cannot hold network namespace %s: %s", netns, strerror(-err));
 			s->netns[0] = 0;
 			goto fail;
 		}
@@ -1110,7 +1085,7 @@ static json_object *do_attach(json_object *req)
 		snprintf(kept, sizeof(kept), "%s/netns/%s.upstream", D.state_dir, name);
 		err = keep_netns(upstream, kept);
 		if (err) {
-			o = reply_error("cannot hold upstream network namespace %s: %s", upstream, strerror(-err));
+			o = ctlsrv_error("cannot hold upstream network namespace %s: %s", upstream, strerror(-err));
 			goto fail;
 		}
 		snprintf(s->upstream, sizeof(s->upstream), "%s", kept);
@@ -1123,7 +1098,7 @@ static json_object *do_attach(json_object *req)
 		memset(&cfg, 0, sizeof(cfg));
 		if (sluice_listeners_open(&s->l, s->netns[0] ? s->netns : NULL, D.proxy_bin[0] != 0,
 					  D.resolver_bin[0] != 0, &cfg, msg, sizeof(msg)) < 0) {
-			o = reply_error("%s", msg);
+			o = ctlsrv_error("%s", msg);
 			goto fail;
 		}
 		cfg.have_set_retval = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
@@ -1131,35 +1106,35 @@ static json_object *do_attach(json_object *req)
 		cfg.have_unix = 1;
 		if (sandbox_load(&s->sb, name, &cfg, s->policy, msg, sizeof(msg)) < 0 ||
 		    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
-			o = reply_error("%s", msg);
+			o = ctlsrv_error("%s", msg);
 			goto fail;
 		}
 		if (D.require_lsm && !s->sb.cfg.have_lsm) {
-			o = reply_error("--require-lsm: the kernel refused the BPF LSM programs (%s)",
+			o = ctlsrv_error("--require-lsm: the kernel refused the BPF LSM programs (%s)",
 					strerror(-s->sb.lsm_err));
 			goto fail;
 		}
 	}
 	if (sandbox_apply_policy(&s->sb, s->policy, msg, sizeof(msg)) < 0) {
-		o = reply_error("%s: %s", policy, msg);
+		o = ctlsrv_error("%s: %s", policy, msg);
 		goto fail;
 	}
 	if (sandbox_pin_maps(&s->sb) < 0) {
-		o = reply_error("cannot pin maps under %s: %s", s->sb.pin_dir, strerror(errno));
+		o = ctlsrv_error("cannot pin maps under %s: %s", s->sb.pin_dir, strerror(errno));
 		goto fail;
 	}
 	init_meta(s);
 	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) < 0) {
-		o = reply_error("cannot read the ring buffer: %s", strerror(errno));
+		o = ctlsrv_error("cannot read the ring buffer: %s", strerror(errno));
 		goto fail;
 	}
 	s->consumer_ok = true;
 	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
-		o = reply_error("%s", msg);
+		o = ctlsrv_error("%s", msg);
 		goto fail;
 	}
 	if (sandbox_attach(&s->sb, cg_fd, msg, sizeof(msg)) < 0) {
-		o = reply_error("%s", msg);
+		o = ctlsrv_error("%s", msg);
 		goto fail;
 	}
 	close(cg_fd);
@@ -1197,22 +1172,22 @@ static json_object *attach_or_say_why(json_object *req)
 	json_object *o = do_attach(req), *ok;
 
 	if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_get_boolean(ok)) {
-		const char *cid = jstr(req, "container_id");
+		const char *cid = ctlsrv_str(req, "container_id");
 
-		emit(NULL, "sandbox-attach-refused", "attach of %s%s%s%s refused: %s", jstr(req, "name") ? jstr(req, "name") : "?",
-		     cid ? " (container " : "", cid ? cid : "", cid ? ")" : "", jstr(o, "error") ? jstr(o, "error") : "?");
+		emit(NULL, "sandbox-attach-refused", "attach of %s%s%s%s refused: %s", ctlsrv_str(req, "name") ? ctlsrv_str(req, "name") : "?",
+		     cid ? " (container " : "", cid ? cid : "", cid ? ")" : "", ctlsrv_str(o, "error") ? ctlsrv_str(o, "error") : "?");
 	}
 	return o;
 }
 
 static json_object *do_detach(json_object *req)
 {
-	const char *name = jstr(req, "name");
+	const char *name = ctlsrv_str(req, "name");
 	struct dsandbox *s = name ? find(name) : NULL;
 	json_object *o;
 
 	if (!s)
-		return reply_error("no sandbox named '%s'", name ? name : "");
+		return ctlsrv_error("no sandbox named '%s'", name ? name : "");
 	emit(s, "sandbox-detach", "sandbox %s detached from %s", s->name, s->cgroup);
 	unlink_sandbox(s);
 	teardown(s, false);
@@ -1275,7 +1250,7 @@ static int reload_secrets(struct dsandbox *s, json_object *req, const struct slu
 
 static json_object *do_reload(json_object *req)
 {
-	const char *name = jstr(req, "name"), *policy = jstr(req, "policy");
+	const char *name = ctlsrv_str(req, "name"), *policy = ctlsrv_str(req, "policy");
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
 	struct sluice_signer who;
@@ -1286,9 +1261,9 @@ static json_object *do_reload(json_object *req)
 	json_object *o, *r;
 
 	if (!s)
-		return reply_error("no sandbox named '%s'", name ? name : "");
+		return ctlsrv_error("no sandbox named '%s'", name ? name : "");
 	if (!policy)
-		return reply_error("reload needs a policy");
+		return ctlsrv_error("reload needs a policy");
 	msg[0] = 0;
 	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
 				       &n_sig, msg, sizeof(msg)) < 0) {
@@ -1312,7 +1287,7 @@ static json_object *do_reload(json_object *req)
 		s->reloads_refused++;
 		emit(s, "sandbox-reload-refused", "sandbox %s: reload refused, policy %.12s stays: %s", s->name,
 		     s->policy->digest, msg);
-		return reply_error("%s (nothing changed)", msg);
+		return ctlsrv_error("%s (nothing changed)", msg);
 	}
 	s->reloads_ok++;
 	/* the old secrets are wiped; the children get the new ones */
@@ -1376,13 +1351,13 @@ static const struct daemon_user_ops user_ops = {
 /* One control request (ctlsrv.c reads it and sends the answer). */
 static json_object *handle_request(json_object *req, struct ctlsrv_peer *peer)
 {
-	const char *cmd = req ? jstr(req, "cmd") : NULL;
+	const char *cmd = req ? ctlsrv_str(req, "cmd") : NULL;
 
 	if (peer->uid != 0 || daemon_user_handles(req))
 		return daemon_user_request(req, peer, &user_ops);
 
 	if (!cmd)
-		return reply_error("malformed request: want one JSON object with \"cmd\"");
+		return ctlsrv_error("malformed request: want one JSON object with \"cmd\"");
 	if (strcmp(cmd, "attach") == 0)
 		return attach_or_say_why(req);
 	if (strcmp(cmd, "detach") == 0)
@@ -1391,7 +1366,7 @@ static json_object *handle_request(json_object *req, struct ctlsrv_peer *peer)
 		return do_status(req);
 	if (strcmp(cmd, "reload") == 0)
 		return do_reload(req);
-	return reply_error("unknown command '%s'", cmd);
+	return ctlsrv_error("unknown command '%s'", cmd);
 }
 
 /* The control socket's summary lines (timeouts, evictions, refusals). */
@@ -1611,18 +1586,18 @@ static int adopt_all(void)
 		}
 		s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
 		snprintf(s->name, sizeof(s->name), "%s", name);
-		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && jstr(st, "cgroup") ? jstr(st, "cgroup") : "");
-		snprintf(s->mode, sizeof(s->mode), "%s", st && jstr(st, "mode") ? jstr(st, "mode") : "enforce");
+		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && ctlsrv_str(st, "cgroup") ? ctlsrv_str(st, "cgroup") : "");
+		snprintf(s->mode, sizeof(s->mode), "%s", st && ctlsrv_str(st, "mode") ? ctlsrv_str(st, "mode") : "enforce");
 		if (st && set_secret_args(s, json_object_object_get(st, "secret_sources"), msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s", name, msg);
-		if (st && jstr(st, "container_id"))
-			snprintf(s->container_id, sizeof(s->container_id), "%s", jstr(st, "container_id"));
-		if (st && jstr(st, "container_name"))
-			snprintf(s->container_name, sizeof(s->container_name), "%s", jstr(st, "container_name"));
-		if (st && jstr(st, "runtime"))
-			snprintf(s->runtime, sizeof(s->runtime), "%s", jstr(st, "runtime"));
-		if (st && jstr(st, "upstream_netns"))
-			snprintf(s->upstream, sizeof(s->upstream), "%s", jstr(st, "upstream_netns"));
+		if (st && ctlsrv_str(st, "container_id"))
+			snprintf(s->container_id, sizeof(s->container_id), "%s", ctlsrv_str(st, "container_id"));
+		if (st && ctlsrv_str(st, "container_name"))
+			snprintf(s->container_name, sizeof(s->container_name), "%s", ctlsrv_str(st, "container_name"));
+		if (st && ctlsrv_str(st, "runtime"))
+			snprintf(s->runtime, sizeof(s->runtime), "%s", ctlsrv_str(st, "runtime"));
+		if (st && ctlsrv_str(st, "upstream_netns"))
+			snprintf(s->upstream, sizeof(s->upstream), "%s", ctlsrv_str(st, "upstream_netns"));
 		if (st && daemon_labels_from_json(&s->labels, json_object_object_get(st, "labels"), msg,
 						  sizeof(msg)) < 0)
 			log_warnx("sandbox %s: its labels are not kept: %s", name, msg);

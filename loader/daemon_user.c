@@ -17,7 +17,6 @@
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "ctlsrv.h"
 #include "log.h"
 
 #define ARGV_MAX   256     /* arguments of a command */
@@ -53,31 +53,6 @@ static struct {
 	struct urun *runs;
 	unsigned seq;
 } U = { .gid = (gid_t)-1 };
-
-static json_object *error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static json_object *error(const char *fmt, ...)
-{
-	json_object *o = json_object_new_object();
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "error", json_object_new_string(msg));
-	return o;
-}
-
-static const char *str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
 
 static struct urun *find_run(const char *name)
 {
@@ -116,12 +91,12 @@ int daemon_user_setup(const char *group, bool required, const char *state_dir, c
 
 bool daemon_user_handles(json_object *req)
 {
-	const char *cmd = str(req, "cmd");
+	const char *cmd = ctlsrv_str(req, "cmd");
 
 	if (!cmd)
 		return false;
 	return strcmp(cmd, "run") == 0 || strcmp(cmd, "stop") == 0 ||
-	       (strcmp(cmd, "detach") == 0 && find_run(str(req, "name")));
+	       (strcmp(cmd, "detach") == 0 && find_run(ctlsrv_str(req, "name")));
 }
 
 /* The cgroup2 path of process pid (its "0::" line, joined to the mount). */
@@ -277,7 +252,7 @@ static char **str_array(json_object *a, size_t min, size_t max, bool assignments
 
 static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const struct daemon_user_ops *ops)
 {
-	const char *pname = str(req, "policy_name"), *cwd = str(req, "cwd");
+	const char *pname = ctlsrv_str(req, "policy_name"), *cwd = ctlsrv_str(req, "cwd");
 	char **argv = NULL, **envp = NULL, cg2[PATH_MAX], cg[PATH_MAX], name[64], msg[512], line[1024];
 	gid_t groups[GROUPS_MAX];
 	int n_groups = 0, go[2] = { -1, -1 }, cgfd, mnt_fd = -1, net_fd = -1;
@@ -286,49 +261,49 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 	pid_t pid;
 
 	if (peer->uid == 0)
-		return error("run through the daemon is for users who are not root: root runs `sluice run` itself");
+		return ctlsrv_error("run through the daemon is for users who are not root: root runs `sluice run` itself");
 	if (!pname)
-		return error("run needs policy_name: a policy of the admin's, by name");
+		return ctlsrv_error("run needs policy_name: a policy of the admin's, by name");
 	if (!cwd || cwd[0] != '/')
-		return error("run needs cwd, an absolute path");
+		return ctlsrv_error("run needs cwd, an absolute path");
 	if (peer->n_fds != 4 || peer->fds[0] < 0 || peer->fds[1] < 0 || peer->fds[2] < 0 || peer->fds[3] < 0)
-		return error("run needs four descriptors with the request (stdin, stdout, stderr, the status pipe)");
+		return ctlsrv_error("run needs four descriptors with the request (stdin, stdout, stderr, the status pipe)");
 	{
 		unsigned n = 0;
 
 		for (struct urun *q = U.runs; q; q = q->next)
 			n += q->uid == peer->uid;
 		if (n >= RUNS_MAX)
-			return error("you run %u commands through the daemon already: at most %d at once", n, RUNS_MAX);
+			return ctlsrv_error("you run %u commands through the daemon already: at most %d at once", n, RUNS_MAX);
 	}
 	if (peer->gid == U.gid)
-		return error("your primary group is the daemon's user group: the command would keep its access to "
+		return ctlsrv_error("your primary group is the daemon's user group: the command would keep its access to "
 			     "the control socket; run from another primary group (sg, newgrp)");
 	argv = str_array(json_object_object_get(req, "argv"), 1, ARGV_MAX, false);
 	envp = str_array(json_object_object_get(req, "env"), 0, ENV_MAX, true);
 	if (!argv || !envp || !argv[0][0]) {
-		o = error("run needs argv (1 to %d strings, the first not empty) and env (at most %d NAME=VALUE strings)",
+		o = ctlsrv_error("run needs argv (1 to %d strings, the first not empty) and env (at most %d NAME=VALUE strings)",
 			  ARGV_MAX, ENV_MAX);
 		goto out;
 	}
 	if (user_groups(peer->uid, peer->gid, groups, &n_groups, msg, sizeof(msg)) < 0) {
-		o = error("%s", msg);
+		o = ctlsrv_error("%s", msg);
 		goto out;
 	}
 	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0) {
-		o = error("no cgroup2 mount");
+		o = ctlsrv_error("no cgroup2 mount");
 		goto out;
 	}
 	snprintf(name, sizeof(name), "u%u-%d-%u", (unsigned)peer->uid, (int)peer->pid, U.seq++);
 	snprintf(cg, sizeof(cg), "%s/sluice", cg2);
 	if (mkdir(cg, 0755) < 0 && errno != EEXIST) {
-		o = error("cannot make %s: %s", cg, strerror(errno));
+		o = ctlsrv_error("cannot make %s: %s", cg, strerror(errno));
 		goto out;
 	}
 	snprintf(cg, sizeof(cg), "%s/sluice/%s", cg2, name);
 	cgfd = cg_create(cg);
 	if (cgfd < 0) {
-		o = error("cannot make cgroup %s: %s", cg, strerror(-cgfd));
+		o = ctlsrv_error("cannot make cgroup %s: %s", cg, strerror(-cgfd));
 		goto out;
 	}
 	close(cgfd);
@@ -336,13 +311,13 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 	mnt_fd = foreign_ns(peer->pid, "mnt");
 	net_fd = foreign_ns(peer->pid, "net");
 	if (pipe2(go, O_CLOEXEC) < 0) {
-		o = error("pipe: %s", strerror(errno));
+		o = ctlsrv_error("pipe: %s", strerror(errno));
 		rmdir(cg);
 		goto out;
 	}
 	pid = fork();
 	if (pid < 0) {
-		o = error("fork: %s", strerror(errno));
+		o = ctlsrv_error("fork: %s", strerror(errno));
 		rmdir(cg);
 		goto out;
 	}
@@ -360,7 +335,7 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
 		fd = open(procs, O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, pidbuf, (size_t)len) != len) {
-			o = error("cannot move the command into %s: %s", cg, strerror(errno));
+			o = ctlsrv_error("cannot move the command into %s: %s", cg, strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			goto fail;
@@ -387,7 +362,7 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 	o = NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r || write(go[1], "g", 1) != 1) {
-		o = error("cannot start the command: %s", r ? strerror(errno) : "out of memory");
+		o = ctlsrv_error("cannot start the command: %s", r ? strerror(errno) : "out of memory");
 		free(r);
 		r = NULL;
 		{
@@ -459,7 +434,7 @@ static json_object *own_status(json_object *req, uid_t uid, const struct daemon_
 	if (json_object_object_get_ex(all, "sandboxes", &arr) && json_object_is_type(arr, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(arr); i++) {
 			json_object *s = json_object_array_get_idx(arr, i);
-			struct urun *r = find_run(str(s, "name"));
+			struct urun *r = find_run(ctlsrv_str(s, "name"));
 
 			if (r && r->uid == uid)
 				json_object_array_add(mine, json_object_get(s));
@@ -473,7 +448,7 @@ static json_object *own_status(json_object *req, uid_t uid, const struct daemon_
 
 json_object *daemon_user_request(json_object *req, struct ctlsrv_peer *peer, const struct daemon_user_ops *ops)
 {
-	const char *cmd = str(req, "cmd");
+	const char *cmd = ctlsrv_str(req, "cmd");
 	struct urun *r;
 
 	if (peer->uid != 0) {
@@ -484,22 +459,22 @@ json_object *daemon_user_request(json_object *req, struct ctlsrv_peer *peer, con
 			snprintf(path, sizeof(path), "uid %u (pid %d), from inside a sandbox or from nowhere known, "
 				 "refused on the control socket", (unsigned)peer->uid, (int)peer->pid);
 			ops->emit(NULL, "control-client-not-permitted", path);
-			return error("permission denied: not from inside a sandbox");
+			return ctlsrv_error("permission denied: not from inside a sandbox");
 		}
 	}
 	if (!cmd)
-		return error("malformed request: want one JSON object with \"cmd\"");
+		return ctlsrv_error("malformed request: want one JSON object with \"cmd\"");
 	if (strcmp(cmd, "run") == 0)
 		return do_run(req, peer, ops);
 	if (strcmp(cmd, "stop") == 0 || strcmp(cmd, "detach") == 0) {
-		r = find_run(str(req, "name"));
+		r = find_run(ctlsrv_str(req, "name"));
 		if (!r || (peer->uid != 0 && r->uid != peer->uid))
-			return error("no sandbox of yours named '%s'", str(req, "name") ? str(req, "name") : "");
+			return ctlsrv_error("no sandbox of yours named '%s'", ctlsrv_str(req, "name") ? ctlsrv_str(req, "name") : "");
 		return do_stop(r);
 	}
 	if (strcmp(cmd, "status") == 0)
 		return own_status(req, peer->uid, ops);
-	return error("permission denied: '%s' is root's (members of the user group may run, stop and see their own "
+	return ctlsrv_error("permission denied: '%s' is root's (members of the user group may run, stop and see their own "
 		     "sandboxes)", cmd);
 }
 

@@ -50,14 +50,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_PROG "connect_bench"
+#include "benchutil.h"
+
 #define MAX_VARIANTS 32
 #define MAX_LISTEN   8
-
-static void __attribute__((noreturn)) die(const char *what)
-{
-	fprintf(stderr, "connect_bench: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
 
 static void __attribute__((noreturn)) usage(void)
 {
@@ -67,26 +64,6 @@ static void __attribute__((noreturn)) usage(void)
 		"                         [--settle-ms MS] --variant NAME,cg=PATH[,netns=PATH][,target=ADDR:PORT]\n"
 		"                         [,expect=ok|eperm|refused][,stop=PID][,probe=ADDR:PORT=ok|EPERM|ECONNREFUSED]...\n");
 	exit(2);
-}
-
-static int parse_addr(const char *s, struct sockaddr_in *sin)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	char *end;
-	long port;
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return -1;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (*end || port < 1 || port > 65535)
-		return -1;
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons((uint16_t)port);
-	return inet_pton(AF_INET, host, &sin->sin_addr) == 1 ? 0 : -1;
 }
 
 static uint64_t now_ns(void)

@@ -50,44 +50,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static void __attribute__((noreturn)) die(const char *what)
-{
-	fprintf(stderr, "netbench: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
+#define BENCH_PROG "netbench"
+#include "benchutil.h"
 
 static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr, "usage: netbench origin|source|bulk|idle|dns ... (see bench/netbench.c)\n");
 	exit(2);
-}
-
-static int parse_addr(const char *s, struct sockaddr_in *sin)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	char *end;
-	long port;
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return -1;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (*end || port < 1 || port > 65535)
-		return -1;
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons((uint16_t)port);
-	return inet_pton(AF_INET, host, &sin->sin_addr) == 1 ? 0 : -1;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void raise_nofile(void)

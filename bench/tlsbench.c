@@ -44,11 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static void __attribute__((noreturn)) die(const char *what)
-{
-	fprintf(stderr, "tlsbench: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
+#define BENCH_PROG "tlsbench"
+#include "benchutil.h"
 
 static void __attribute__((noreturn)) die_ssl(const char *what)
 {
@@ -61,29 +58,6 @@ static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr, "usage: tlsbench origin|get ... (see bench/tlsbench.c)\n");
 	exit(2);
-}
-
-static int parse_addr(const char *s, struct sockaddr_in *sin)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return -1;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = 0;
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons((uint16_t)atoi(colon + 1));
-	return inet_pton(AF_INET, host, &sin->sin_addr) == 1 ? 0 : -1;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Read until the end of an HTTP/1.1 response head plus its Content-Length

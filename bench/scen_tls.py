@@ -31,6 +31,7 @@ from scen_proxy import ORIGIN, World, children, cpu_of, listen_port, rotate, wai
 TLSBENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bench", "tlsbench")
 TLS_PORT = 443
 SQUID_BUMP_PORT, SSLSPLIT_PORT, MITM_PORT = 18443, 18444, 18445
+HS_ZONE = "hs.bench.example.com"   # names for the handshake and idle-connection rows
 # one name per variant: each proxy's upstream connections have their own
 # SNI, and the policy inspects exactly the sluice ones
 N = {"direct": "tls.bench.example.com", "sluice inspect": "tls-sx.bench.example.com",
@@ -48,7 +49,11 @@ allow:
   - host: %s
     ports: [443]
     why: bench origin, passthrough CONNECT (not inspected)
-""" % (N["sluice inspect"], N["sluice inspect transparent"], N["sluice passthrough"])
+  - host: "%s"
+    ports: [443]
+    inspect: true
+    why: handshakes and idle connections, a name of its own for each (a leaf minted per name)
+""" % (N["sluice inspect"], N["sluice inspect transparent"], N["sluice passthrough"], "*." + HS_ZONE)
 
 
 def openssl(*args):
@@ -91,7 +96,8 @@ class TlsWorld:
                 "-subj", "/CN=sluice bench world CA", "-keyout", cakey, "-out", self.ca,
                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
         key, csr, crt = (os.path.join(d, "origin." + x) for x in ("key", "csr", "pem"))
-        ext = b.write("tls/origin.ext", "subjectAltName=DNS:*.bench.example.com\nextendedKeyUsage=serverAuth\n")
+        ext = b.write("tls/origin.ext", "subjectAltName=DNS:*.bench.example.com,DNS:*.%s\n"
+                                        "extendedKeyUsage=serverAuth\n" % HS_ZONE)
         openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
                 "/CN=*.bench.example.com", "-keyout", key, "-out", csr)
         openssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", cakey, "-CAcreateserial", "-days", "2",
@@ -289,7 +295,109 @@ def tls_scenario(b, cfg, res):
                          "repeats": [round(m["rps"]) for m in ms], "note": note})
     for nm, why in skipped.items():
         rows.append({"variant": nm, "skipped": why})
+    rows += handshake_rows(t, cfg) + idle_rows(t, cfg)
     res.update({"status": "ok", "rows": rows,
                 "load": "tlsbench get: keep-alive %d connections, new connection %d threads, %ds each, 64-byte body, "
                         "TLS 1.3 (EC P-256 certificates), no session resumption" % (
                             cfg["tls_conns"], cfg["tls_new_conns"], cfg["tls_seconds"])})
+
+
+def handshake_rows(t, cfg):
+    """TLS handshake time as the client sees it (connect(2) to the end of the
+    handshake, one at a time): direct to the origin; through sluice's
+    passthrough tunnel (CONNECT, then the origin's handshake); and inspected,
+    where sluice's proxy completes the handshake with a leaf of its own:
+    a cached leaf (the name asked for before) and an uncached one (every
+    handshake a new name, so a leaf is signed for each)."""
+    w, n, rows = t.w, cfg["tls_handshakes"], []
+    px = "127.0.0.1:%d" % t.proxy_port
+    cases = [("direct", w.plain, ["--to", "%s:%d" % (ORIGIN, TLS_PORT), "--sni", N["direct"]]),
+             ("sluice passthrough", t.sb.cg, ["--to", px, "--connect", "%s:%d" % (N["sluice passthrough"], TLS_PORT),
+                                              "--sni", N["sluice passthrough"]]),
+             ("sluice inspect, cached leaf", t.sb.cg, ["--to", px, "--connect", "cached.%s:%d" % (HS_ZONE, TLS_PORT),
+                                                       "--sni", "cached." + HS_ZONE]),
+             ("sluice inspect, uncached leaf", t.sb.cg, None)]
+    got = {c[0]: [] for c in cases}
+    errs = {}
+    # the cached case's leaf is minted once before any timing
+    w.run_in([TLSBENCH, "handshake", "--count", "1"] + cases[2][2], t.sb.cg, timeout=60)
+    for rep in range(cfg["repeats"]):
+        for nm, cg, args in rotate(cases, rep):
+            if args is None:   # names never asked for before: r<repeat>n<i>.hs...
+                name = "r%dn%%d.%s" % (rep, HS_ZONE)
+                args = ["--to", px, "--connect", "%s:%d" % (name, TLS_PORT), "--sni", name]
+            r = w.run_in([TLSBENCH, "handshake", "--count", str(n)] + args, cg, timeout=n + 60)
+            try:
+                m = json.loads(r.stdout)
+            except ValueError:
+                m = None
+            if r.returncode != 0 or not m:
+                errs[nm] = (r.stderr or r.stdout).strip()[-200:] or "exit %d" % r.returncode
+                continue
+            got[nm].append(m)
+    base = median([m["p50_us"] for m in got["direct"]]) if got["direct"] else None
+    for nm, _, _ in cases:
+        label = "TLS handshake, %s" % nm
+        if not got[nm]:
+            rows.append({"variant": label, "skipped": "failed: %s" % errs.get(nm, "no result")})
+            continue
+        p50 = median([m["p50_us"] for m in got[nm]])
+        p99 = median([m["p99_us"] for m in got[nm]])
+        rows.append({"variant": label, "value": round(p50), "unit": "us p50", "p99_us": p99,
+                     "ratio": round(p50 / base, 2) if base else None,
+                     "note": "p99 %.0f us; %d handshakes one at a time, repeats %s" % (
+                         p99, n, "/".join("%.0f" % m["p50_us"] for m in got[nm]))})
+    return rows
+
+
+def rss_kib(pid):
+    """Resident memory of pid in KiB (smaps_rollup, else VmRSS), or None."""
+    for path, key in (("/proc/%d/smaps_rollup" % pid, "Rss:"), ("/proc/%d/status" % pid, "VmRSS:")):
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(key):
+                        return int(line.split()[1])
+        except OSError:
+            continue
+    return None
+
+
+def idle_rows(t, cfg):
+    """What an idle connection costs sluice's proxy: tlsbench hold opens
+    COUNT connections, answers one GET on each, and leaves them open; the
+    row is the growth of the proxy's RSS divided by COUNT.  Inspected (two
+    TLS sessions' state per connection: the sandbox's and, while pooled, the
+    origin's) and the passthrough tunnel for reference."""
+    w, n, rows = t.w, cfg["tls_idle_conns"], []
+    px = "127.0.0.1:%d" % t.proxy_port
+    cases = [("passthrough tunnel", N["sluice passthrough"]), ("inspected HTTPS", "idle." + HS_ZONE)]
+    for nm, name in cases:
+        label = "RSS per idle %s connection" % nm
+        args = ["--to", px, "--connect", "%s:%d" % (name, TLS_PORT), "--sni", name]
+        # warm: the leaf, the origin's pool and the proxy's buffers exist before the first reading
+        w.run_in([TLSBENCH, "handshake", "--count", "3"] + args, t.sb.cg, timeout=60)
+        before = rss_kib(t.proxy_pid)
+        ready = os.path.join(t.dir, "hold-%s.ready" % name)
+        if os.path.exists(ready):
+            os.unlink(ready)
+        p = t.b.spawn(["prlimit", "--nofile=%d" % (n + 64), TLSBENCH, "hold", "--count", str(n), "--ready", ready] +
+                      args, cg=t.sb.cg, netns=w.S, name="tls-hold")
+        try:
+            t.b.wait_file(ready, p, timeout=n / 5 + 60)
+            with open(ready) as f:
+                held = int(f.read().split()[0])
+            after = rss_kib(t.proxy_pid)
+        except (RuntimeError, OSError, ValueError) as e:
+            rows.append({"variant": label, "skipped": "failed: %s" % e})
+            continue
+        finally:
+            p.kill()
+            p.wait()
+        if before is None or after is None or held < n * 0.99:
+            rows.append({"variant": label, "skipped": "failed: %d of %d connections held, RSS %s -> %s" % (
+                held, n, before, after)})
+            continue
+        rows.append({"variant": label, "value": round((after - before) / held, 2), "unit": "KiB",
+                     "note": "%d connections held, proxy RSS %d -> %d KiB" % (held, before, after)})
+    return rows

@@ -21,6 +21,20 @@
  *       client's verify cost is the same in every variant and small).
  *       Prints {"requests":..,"errors":..,"seconds":..,"rps":..,
  *       "p50_us":..,"p99_us":..,"handshakes":..}
+ *   tlsbench handshake --to ADDR:PORT [--connect HOST:PORT] --sni NAME --count N
+ *       N handshakes one after another, each on a new TCP connection (and
+ *       CONNECT), timed from connect(2) to the end of the TLS handshake;
+ *       no request is sent.  A "%d" in NAME and HOST is replaced by the
+ *       handshake's number, so every handshake asks for a name of its own
+ *       (an interception proxy then mints a leaf for each: the uncached
+ *       case).  Prints {"handshakes":..,"errors":..,"p50_us":..,"p99_us":..,
+ *       "mean_us":..}
+ *   tlsbench hold --to ADDR:PORT [--connect HOST:PORT] --sni NAME --count N
+ *                 --ready FILE [--path PATH]
+ *       Opens N connections (one at a time), answers one GET on each, then
+ *       writes FILE ("N connections") and keeps every connection open and
+ *       idle until killed: for measuring what an idle connection costs a
+ *       proxy.
  *
  * Exit status: 0 ok, 1 the measurement failed (no request answered, or
  * more than 1% errors), 2 usage or environment error.
@@ -56,7 +70,7 @@ static void __attribute__((noreturn)) die_ssl(const char *what)
 
 static void __attribute__((noreturn)) usage(void)
 {
-	fprintf(stderr, "usage: tlsbench origin|get ... (see bench/tlsbench.c)\n");
+	fprintf(stderr, "usage: tlsbench origin|get|handshake|hold ... (see bench/tlsbench.c)\n");
 	exit(2);
 }
 
@@ -415,6 +429,130 @@ static int cmd_get(int argc, char **argv)
 	return total == 0 || errors * 100 > total ? 1 : 0;
 }
 
+/* --- handshake, hold ---------------------------------------------------------------- */
+
+/* The options handshake and hold share (parsed into o, count). */
+static void hs_args(int argc, char **argv, struct g_opts *o, int *count, const char **ready)
+{
+	const char *to = NULL;
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--to") && i + 1 < argc)
+			to = argv[++i];
+		else if (!strcmp(argv[i], "--connect") && i + 1 < argc)
+			o->connect_to = argv[++i];
+		else if (!strcmp(argv[i], "--sni") && i + 1 < argc)
+			o->sni = argv[++i];
+		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
+			*count = atoi(argv[++i]);
+		else if (ready && !strcmp(argv[i], "--ready") && i + 1 < argc)
+			*ready = argv[++i];
+		else if (ready && !strcmp(argv[i], "--path") && i + 1 < argc)
+			o->path = argv[++i];
+		else
+			usage();
+	}
+	if (!to || !o->sni || *count <= 0 || *count > 100000 || parse_addr(to, &o->to) < 0 || (ready && !*ready))
+		usage();
+	signal(SIGPIPE, SIG_IGN);
+	o->ctx = SSL_CTX_new(TLS_client_method());
+	if (!o->ctx)
+		die_ssl("SSL_CTX_new");
+	SSL_CTX_set_verify(o->ctx, SSL_VERIFY_NONE, NULL);
+	SSL_CTX_set_session_cache_mode(o->ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_options(o->ctx, SSL_OP_NO_TICKET);
+}
+
+/* dst = pat with its first "%d" replaced by n (pat is never used as a format). */
+static void name_n(char *dst, size_t len, const char *pat, int n)
+{
+	const char *at = strstr(pat, "%d");
+
+	if (!at)
+		snprintf(dst, len, "%s", pat);
+	else
+		snprintf(dst, len, "%.*s%d%s", (int)(at - pat), pat, n, at + 2);
+}
+
+static int cmd_handshake(int argc, char **argv)
+{
+	struct g_opts o = { .path = "/" };
+	const char *sni_fmt, *connect_fmt;
+	char sni[256], conn[300];
+	int count = 0;
+	struct g_thread g = { .o = &o };
+	uint32_t *lat;
+	size_t n = 0;
+	double sum = 0;
+
+	hs_args(argc, argv, &o, &count, NULL);
+	sni_fmt = o.sni;
+	connect_fmt = o.connect_to;
+	lat = calloc((size_t)count, sizeof(*lat));
+	if (!lat)
+		die("calloc");
+	for (int i = 0; i < count; i++) {
+		double t0;
+		SSL *ssl;
+		int fd = -1;
+
+		name_n(sni, sizeof(sni), sni_fmt, i);
+		o.sni = sni;
+		if (connect_fmt) {
+			name_n(conn, sizeof(conn), connect_fmt, i);
+			o.connect_to = conn;
+		}
+		t0 = now_s();
+		ssl = g_open(&g, &fd);
+		if (!ssl) {
+			g.errors++;
+			continue;
+		}
+		lat[n] = (uint32_t)((now_s() - t0) * 1e6);
+		sum += lat[n++];
+		g_close(ssl, fd);
+	}
+	qsort(lat, n, sizeof(*lat), cmp_u32);
+	printf("{\"handshakes\":%zu,\"errors\":%lu,\"p50_us\":%u,\"p99_us\":%u,\"mean_us\":%.0f}\n", n, g.errors,
+	       n ? lat[n / 2] : 0, n ? lat[n * 99 / 100] : 0, n ? sum / (double)n : 0.0);
+	free(lat);
+	SSL_CTX_free(o.ctx);
+	return n == 0 || g.errors * 100 > n ? 1 : 0;
+}
+
+static int cmd_hold(int argc, char **argv)
+{
+	struct g_opts o = { .path = "/" };
+	const char *ready = NULL;
+	int count = 0, held = 0;
+	struct g_thread g = { .o = &o };
+	char req[600], buf[70000];
+	int rl;
+	FILE *f;
+
+	hs_args(argc, argv, &o, &count, &ready);
+	rl = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: tlsbench\r\n\r\n", o.path, o.sni);
+	for (int i = 0; i < count; i++) {
+		int fd = -1;
+		SSL *ssl = g_open(&g, &fd);
+
+		if (!ssl || SSL_write(ssl, req, rl) != rl || read_response(ssl, buf, sizeof(buf)) != 200) {
+			g_close(ssl, fd);
+			continue;
+		}
+		held++;   /* ssl and fd stay open until the process ends */
+	}
+	f = fopen(ready, "w");
+	if (!f)
+		die("ready file");
+	fprintf(f, "%d connections\n", held);
+	fclose(f);
+	if (held == 0)
+		return 1;
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -423,5 +561,9 @@ int main(int argc, char **argv)
 		return cmd_origin(argc, argv);
 	if (!strcmp(argv[1], "get"))
 		return cmd_get(argc, argv);
+	if (!strcmp(argv[1], "handshake"))
+		return cmd_handshake(argc, argv);
+	if (!strcmp(argv[1], "hold"))
+		return cmd_hold(argc, argv);
 	usage();
 }

@@ -200,6 +200,8 @@ static void on_client_handshake(void *arg, const char *err, const char *detail)
 {
 	struct conn *c = arg;
 	struct tls_pump *p = c->pump;
+	SSL *ssl;
+	const char *version, *cipher;
 	struct conn *in;
 	const unsigned char *alpn = NULL;
 	unsigned int alpn_len = 0;
@@ -214,46 +216,38 @@ static void on_client_handshake(void *arg, const char *err, const char *detail)
 		return;
 	}
 	c->pump = NULL;
-	SSL_get0_alpn_selected(tls_pump_ssl(p), &alpn, &alpn_len);
+	ssl = tls_pump_ssl(p);
+	version = SSL_get_version(ssl);
+	cipher = SSL_CIPHER_get_name(SSL_get_current_cipher(ssl));
+	SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
 		log_warn("socketpair");
-		tls_pump_free(p);
-		c->failed = true;
-		c->reason = "out_of_memory";
-		conn_finish(c);
-		return;
+		sv[0] = -1;
+		goto fail;
 	}
 	if (alpn_len == 2 && memcmp(alpn, "h2", 2) == 0) {
 		/* each stream becomes an inspected connection of its own */
-		if (h2_start(c->px, sv[1], c, SSL_get_version(tls_pump_ssl(p)),
-			     SSL_CIPHER_get_name(SSL_get_current_cipher(tls_pump_ssl(p)))) < 0) {
-			close(sv[0]);
-			tls_pump_free(p);
-			c->failed = true;
-			c->reason = "out_of_memory";
-			conn_finish(c);
-			return;
-		}
-		tls_pump_relay(p, sv[0]);
-		c->logged = true;
-		conn_finish(c);
-		return;
+		if (h2_start(c->px, sv[1], c, version, cipher) < 0)
+			goto fail;
+	} else {
+		in = conn_new_inspected(c->px, sv[1], c);
+		if (!in)
+			goto fail;
+		in->tls_version = version;
+		in->tls_cipher = cipher;
 	}
-	in = conn_new_inspected(c->px, sv[1], c);
-	if (!in) {
-		close(sv[0]);
-		tls_pump_free(p);
-		c->failed = true;
-		c->reason = "out_of_memory";
-		conn_finish(c);
-		return;
-	}
-	in->tls_version = SSL_get_version(tls_pump_ssl(p));
-	in->tls_cipher = SSL_CIPHER_get_name(SSL_get_current_cipher(tls_pump_ssl(p)));
 	tls_pump_relay(p, sv[0]);
 	/* the requests inside log themselves; the terminated connection
 	 * leaves no line of its own */
 	c->logged = true;
+	conn_finish(c);
+	return;
+fail:
+	if (sv[0] >= 0)
+		close(sv[0]);
+	tls_pump_free(p);
+	c->failed = true;
+	c->reason = "out_of_memory";
 	conn_finish(c);
 }
 

@@ -413,27 +413,45 @@ static void up_udp_start(struct txn *t)
 	}
 }
 
+/* One DNS-over-TCP message at the head of `in` (RFC 1035 4.2.2: a two-byte
+ * length in network byte order, then the message).  Returns 1 with *msg
+ * pointing at the message inside `in` (valid until `in` is drained; the
+ * caller drains 2 + *mlen) and *mlen its length, 0 while the message is
+ * incomplete, -1 when the bytes cannot be made contiguous (no memory). */
+static int tcp_frame(struct evbuffer *in, uint8_t **msg, size_t *mlen)
+{
+	uint8_t hdr[2];
+	uint8_t *p;
+
+	if (evbuffer_copyout(in, hdr, 2) != 2)
+		return 0;
+	*mlen = (size_t)hdr[0] << 8 | hdr[1];
+	if (evbuffer_get_length(in) < 2 + *mlen)
+		return 0;
+	p = evbuffer_pullup(in, (ev_ssize_t)(2 + *mlen));
+	if (!p)
+		return -1;
+	*msg = p + 2;
+	return 1;
+}
+
 static void up_tcp_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct txn *t = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
 	for (;;) {
-		uint8_t hdr[2];
 		size_t mlen;
 		uint8_t *msg;
+		int r = tcp_frame(in, &msg, &mlen);
 
-		if (evbuffer_copyout(in, hdr, 2) != 2)
+		if (r == 0)
 			return;
-		mlen = (size_t)hdr[0] << 8 | hdr[1];
-		if (evbuffer_get_length(in) < 2 + mlen)
-			return;
-		msg = evbuffer_pullup(in, (ev_ssize_t)(2 + mlen));
-		if (!msg) {
+		if (r < 0) {
 			attempt_failed(t, "internal_error");
 			return;
 		}
-		if (got_reply(t, msg + 2, mlen))
+		if (got_reply(t, msg, mlen))
 			return;   /* t may be gone */
 		evbuffer_drain(in, 2 + mlen);
 	}
@@ -716,23 +734,19 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 
 	while (!c->closing && c->pending < TCP_MAX_PENDING) {
-		uint8_t hdr[2];
 		size_t mlen;
 		uint8_t *msg;
+		int r = tcp_frame(in, &msg, &mlen);
 
-		if (evbuffer_copyout(in, hdr, 2) != 2)
+		if (r == 0)
 			return;
-		mlen = (size_t)hdr[0] << 8 | hdr[1];
-		if (evbuffer_get_length(in) < 2 + mlen)
-			return;
-		msg = evbuffer_pullup(in, (ev_ssize_t)(2 + mlen));
-		if (!msg) {
+		if (r < 0) {
 			conn_free(c);
 			return;
 		}
 		/* handle_query() may finish at once and free c if closing:
 		 * it is not closing here, so c survives */
-		handle_query(c->srv, msg + 2, mlen, &c->peer, c->peer_len, -1, c);
+		handle_query(c->srv, msg, mlen, &c->peer, c->peer_len, -1, c);
 		evbuffer_drain(in, 2 + mlen);
 	}
 	if (c->pending >= TCP_MAX_PENDING)

@@ -35,13 +35,15 @@ CFG = {
     "dns_seconds": 4,
     "tls_seconds": 3, "tls_conns": 16, "tls_new_conns": 8,
     "tls_handshakes": 200, "tls_idle_conns": 1000,
+    "many_sandboxes": 1000,
 }
 QUICK = {"repeats": 1, "connect_blocks": 5, "profile_n": 1000, "flood_blocks": 2, "flood_n": 20000,
          "http_seconds": 2, "bulk_bytes": 1 << 28, "idle_conns": 1000, "dns_seconds": 1,
-         "tls_seconds": 2, "tls_handshakes": 50, "tls_idle_conns": 200}
+         "tls_seconds": 2, "tls_handshakes": 50, "tls_idle_conns": 200,
+         "many_sandboxes": 20}
 
 # rough seconds each scenario needs here (for the deadline check)
-ESTIMATE = {"1+2": 90, "3": 40, "4": 100, "5": 60, "6": 160, "7": 60, "8": 200}
+ESTIMATE = {"1+2": 90, "3": 40, "4": 100, "5": 60, "6": 160, "7": 60, "8": 200, "9": 420}
 
 
 def machine():
@@ -136,7 +138,7 @@ def table(results):
                                             "exact" if a["denials_equal_lines_plus_lost"] else "MISMATCH")))
     for key, label in (("4_proxy_http", "proxy HTTP"), ("5_proxy_tunnel", "proxy CONNECT bulk"),
                        ("6_proxy_memory", "proxy idle RSS"), ("7_resolver", "resolver"),
-                       ("8_inspected_https", "inspected HTTPS")):
+                       ("8_inspected_https", "inspected HTTPS"), ("9_many_sandboxes", "many sandboxes")):
         if skipped(key, label):
             continue
         for row in s[key]["rows"]:
@@ -151,7 +153,7 @@ def table(results):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="1,2,3,4,5,6,7,8")
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8,9")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for trying the bench out")
     ap.add_argument("--out", default=os.path.join(L.OUT, "results.json"))
     args = ap.parse_args()
@@ -222,6 +224,9 @@ def main():
                 attempt("8", ESTIMATE["8"], scen_tls.tls_scenario, "8_inspected_https")
             except ImportError as e:
                 s["8_inspected_https"] = {"status": "skipped", "skipped": "bench/scen_tls.py: %s" % e}
+        if "9" in only:
+            import scen_many
+            attempt("9", ESTIMATE["9"] if not args.quick else 60, scen_many.many_scenario, "9_many_sandboxes")
     finally:
         b.close()
         results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -48,6 +48,7 @@
 #include "cgroup.h"
 #include "children.h"
 #include "credentials.h"
+#include "ctl_content.h"
 #include "ctlsrv.h"
 #include "daemon_events.h"
 #include "daemon_dnsstats.h"
@@ -77,6 +78,10 @@ struct dsandbox {
 	char cgroup[PATH_MAX];
 	char netns[PATH_MAX];       /* bind mount under state dir */
 	char policy_path[PATH_MAX]; /* copy under state dir */
+	int policy_fd;              /* the policy in force: a sealed memfd of its bytes, for the children */
+	char *upstream_ca;          /* the policy's tls.upstream_ca text, as read at attach or reload
+				     * (kept in NAME.upstream-ca.pem); NULL none */
+	size_t n_upstream_ca;
 	char mode[16];
 	/* the container it is (sluice oci-hook, attach --container); "" none */
 	char container_id[128], container_name[128], runtime[16];
@@ -356,7 +361,8 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 {
 	char flow_map[PATH_MAX];
 	struct sluice_child_opts co = {
-		.policy_path = s->policy_path, .netns_path = child_netns(s), .sandbox = s->name,
+		.policy_fd = s->policy_fd, .policy_digest = s->policy->digest, .policy_next = s->policy_path,
+		.netns_path = child_netns(s), .sandbox = s->name,
 		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
 		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets, .ocsf = D.log.ocsf,
 		.seq_fd = sluice_evlog_seq_fd(&s->log), .labels = &s->labels,
@@ -376,10 +382,24 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 		if (sandbox_ca(s, msg, msglen) < 0)
 			return -1;
 		co.ca = s->ca_path[0] ? s->ca : NULL;
-		/* the CAs for origins: read by the daemon, content to the proxy */
-		if (sluice_upstream_ca_load(D.upstream_ca, s->policy, &upca, &upca_len, &perr) < 0) {
+		/* the CAs for origins: the daemon's --upstream-ca read now, the
+		 * policy's as its client sent it; content to the proxy */
+		if (sluice_upstream_ca_load(D.upstream_ca, NULL, &upca, &upca_len, &perr) < 0) {
 			sluice_policy_error_str(&perr, msg, msglen);
 			return -1;
+		}
+		if (s->upstream_ca) {
+			char *both = realloc(upca, upca_len + s->n_upstream_ca + 1);
+
+			if (!both) {
+				free(upca);
+				snprintf(msg, msglen, "out of memory");
+				return -1;
+			}
+			memcpy(both + upca_len, s->upstream_ca, s->n_upstream_ca);
+			upca_len += s->n_upstream_ca;
+			both[upca_len] = '\0';
+			upca = both;
 		}
 		co.upstream_ca = upca;
 		p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
@@ -607,14 +627,20 @@ static int set_secret_args(struct dsandbox *s, json_object *arr, char *msg, size
 	return 0;
 }
 
-/* Read the secrets of policy p from s's sources (placeholders kept from
- * s's current ones).  0 with *out, or -1 with msg (file:line, the path). */
-static int load_secrets(const struct dsandbox *s, const struct sluice_policy *p, struct sluice_secrets *out,
-			char *msg, size_t msglen)
+/* The secrets of policy p for s: from what its client sent (c, sent),
+ * else read from s's sources (the admin's policy, a re-adoption);
+ * placeholders kept from s's current ones.  0 with *out, or -1 with msg
+ * (file:line, the path). */
+static int load_secrets(const struct dsandbox *s, const struct daemon_content *c, const struct sluice_policy *p,
+			struct sluice_secrets *out, char *msg, size_t msglen)
 {
 	struct sluice_policy_error perr;
 
-	if (sluice_secrets_load(p, s->secret_src, s->n_secret_src, getenv("CREDENTIALS_DIRECTORY"), out, &perr) < 0) {
+	if (c && c->sent) {
+		if (daemon_content_secrets(c, p, getenv("CREDENTIALS_DIRECTORY"), out, msg, msglen) < 0)
+			return -1;
+	} else if (sluice_secrets_load(p, s->secret_src, s->n_secret_src, getenv("CREDENTIALS_DIRECTORY"), out,
+				       &perr) < 0) {
 		sluice_policy_error_str(&perr, msg, msglen);
 		return -1;
 	}
@@ -632,19 +658,54 @@ static int load_secrets(const struct dsandbox *s, const struct sluice_policy *p,
 	return 0;
 }
 
-/* Keep the policy's bytes (and, signed, its signature) as s's state copy. */
-static int keep_policy(struct dsandbox *s, const char *bytes, size_t n, const char *sig, size_t n_sig)
+/* Keep the policy's content as s's: its bytes (and, signed, its
+ * signature) as the state copy, the sealed memfd its children read, the
+ * policy's upstream CA text (taken from c, kept beside).  0 or -errno. */
+static int keep_policy(struct dsandbox *s, struct daemon_content *c)
 {
-	char sigpath[PATH_MAX + 8];
-	int err = write_bytes(s->policy_path, bytes, n);
+	char path[PATH_MAX + 8];
+	int err, fd = sluice_policy_memfd(c->bytes, c->n_bytes);
 
+	/* the children's copy first: the policy in force from here on */
+	if (fd < 0)
+		return fd;
+	if (s->policy_fd >= 0)
+		close(s->policy_fd);
+	s->policy_fd = fd;
+	free(s->upstream_ca);
+	s->upstream_ca = c->upstream_ca;
+	s->n_upstream_ca = c->n_upstream_ca;
+	c->upstream_ca = NULL;
+	c->n_upstream_ca = 0;
+	err = write_bytes(s->policy_path, c->bytes, c->n_bytes);
 	if (err)
 		return err;
-	sluice_policy_sig_path(s->policy_path, sigpath, sizeof(sigpath));
-	if (sig)
-		return write_bytes(sigpath, sig, n_sig);
-	unlink(sigpath);
+	sluice_policy_sig_path(s->policy_path, path, sizeof(path));
+	if (c->sig)
+		err = write_bytes(path, c->sig, c->n_sig);
+	else
+		unlink(path);
+	if (err)
+		return err;
+	state_path(path, sizeof(path), s->name, "upstream-ca.pem");
+	if (s->upstream_ca)
+		return write_bytes(path, s->upstream_ca, s->n_upstream_ca);
+	unlink(path);
 	return 0;
+}
+
+/* A sandbox record with nothing open yet. */
+static struct dsandbox *new_sandbox(const char *name)
+{
+	struct dsandbox *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
+	s->policy_fd = -1;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
+	return s;
 }
 
 static void free_sandbox(struct dsandbox *s)
@@ -660,6 +721,9 @@ static void free_sandbox(struct dsandbox *s)
 		sluice_policy_free(s->policy);
 	sluice_ca_pem_free(s->ca);
 	free(s->ca_permitted);
+	free(s->upstream_ca);
+	if (s->policy_fd >= 0)
+		close(s->policy_fd);
 	if (s->log_ready)
 		sluice_evlog_release_seq(&s->log);
 	free(s);
@@ -968,27 +1032,30 @@ static json_object *sandbox_json(struct dsandbox *s)
 	return o;
 }
 
-static json_object *do_attach(json_object *req)
+/* The policy content of an attach or reload: sent by the client (req's
+ * descriptors), or, by name (the OCI hook, a user's run), read from the
+ * admin's --policy-dir.  0, or -1 with msg. */
+static int request_content(json_object *req, const struct ctlsrv_peer *peer, struct daemon_content *c, char *msg,
+			   size_t msglen)
 {
-	const char *name = ctlsrv_str(req, "name"), *cg = ctlsrv_str(req, "cgroup"), *netns = ctlsrv_str(req, "netns");
-	const char *policy = ctlsrv_str(req, "policy"), *mode = ctlsrv_str(req, "mode");
-	const char *cid = ctlsrv_str(req, "container_id"), *cname = ctlsrv_str(req, "container_name");
-	const char *runtime = ctlsrv_str(req, "runtime"), *upstream = ctlsrv_str(req, "upstream_netns");
 	const char *pname = ctlsrv_str(req, "policy_name");
-	char cg2[PATH_MAX], msg[1536], ppath[PATH_MAX], *bytes = NULL, *sig = NULL;
-	size_t n_bytes = 0, n_sig = 0;
-	struct dsandbox *s;
-	int cg_fd = -1;
-	json_object *o;
+	char path[PATH_MAX];
 
-	if (!policy && pname) {
-		/* by name, in the admin's directory: the OCI hook's annotation */
-		if (sluice_policy_ref_resolve(D.policy_dir, pname, "policy name", ppath, sizeof(ppath), msg,
-					      sizeof(msg)) < 0)
-			return ctlsrv_error("%s", msg);
-		policy = ppath;
+	if (pname && !ctlsrv_str(req, "policy") && !json_object_object_get(req, "policy_fd")) {
+		if (sluice_policy_ref_resolve(D.policy_dir, pname, "policy name", path, sizeof(path), msg, msglen) < 0)
+			return -1;
+		return daemon_content_read(path, c, msg, msglen);
 	}
-	if (!name || !cg || !policy)
+	return daemon_content_take(req, peer, c, msg, msglen);
+}
+
+/* Refuse an attach that would filter the wrong cgroup or reuse a name.
+ * NULL, or the error answer. */
+static json_object *attach_refusal(const char *name, const char *cg)
+{
+	char cg2[PATH_MAX], msg[256];
+
+	if (!name || !cg)
 		return ctlsrv_error("attach needs name, cgroup and policy");
 	if (sluice_name_check(name, msg, sizeof(msg)) < 0)
 		return ctlsrv_error("%s", msg);
@@ -1003,139 +1070,168 @@ static json_object *do_attach(json_object *req)
 	for (struct dsandbox *o2 = D.sandboxes; o2; o2 = o2->next)
 		if (strcmp(o2->cgroup, cg) == 0)
 			return ctlsrv_error("cgroup %s is already attached as sandbox %s", cg, o2->name);
+	return NULL;
+}
 
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return ctlsrv_error("out of memory");
-	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
-	snprintf(s->container_id, sizeof(s->container_id), "%s", cid ? cid : "");
-	snprintf(s->container_name, sizeof(s->container_name), "%s", cname ? cname : "");
-	snprintf(s->runtime, sizeof(s->runtime), "%s", runtime ? runtime : "");
-	if (daemon_labels_from_json(&s->labels, json_object_object_get(req, "labels"), msg, sizeof(msg)) < 0) {
-		free_sandbox(s);
-		return ctlsrv_error("%s", msg);
-	}
-	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, &bytes,
-				       &n_bytes, &sig, &n_sig, msg, sizeof(msg)) < 0) {
-		o = ctlsrv_error("%s", msg);
-		free_sandbox(s);
-		return o;
-	}
+/* s's policy from the request's content: parsed once (signed mode:
+ * verified), the mode asked for, within --boundary, its secrets, kept.
+ * 0, or -1 with msg (nothing kept). */
+static int attach_policy(struct dsandbox *s, json_object *req, const struct ctlsrv_peer *peer, char *msg,
+			 size_t msglen)
+{
+	const char *mode = ctlsrv_str(req, "mode");
+	struct daemon_content c;
+	int err;
+
+	if (request_content(req, peer, &c, msg, msglen) < 0)
+		return -1;
+	if (daemon_content_load(&c, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, msg, msglen) < 0 ||
+	    daemon_content_read_refs(&c, s->policy, msg, msglen) < 0)
+		goto fail;
 	if (mode && strcmp(mode, "audit") != 0 && strcmp(mode, "enforce") != 0) {
-		free(bytes);
-		free(sig);
-		free_sandbox(s);
-		return ctlsrv_error("mode must be audit or enforce");
+		snprintf(msg, msglen, "mode must be audit or enforce");
+		goto fail;
 	}
 	if (mode)
 		s->policy->mode = strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	snprintf(s->mode, sizeof(s->mode), "%s", s->policy->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
-	if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) {
-		free(bytes);
-		free(sig);
-		free_sandbox(s);
-		return ctlsrv_error("%s", msg);
-	}
-	if (set_secret_args(s, json_object_object_get(req, "secrets"), msg, sizeof(msg)) < 0 ||
-	    load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0) {
-		free(bytes);
-		free(sig);
-		free_sandbox(s);
-		return ctlsrv_error("%s (nothing attached)", msg);
-	}
-	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cg_fd < 0) {
-		o = ctlsrv_error("cannot open cgroup %s: %s", cg, strerror(errno));
-		free(bytes);
-		free(sig);
-		free_sandbox(s);
-		return o;
-	}
-	s->cgroup_id = cg_id(cg);
-	state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
-	{
-		int err = keep_policy(s, bytes, n_bytes, sig, n_sig);
+	if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, msglen) != 0)
+		goto fail;
+	if (set_secret_args(s, json_object_object_get(req, "secrets"), msg, msglen) < 0 ||
+	    load_secrets(s, &c, s->policy, &s->secrets, msg, msglen) < 0) {
+		size_t n = strlen(msg);
 
-		free(bytes);
-		free(sig);
-		if (err) {
-			o = ctlsrv_error("cannot copy policy to %s: %s", s->policy_path, strerror(-err));
-			goto fail;
-		}
+		snprintf(msg + n, msglen - n, " (nothing attached)");
+		goto fail;
 	}
+	err = keep_policy(s, &c);
+	if (err) {
+		snprintf(msg, msglen, "cannot copy policy to %s: %s", s->policy_path, strerror(-err));
+		goto fail;
+	}
+	daemon_content_free(&c);
+	return 0;
+fail:
+	daemon_content_free(&c);
+	return -1;
+}
+
+/* Hold the sandbox's netns (and its upstream one) under the state dir.
+ * 0, or -1 with msg. */
+static int attach_netns(struct dsandbox *s, const char *netns, const char *upstream, char *msg, size_t msglen)
+{
 	if (netns) {
-		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
-		int err = keep_netns(netns, s->netns);
+		int err;
 
+		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, s->name);
+		err = keep_netns(netns, s->netns);
 		if (err) {
-			o = ctlsrv_error("cannot hold network namespace %s: %s", netns, strerror(-err));
+			snprintf(msg, msglen, "cannot hold network namespace %s: %s", netns, strerror(-err));
 			s->netns[0] = 0;
-			goto fail;
+			return -1;
 		}
-		fdstore_netns(name, s->netns);
+		fdstore_netns(s->name, s->netns);
 	}
 	if (upstream && strcmp(upstream, "host") == 0) {
 		snprintf(s->upstream, sizeof(s->upstream), "host");
 	} else if (upstream) {
-		char kept[PATH_MAX];
+		char kept[PATH_MAX], fdname[96];
 		int err;
 
-		snprintf(kept, sizeof(kept), "%s/netns/%s.upstream", D.state_dir, name);
+		snprintf(kept, sizeof(kept), "%s/netns/%s.upstream", D.state_dir, s->name);
 		err = keep_netns(upstream, kept);
 		if (err) {
-			o = ctlsrv_error("cannot hold upstream network namespace %s: %s", upstream, strerror(-err));
-			goto fail;
+			snprintf(msg, msglen, "cannot hold upstream network namespace %s: %s", upstream, strerror(-err));
+			return -1;
 		}
 		snprintf(s->upstream, sizeof(s->upstream), "%s", kept);
-		snprintf(msg, sizeof(msg), "%s.upstream", name);
-		fdstore_netns(msg, kept);
+		snprintf(fdname, sizeof(fdname), "%s.upstream", s->name);
+		fdstore_netns(fdname, kept);
 	}
-	{
-		struct sluice_bpf_config cfg;
+	return 0;
+}
 
-		memset(&cfg, 0, sizeof(cfg));
-		if (sluice_listeners_open(&s->l, s->netns[0] ? s->netns : NULL, D.proxy_bin[0] != 0,
-					  D.resolver_bin[0] != 0, &cfg, msg, sizeof(msg)) < 0) {
-			o = ctlsrv_error("%s", msg);
-			goto fail;
-		}
-		cfg.have_set_retval = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
-		cfg.have_lsm = D.use_lsm && sluice_bpf_lsm_active(msg, sizeof(msg));
-		cfg.have_unix = 1;
-		if (sandbox_load(&s->sb, name, &cfg, s->policy, msg, sizeof(msg)) < 0 ||
-		    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
-			o = ctlsrv_error("%s", msg);
-			goto fail;
-		}
-		if (D.require_lsm && !s->sb.cfg.have_lsm) {
-			o = ctlsrv_error("--require-lsm: the kernel refused the BPF LSM programs (%s)",
-					strerror(-s->sb.lsm_err));
-			goto fail;
-		}
+/* Listeners, BPF load, policy maps, pins, the ring buffer and the children
+ * of s, then the attach to cg_fd.  0, or -1 with msg. */
+static int attach_bring_up(struct dsandbox *s, int cg_fd, char *msg, size_t msglen)
+{
+	struct sluice_bpf_config cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	if (sluice_listeners_open(&s->l, s->netns[0] ? s->netns : NULL, D.proxy_bin[0] != 0, D.resolver_bin[0] != 0,
+				  &cfg, msg, msglen) < 0)
+		return -1;
+	cfg.have_set_retval = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
+	cfg.have_lsm = D.use_lsm && sluice_bpf_lsm_active(msg, msglen);
+	cfg.have_unix = 1;
+	if (sandbox_load(&s->sb, s->name, &cfg, s->policy, msg, msglen) < 0 ||
+	    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, msglen) < 0)
+		return -1;
+	if (D.require_lsm && !s->sb.cfg.have_lsm) {
+		snprintf(msg, msglen, "--require-lsm: the kernel refused the BPF LSM programs (%s)", strerror(-s->sb.lsm_err));
+		return -1;
 	}
-	if (sandbox_apply_policy(&s->sb, s->policy, msg, sizeof(msg)) < 0) {
-		o = ctlsrv_error("%s: %s", policy, msg);
-		goto fail;
+	if (sandbox_apply_policy(&s->sb, s->policy, msg, msglen) < 0) {
+		char m[1024];
+
+		snprintf(m, sizeof(m), "%s", msg);
+		snprintf(msg, msglen, "%s: %s", s->policy->path ? s->policy->path : "policy", m);
+		return -1;
 	}
 	if (sandbox_pin_maps(&s->sb) < 0) {
-		o = ctlsrv_error("cannot pin maps under %s: %s", s->sb.pin_dir, strerror(errno));
-		goto fail;
+		snprintf(msg, msglen, "cannot pin maps under %s: %s", s->sb.pin_dir, strerror(errno));
+		return -1;
 	}
 	init_meta(s);
 	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) < 0) {
-		o = ctlsrv_error("cannot read the ring buffer: %s", strerror(errno));
-		goto fail;
+		snprintf(msg, msglen, "cannot read the ring buffer: %s", strerror(errno));
+		return -1;
 	}
 	s->consumer_ok = true;
-	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
-		o = ctlsrv_error("%s", msg);
-		goto fail;
+	if (start_children(s, CHILD_BOTH, msg, msglen) < 0)
+		return -1;
+	return sandbox_attach(&s->sb, cg_fd, msg, msglen);
+}
+
+static json_object *do_attach(json_object *req, const struct ctlsrv_peer *peer)
+{
+	const char *name = ctlsrv_str(req, "name"), *cg = ctlsrv_str(req, "cgroup");
+	const char *cid = ctlsrv_str(req, "container_id"), *cname = ctlsrv_str(req, "container_name");
+	const char *runtime = ctlsrv_str(req, "runtime");
+	char msg[1536];
+	struct dsandbox *s;
+	int cg_fd = -1;
+	json_object *o, *ke;
+
+	o = attach_refusal(name, cg);
+	if (o)
+		return o;
+	s = new_sandbox(name);
+	if (!s)
+		return ctlsrv_error("out of memory");
+	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cg);
+	snprintf(s->container_id, sizeof(s->container_id), "%s", cid ? cid : "");
+	snprintf(s->container_name, sizeof(s->container_name), "%s", cname ? cname : "");
+	snprintf(s->runtime, sizeof(s->runtime), "%s", runtime ? runtime : "");
+	if (daemon_labels_from_json(&s->labels, json_object_object_get(req, "labels"), msg, sizeof(msg)) < 0 ||
+	    attach_policy(s, req, peer, msg, sizeof(msg)) < 0) {
+		free_sandbox(s);
+		return ctlsrv_error("%s", msg);
 	}
-	if (sandbox_attach(&s->sb, cg_fd, msg, sizeof(msg)) < 0) {
-		o = ctlsrv_error("%s", msg);
-		goto fail;
+	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg_fd < 0) {
+		o = ctlsrv_error("cannot open cgroup %s: %s", cg, strerror(errno));
+		teardown(s, false);
+		free_sandbox(s);
+		return o;
+	}
+	s->cgroup_id = cg_id(cg);
+	if (attach_netns(s, ctlsrv_str(req, "netns"), ctlsrv_str(req, "upstream_netns"), msg, sizeof(msg)) < 0 ||
+	    attach_bring_up(s, cg_fd, msg, sizeof(msg)) < 0) {
+		close(cg_fd);
+		teardown(s, false);
+		free_sandbox(s);
+		return ctlsrv_error("%s", msg);
 	}
 	close(cg_fd);
 	write_state(s, true);
@@ -1151,25 +1247,19 @@ static json_object *do_attach(json_object *req)
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));
 	{
-		json_object *conns = inspect_cgroup_connections(cg), *ke;
+		json_object *conns = inspect_cgroup_connections(cg);
 
 		json_object_object_add(o, "existing_connections", conns);
 		if (json_object_object_get_ex(req, "kill_existing", &ke) && json_object_get_boolean(ke))
 			json_object_object_add(o, "destroyed", kill_existing(s, conns));
 	}
 	return o;
-fail:
-	if (cg_fd >= 0)
-		close(cg_fd);
-	teardown(s, false);
-	free_sandbox(s);
-	return o;
 }
 
 /* An attach refused is a line too (the OCI hook's container does not start). */
-static json_object *attach_or_say_why(json_object *req)
+static json_object *attach_with(json_object *req, const struct ctlsrv_peer *peer)
 {
-	json_object *o = do_attach(req), *ok;
+	json_object *o = do_attach(req, peer), *ok;
 
 	if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_get_boolean(ok)) {
 		const char *cid = ctlsrv_str(req, "container_id");
@@ -1178,6 +1268,12 @@ static json_object *attach_or_say_why(json_object *req)
 		     cid ? " (container " : "", cid ? cid : "", cid ? ")" : "", ctlsrv_str(o, "error") ? ctlsrv_str(o, "error") : "?");
 	}
 	return o;
+}
+
+/* daemon_user.c's attach: by policy name, never with descriptors. */
+static json_object *attach_or_say_why(json_object *req)
+{
+	return attach_with(req, NULL);
 }
 
 static json_object *do_detach(json_object *req)
@@ -1223,8 +1319,8 @@ static json_object *do_status(json_object *req)
  * missing one refuses the reload and the old stays.  Returns 0 with *nsec,
  * or -1 with msg (nothing of s changed).
  */
-static int reload_secrets(struct dsandbox *s, json_object *req, const struct sluice_policy *np,
-			  struct sluice_secrets *nsec, char *msg, size_t msglen)
+static int reload_secrets(struct dsandbox *s, json_object *req, const struct daemon_content *c,
+			  const struct sluice_policy *np, struct sluice_secrets *nsec, char *msg, size_t msglen)
 {
 	struct dsandbox tmp = *s;
 	json_object *arr = json_object_object_get(req, "secrets");
@@ -1234,7 +1330,7 @@ static int reload_secrets(struct dsandbox *s, json_object *req, const struct slu
 	tmp.n_secret_src = 0;
 	rc = arr ? set_secret_args(&tmp, arr, msg, msglen) : 0;
 	if (rc == 0)
-		rc = load_secrets(arr ? &tmp : s, np, nsec, msg, msglen);
+		rc = load_secrets(arr ? &tmp : s, c, np, nsec, msg, msglen);
 	if (rc < 0) {
 		free_secret_args(&tmp);
 		return -1;
@@ -1248,28 +1344,29 @@ static int reload_secrets(struct dsandbox *s, json_object *req, const struct slu
 	return 0;
 }
 
-static json_object *do_reload(json_object *req)
+static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 {
-	const char *name = ctlsrv_str(req, "name"), *policy = ctlsrv_str(req, "policy");
+	const char *name = ctlsrv_str(req, "name");
 	struct dsandbox *s = name ? find(name) : NULL;
 	struct sluice_policy *np = NULL;
 	struct sluice_signer who;
 	struct sluice_secrets nsec = { NULL, 0 };
-	char msg[1536], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128], *bytes = NULL, *sig = NULL;
-	size_t n_bytes = 0, n_sig = 0;
+	struct daemon_content c;
+	char msg[1536], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128];
 	const char *children = "restarted on the new policy";
 	json_object *o, *r;
+	int err;
 
 	if (!s)
 		return ctlsrv_error("no sandbox named '%s'", name ? name : "");
-	if (!policy)
-		return ctlsrv_error("reload needs a policy");
+	if (request_content(req, peer, &c, msg, sizeof(msg)) < 0)
+		return ctlsrv_error("%s (nothing changed)", msg);
 	msg[0] = 0;
-	if (sluice_policy_load_checked(policy, D.signed_mode ? &D.signers : NULL, &np, &who, &bytes, &n_bytes, &sig,
-				       &n_sig, msg, sizeof(msg)) < 0) {
+	if (daemon_content_load(&c, D.signed_mode ? &D.signers : NULL, &np, &who, msg, sizeof(msg)) < 0) {
 		np = NULL;   /* msg says why */
-	} else if ((D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) ||
-		 reload_secrets(s, req, np, &nsec, msg, sizeof(msg)) < 0) {
+	} else if (daemon_content_read_refs(&c, np, msg, sizeof(msg)) < 0 ||
+		   (D.boundary && sluice_policy_check_within(np, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0) ||
+		   reload_secrets(s, req, &c, np, &nsec, msg, sizeof(msg)) < 0) {
 		sluice_policy_free(np);
 		np = NULL;
 	} else if (sandbox_apply_policy(&s->sb, np, msg, sizeof(msg)) < 0) {
@@ -1282,8 +1379,7 @@ static json_object *do_reload(json_object *req)
 		if (!msg[0])
 			snprintf(msg, sizeof(msg), "reload refused");
 		/* the sandbox keeps its policy; the refusal is in its stream too */
-		free(bytes);
-		free(sig);
+		daemon_content_free(&c);
 		s->reloads_refused++;
 		emit(s, "sandbox-reload-refused", "sandbox %s: reload refused, policy %.12s stays: %s", s->name,
 		     s->policy->digest, msg);
@@ -1293,10 +1389,10 @@ static json_object *do_reload(json_object *req)
 	/* the old secrets are wiped; the children get the new ones */
 	sluice_secrets_clear(&s->secrets);
 	s->secrets = nsec;
-	if (keep_policy(s, bytes, n_bytes, sig, n_sig) < 0)
-		log_warn("cannot keep a copy of %s", policy);
-	free(bytes);
-	free(sig);
+	err = keep_policy(s, &c);
+	if (err)
+		log_warnx("sandbox %s: cannot keep the policy of %s in force: %s", s->name, c.file, strerror(-err));
+	daemon_content_free(&c);
 	s->signer = who;
 	snprintf(old_digest, sizeof(old_digest), "%s", s->policy->digest);
 	snprintf(old_name, sizeof(old_name), "%s", s->policy->name ? s->policy->name : "");
@@ -1359,13 +1455,13 @@ static json_object *handle_request(json_object *req, struct ctlsrv_peer *peer)
 	if (!cmd)
 		return ctlsrv_error("malformed request: want one JSON object with \"cmd\"");
 	if (strcmp(cmd, "attach") == 0)
-		return attach_or_say_why(req);
+		return attach_with(req, peer);
 	if (strcmp(cmd, "detach") == 0)
 		return do_detach(req);
 	if (strcmp(cmd, "status") == 0)
 		return do_status(req);
 	if (strcmp(cmd, "reload") == 0)
-		return do_reload(req);
+		return do_reload(req, peer);
 	return ctlsrv_error("unknown command '%s'", cmd);
 }
 
@@ -1546,6 +1642,47 @@ static int last_written_seq(const char *name, uint64_t *seq)
 	return rc;
 }
 
+/* The policy in force of a sandbox a previous daemon left: from the
+ * daemon's own copies (NAME.yaml, .yaml.sig, .upstream-ca.pem; a copy
+ * from a build that kept no CA text: the policy's tls.upstream_ca read
+ * again).  0, or -1 with msg. */
+static int adopt_policy(struct dsandbox *s, char *msg, size_t msglen)
+{
+	struct daemon_content c;
+	char path[PATH_MAX];
+	int err, fd;
+
+	if (daemon_content_read(s->policy_path, &c, msg, msglen) < 0)
+		return -1;
+	if (daemon_content_load(&c, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, msg, msglen) < 0)
+		goto fail;
+	state_path(path, sizeof(path), s->name, "upstream-ca.pem");
+	err = sluice_read_small_file(path, 2 * SLUICE_UPSTREAM_CA_MAX, &c.upstream_ca, &c.n_upstream_ca);
+	if (err == -ENOENT)
+		err = daemon_content_read_refs(&c, s->policy, msg, msglen) < 0 ? -EINVAL : 0;
+	else if (err)
+		snprintf(msg, msglen, "%s: %s", path, strerror(-err));
+	fd = err ? -1 : sluice_policy_memfd(c.bytes, c.n_bytes);
+	if (fd < 0) {
+		if (!err)
+			snprintf(msg, msglen, "cannot hold the policy in a memfd: %s", strerror(-fd));
+		goto fail;
+	}
+	s->policy_fd = fd;
+	s->upstream_ca = c.upstream_ca;
+	s->n_upstream_ca = c.n_upstream_ca;
+	c.upstream_ca = NULL;
+	daemon_content_free(&c);
+	return 0;
+fail:
+	daemon_content_free(&c);
+	if (s->policy) {
+		sluice_policy_free(s->policy);
+		s->policy = NULL;
+	}
+	return -1;
+}
+
 /* Re-adopt every sandbox a previous daemon left (pins + state files). */
 static int adopt_all(void)
 {
@@ -1577,15 +1714,13 @@ static int adopt_all(void)
 		fclose(f);
 		buf[n] = 0;
 		st = json_tokener_parse(buf);
-		s = calloc(1, sizeof(*s));
+		s = new_sandbox(name);
 		if (!s) {
 			if (st)
 				json_object_put(st);
 			closedir(d);
 			return failures + 1;
 		}
-		s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
-		snprintf(s->name, sizeof(s->name), "%s", name);
 		snprintf(s->cgroup, sizeof(s->cgroup), "%s", st && ctlsrv_str(st, "cgroup") ? ctlsrv_str(st, "cgroup") : "");
 		snprintf(s->mode, sizeof(s->mode), "%s", st && ctlsrv_str(st, "mode") ? ctlsrv_str(st, "mode") : "enforce");
 		if (st && set_secret_args(s, json_object_object_get(st, "secret_sources"), msg, sizeof(msg)) < 0)
@@ -1601,7 +1736,6 @@ static int adopt_all(void)
 		if (st && daemon_labels_from_json(&s->labels, json_object_object_get(st, "labels"), msg,
 						  sizeof(msg)) < 0)
 			log_warnx("sandbox %s: its labels are not kept: %s", name, msg);
-		state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
 		snprintf(s->netns, sizeof(s->netns), "%s/netns/%s", D.state_dir, name);
 		if (access(s->netns, F_OK) < 0)
 			s->netns[0] = 0;
@@ -1609,8 +1743,7 @@ static int adopt_all(void)
 			netns_recover(s);
 		s->cgroup_id = cg_id(s->cgroup);
 		if (sandbox_adopt(&s->sb, name, msg, sizeof(msg)) < 0 ||
-		    sluice_policy_load_checked(s->policy_path, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer,
-					       NULL, NULL, NULL, NULL, msg, sizeof(msg)) < 0) {
+		    adopt_policy(s, msg, sizeof(msg)) < 0) {
 			log_warnx("cannot re-adopt sandbox %s: %s", name, msg);
 			if (st)
 				json_object_put(st);
@@ -1621,7 +1754,7 @@ static int adopt_all(void)
 		s->policy->mode = strcmp(s->mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 		/* without its secrets the proxy refuses to start: the sandbox's
 		 * proxied traffic fails closed, said in the log */
-		if (load_secrets(s, s->policy, &s->secrets, msg, sizeof(msg)) < 0)
+		if (load_secrets(s, NULL, s->policy, &s->secrets, msg, sizeof(msg)) < 0)
 			log_warnx("sandbox %s: %s (its proxy will not start: fail closed)", name, msg);
 		if (D.boundary && sluice_policy_check_within(s->policy, D.boundary, D.boundary_path, msg, sizeof(msg)) != 0)
 			log_warnx("sandbox %s: the policy it was attached with is outside --boundary (kept in force: "

@@ -358,7 +358,7 @@ static int call_with_policy(json_object *req, const char *cmd, const char *path,
 			    void (*human)(json_object *))
 {
 	struct ctl_content_fds fds = { .n = 0 };
-	char *args[SLUICE_SECRET_ARGS_MAX], msg[1024];
+	char *args[SLUICE_SECRET_ARGS_MAX] = { NULL }, msg[1024];
 	size_t n_args = secrets ? json_object_array_length(secrets) : 0;
 	json_object *resp;
 
@@ -729,6 +729,29 @@ int cmd_status(int argc, char **argv)
 	return finish(resp, json, human_status);
 }
 
+/* The `--secret` sources sandbox `name` was attached with (the daemon's
+ * status: "NAME=/path" each, never a secret), for a reload without
+ * --secret to read again here; NULL: none, or no answer (the reload
+ * then says what is missing). */
+static json_object *recorded_secret_sources(const char *name)
+{
+	json_object *req = json_object_new_object(), *resp, *arr, *src, *out = NULL;
+
+	json_object_object_add(req, "cmd", json_object_new_string("status"));
+	resp = sluice_ctl_call(req);
+	if (resp && json_object_object_get_ex(resp, "sandboxes", &arr))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			json_object *s = json_object_array_get_idx(arr, i);
+
+			if (strcmp(get_str(s, "name"), name) == 0 && json_object_object_get_ex(s, "secret_sources", &src) &&
+			    json_object_is_type(src, json_type_array) && json_object_array_length(src))
+				out = json_object_get(src);
+		}
+	if (resp)
+		json_object_put(resp);
+	return out;
+}
+
 int cmd_reload(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -775,6 +798,8 @@ int cmd_reload(int argc, char **argv)
 		log_warnx("reload: %s", msg);
 		return 2;
 	}
+	if (!secrets)
+		secrets = recorded_secret_sources(name);
 	req = json_object_new_object();
 	json_object_object_add(req, "cmd", json_object_new_string("reload"));
 	json_object_object_add(req, "name", json_object_new_string(name));

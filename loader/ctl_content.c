@@ -88,13 +88,16 @@ static int add_secrets(json_object *req, const struct sluice_policy *p, char *co
 		if (!path)
 			continue;
 		if (sluice_secret_file_read(path, &s->value, &s->len, why, sizeof(why)) < 0) {
-			if (arg) {
-				snprintf(msg, msglen, "--secret %s: %s", cr->name, why);
-				goto out;
-			}
-			snprintf(e, sizeof(e), "%s:%u:%u: credential '%s': %s", p->path, cr->file_line, cr->file_column,
-				 cr->name, why);
+			/* the daemon refuses with it, on record, unless (from `file:`)
+			 * its $CREDENTIALS_DIRECTORY has the secret */
+			if (arg)
+				snprintf(e, sizeof(e), "%s: credential '%s': --secret: %s", p->path, cr->name, why);
+			else
+				snprintf(e, sizeof(e), "%s:%u:%u: credential '%s': %s", p->path, cr->file_line,
+					 cr->file_column, cr->name, why);
 			json_object_object_add(errs, cr->name, json_object_new_string(e));
+			if (arg)
+				json_object_object_add(from, cr->name, json_object_new_string("secret"));
 			continue;
 		}
 		snprintf(s->name, sizeof(s->name), "%s", cr->name);
@@ -402,6 +405,8 @@ int daemon_content_secrets(const struct daemon_content *c, const struct sluice_p
 		out->n = j + 1;
 		if (sent && sent->value && from && strcmp(from, "secret") == 0)
 			goto copy;
+		if (from && strcmp(from, "secret") == 0)
+			goto refuse;   /* its --secret could not be read */
 		if (cred_dir && cred_dir[0] && snprintf(dpath, sizeof(dpath), "%s/%s", cred_dir, cr->name) > 0 &&
 		    lstat(dpath, &st) == 0) {
 			if (sluice_secret_file_read(dpath, &s->value, &s->len, why, sizeof(why)) < 0) {
@@ -412,6 +417,7 @@ int daemon_content_secrets(const struct daemon_content *c, const struct sluice_p
 		}
 		if (sent && sent->value)
 			goto copy;
+refuse:
 		if (c->secret_errors && json_object_object_get_ex(c->secret_errors, cr->name, &e))
 			snprintf(msg, msglen, "%s", json_object_get_string(e));
 		else

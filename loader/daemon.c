@@ -58,6 +58,7 @@
 #include "kfeatures.h"
 #include "labels.h"
 #include "owner.h"
+#include "pin_layout.h"
 #include "inspect.h"
 #include "log.h"
 #include "metrics.h"
@@ -502,6 +503,20 @@ static void accounting_restore(struct dsandbox *s, json_object *st)
 	accounting_now(s, s->saved_acct);
 }
 
+/* Where s's secrets are (`--secret` NAME=/path each, never their content). */
+static json_object *secret_sources_json(const struct dsandbox *s)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < s->n_secret_src; i++) {
+		char b[PATH_MAX + 80];
+
+		snprintf(b, sizeof(b), "%s=%s", s->secret_src[i].name, s->secret_src[i].file);
+		json_object_array_add(a, json_object_new_string(b));
+	}
+	return a;
+}
+
 /* NAME.json: what the sandbox is (cgroup, mode) and its loss accounting,
  * written atomically.  owner: also record the daemon as its owner. */
 static int write_state(struct dsandbox *s, bool owner)
@@ -513,18 +528,8 @@ static int write_state(struct dsandbox *s, bool owner)
 	json_object_object_add(o, "name", json_object_new_string(s->name));
 	json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
 	json_object_object_add(o, "mode", json_object_new_string(s->mode));
-	if (s->n_secret_src) {
-		/* where the secrets are (paths, never their content) */
-		json_object *a = json_object_new_array();
-
-		for (size_t i = 0; i < s->n_secret_src; i++) {
-			char b[PATH_MAX + 80];
-
-			snprintf(b, sizeof(b), "%s=%s", s->secret_src[i].name, s->secret_src[i].file);
-			json_object_array_add(a, json_object_new_string(b));
-		}
-		json_object_object_add(o, "secret_sources", a);
-	}
+	if (s->n_secret_src)
+		json_object_object_add(o, "secret_sources", secret_sources_json(s));
 	if (s->container_id[0])
 		json_object_object_add(o, "container_id", json_object_new_string(s->container_id));
 	if (s->container_name[0])
@@ -1018,6 +1023,7 @@ static json_object *sandbox_json(struct dsandbox *s)
 			       s->container_name[0] ? json_object_new_string(s->container_name) : NULL);
 	json_object_object_add(o, "ca_cert", s->ca_path[0] ? json_object_new_string(s->ca_path) : NULL);
 	json_object_object_add(o, "labels", daemon_labels_to_json(&s->labels));
+	json_object_object_add(o, "secret_sources", secret_sources_json(s));
 	json_object_object_add(o, "proxy_pid", json_object_new_int(s->proxy_pid));
 	json_object_object_add(o, "resolver_pid", json_object_new_int(s->resolver_pid));
 	json_object_object_add(o, "allowed", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_ALLOWED)));
@@ -1182,6 +1188,9 @@ static int attach_bring_up(struct dsandbox *s, int cg_fd, char *msg, size_t msgl
 		snprintf(msg, msglen, "cannot pin maps under %s: %s", s->sb.pin_dir, strerror(errno));
 		return -1;
 	}
+	/* what a later build checks before it re-adopts the sandbox */
+	if (sluice_pin_layout_write(s->sb.pin_dir, msg, msglen) < 0)
+		return -1;
 	init_meta(s);
 	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) < 0) {
 		snprintf(msg, msglen, "cannot read the ring buffer: %s", strerror(errno));

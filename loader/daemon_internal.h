@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * daemon_internal.h - what the parts of `sluice daemon` share (daemon.c:
+ * requests and the event loop; daemon_sandbox.c: a sandbox's record and
+ * state files; daemon_children.c: its proxy and resolver; daemon_netns.c:
+ * the kept network namespaces; daemon_adopt.c: re-adoption after a
+ * restart; daemon_status.c: status and metrics).  Not an API: one
+ * program's pieces.
+ */
+#ifndef SLUICE_DAEMON_INTERNAL_H
+#define SLUICE_DAEMON_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+#include "children.h"
+#include "credentials.h"
+#include "ctl_content.h"
+#include "ctlsrv.h"
+#include "daemon_dnsstats.h"
+#include "events.h"
+#include "evlog.h"
+#include "expiry_watch.h"
+#include "labels.h"
+#include "metrics.h"
+#include "policy.h"
+#include "policy_sig.h"
+#include "sandbox.h"
+
+#define ACCT_N (2 + 2 * SLUICE_DS__MAX)
+
+struct dsandbox {
+	char name[64];
+	char cgroup[PATH_MAX];
+	char netns[PATH_MAX];       /* bind mount under state dir */
+	char policy_path[PATH_MAX]; /* copy under state dir */
+	int policy_fd;              /* the policy in force: a sealed memfd of its bytes, for the children */
+	char *upstream_ca;          /* the policy's tls.upstream_ca text, as read at attach or reload
+				     * (kept in NAME.upstream-ca.pem); NULL none */
+	size_t n_upstream_ca;
+	char mode[16];
+	/* the container it is (sluice oci-hook, attach --container); "" none */
+	char container_id[128], container_name[128], runtime[16];
+	struct sluice_labels labels; /* labels.KEY on its lines (attach --label) */
+	/* where its proxy and resolver dial from: "" the sandbox's netns, "host"
+	 * the daemon's, else a bind mount under the state dir (--upstream-netns) */
+	char upstream[PATH_MAX];
+	uint64_t cgroup_id;
+	struct daemon_dnsstats dns;  /* its resolvers' dropped queries (NAME.dns-stats) */
+	struct sluice_sandbox sb;
+	struct sluice_policy *policy;
+	struct sluice_signer signer; /* --allowed-signers: who signed the policy in force */
+	struct sluice_expiry_watch expiry; /* entry-expired lines of the policy in force */
+	struct sluice_listeners l;  /* kept: children are restarted on reload */
+	pid_t proxy_pid, resolver_pid;
+	struct sluice_restarts proxy_restarts, resolver_restarts;
+	char ca_path[PATH_MAX];     /* the sandbox CA's certificate (TLS inspection); "" none */
+	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h); NULL none */
+	char *ca_permitted;         /* the names it permits (sluice_ca_permitted) */
+	struct sluice_event_meta meta;
+	struct sluice_evlog log;    /* this sandbox's lines (its envelope, its loss counts) */
+	bool log_ready;
+	struct sluice_consumer consumer;
+	bool consumer_ok;
+	uint64_t reloads_ok, reloads_refused; /* since the daemon started (metrics) */
+	/* credentials: `--secret NAME=FILE` sources (paths, kept: each reload
+	 * reads them again) and the secrets read from them (credentials.h) */
+	char *secret_arg[SLUICE_SECRET_ARGS_MAX];
+	struct sluice_secret_source secret_src[SLUICE_SECRET_ARGS_MAX];
+	size_t n_secret_src;
+	struct sluice_secrets secrets;
+	uint64_t saved_acct[ACCT_N]; /* the loss counts as last written to NAME.json */
+	bool acct_warned;           /* said once that NAME.json cannot be written */
+	struct dsandbox *next;
+};
+
+struct daemon_globals {
+	char state_dir[200];
+	char sock_path[PATH_MAX];
+	char events_path[PATH_MAX];
+	int events;                 /* O_APPEND fd, one write per line */
+	struct sluice_evlog log;    /* daemon-wide lines (no sandbox) */
+	struct event_base *base;
+	struct dsandbox *sandboxes;
+	char proxy_bin[PATH_MAX], resolver_bin[PATH_MAX];
+	const char *upstream_dns;
+	char **proxy_extra, **resolver_extra;
+	bool use_lsm;               /* load the BPF LSM programs where the kernel has the BPF LSM */
+	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
+	const char *metrics_addr;   /* --metrics IP:PORT, or NULL */
+	struct sluice_metrics *metrics;
+	bool signed_mode;           /* --allowed-signers: every policy must carry a valid signature */
+	struct sluice_signers signers;
+	struct sluice_policy *boundary; /* --boundary: every policy must be within it; NULL none */
+	char boundary_path[PATH_MAX];
+	char policy_dir[PATH_MAX];  /* where policy names resolve (attach "policy_name", the OCI hook) */
+	const char *user_group;     /* members may run their own commands (daemon_user.h); "" none */
+	bool user_group_set;        /* --user-group given: the group must exist */
+	const char *upstream_ca;    /* --upstream-ca FILE: CAs every proxy trusts for origins */
+};
+
+extern struct daemon_globals D;
+
+#endif

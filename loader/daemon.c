@@ -75,57 +75,6 @@
 
 struct daemon_globals D;
 
-static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void emit(struct dsandbox *s, const char *action, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	sluice_lifecycle_write(s && s->log_ready ? &s->log : &D.log, action, msg);
-	log_info("%s", msg);
-}
-
-/* A lifecycle line that names who signed s's policy (attach, reload, adopt). */
-static void emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
-{
-	struct sluice_evlog *w = s->log_ready ? &s->log : &D.log;
-	struct sluice_line *l;
-	char msg[768];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	l = sluice_evlog_begin(w, SLUICE_DS_LIFECYCLE, -1);
-	SL_STR(l, "event.kind", "state");
-	SL_STR(l, "event.action", action);
-	SL_STR(l, "message", msg);
-	sluice_signer_fields(l, &s->signer);
-	sluice_evlog_commit(w);
-	log_info("%s", msg);
-}
-
-static struct dsandbox *find(const char *name)
-{
-	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
-		if (strcmp(s->name, name) == 0)
-			return s;
-	return NULL;
-}
-
-static void state_path(char *buf, size_t len, const char *name, const char *ext)
-{
-	snprintf(buf, len, "%s/sandboxes/%s.%s", D.state_dir, name, ext);
-}
-
 /*
  * The CA certificate of s's proxy (public part, PEM; NULL: the policy
  * inspects nothing) goes to <state>/sandboxes/NAME.ca.pem, written
@@ -136,7 +85,7 @@ static int publish_ca(struct dsandbox *s, const char *pem, char *msg, size_t msg
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	FILE *f;
 
-	state_path(path, sizeof(path), s->name, "ca.pem");
+	daemon_state_path(path, sizeof(path), s->name, "ca.pem");
 	if (!pem) {
 		unlink(path);
 		s->ca_path[0] = '\0';
@@ -203,7 +152,7 @@ static int sandbox_ca(struct dsandbox *s, char *msg, size_t msglen)
 	free(s->ca_permitted);
 	s->ca_permitted = want;
 	if (had)
-		emit(s, "ca-reissued", "sandbox %s: the inspected names changed; the CA certificate in %s was re-issued "
+		daemon_emit(s, "ca-reissued", "sandbox %s: the inspected names changed; the CA certificate in %s was re-issued "
 		     "for the same key (names both permit keep validating; new ones once the workload trusts it)",
 		     s->name, s->ca_path);
 	return 0;
@@ -347,7 +296,7 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 
 		co.flow_map = NULL;
 		co.extra = D.resolver_extra;
-		state_path(stats, sizeof(stats), s->name, "dns-stats");
+		daemon_state_path(stats, sizeof(stats), s->name, "dns-stats");
 		if (daemon_dnsstats_open(&s->dns, stats) == 0)
 			co.stats_fd = s->dns.fd;
 		p = sluice_child_start(D.resolver_bin, &s->l, &co, 10000, msg, msglen);
@@ -365,7 +314,7 @@ static int start_children(struct dsandbox *s, unsigned which, char *msg, size_t 
 	return 0;
 }
 
-static void stop_children(struct dsandbox *s)
+void stop_children(struct dsandbox *s)
 {
 	pid_t *pids[] = { &s->proxy_pid, &s->resolver_pid };
 
@@ -376,364 +325,6 @@ static void stop_children(struct dsandbox *s)
 			*pids[i] = 0;
 		}
 	}
-}
-
-/* The loss counts to carry across a daemon restart, into v (to notice change). */
-static void accounting_now(const struct dsandbox *s, uint64_t v[ACCT_N])
-{
-	v[0] = s->consumer.lost_reported;
-	v[1] = s->consumer.write_lost;
-	for (int ds = 0; ds < SLUICE_DS__MAX; ds++) {
-		v[2 + ds] = s->log_ready ? s->log.lost[ds] : 0;
-		v[2 + SLUICE_DS__MAX + ds] = s->log_ready ? s->log.lost_outage[ds] : 0;
-	}
-}
-
-/* The loss accounting of s as JSON (NAME.json "accounting"): the ring-buffer
- * losses already reported in events_lost lines, the denial lines and every
- * line the writer lost, and those not yet reported (with the errno). */
-static json_object *accounting_json(const struct dsandbox *s)
-{
-	json_object *a = json_object_new_object(), *lost = json_object_new_array(), *outage = json_object_new_array();
-
-	json_object_object_add(a, "events_lost_reported", json_object_new_uint64(s->consumer.lost_reported));
-	json_object_object_add(a, "kernel_lines_lost", json_object_new_uint64(s->consumer.write_lost));
-	for (int ds = 0; ds < SLUICE_DS__MAX; ds++) {
-		json_object_array_add(lost, json_object_new_uint64(s->log_ready ? s->log.lost[ds] : 0));
-		json_object_array_add(outage, json_object_new_uint64(s->log_ready ? s->log.lost_outage[ds] : 0));
-	}
-	json_object_object_add(a, "lines_lost", lost);
-	json_object_object_add(a, "lines_lost_unreported", outage);
-	json_object_object_add(a, "outage_errno", json_object_new_int(s->log_ready ? s->log.err : 0));
-	return a;
-}
-
-/* Take the accounting a previous daemon wrote (accounting_json) into s's
- * consumer and writer, so that a restart neither reports a loss twice nor
- * forgets one. */
-static void accounting_restore(struct dsandbox *s, json_object *st)
-{
-	json_object *a, *v, *lost, *outage;
-	uint64_t l[SLUICE_DS__MAX] = { 0 }, o[SLUICE_DS__MAX] = { 0 };
-	int err = 0;
-
-	if (!st || !json_object_object_get_ex(st, "accounting", &a))
-		return;
-	if (json_object_object_get_ex(a, "events_lost_reported", &v))
-		s->consumer.lost_reported = json_object_get_uint64(v);
-	if (json_object_object_get_ex(a, "kernel_lines_lost", &v))
-		s->consumer.write_lost = json_object_get_uint64(v);
-	if (json_object_object_get_ex(a, "outage_errno", &v))
-		err = json_object_get_int(v);
-	if (json_object_object_get_ex(a, "lines_lost", &lost) && json_object_object_get_ex(a, "lines_lost_unreported", &outage))
-		for (size_t ds = 0; ds < SLUICE_DS__MAX; ds++) {
-			l[ds] = json_object_get_uint64(json_object_array_get_idx(lost, ds));
-			o[ds] = json_object_get_uint64(json_object_array_get_idx(outage, ds));
-		}
-	sluice_evlog_restore_lost(&s->log, l, o, err);
-	accounting_now(s, s->saved_acct);
-}
-
-/* Where s's secrets are (`--secret` NAME=/path each, never their content). */
-static json_object *secret_sources_json(const struct dsandbox *s)
-{
-	json_object *a = json_object_new_array();
-
-	for (size_t i = 0; i < s->n_secret_src; i++) {
-		char b[PATH_MAX + 80];
-
-		snprintf(b, sizeof(b), "%s=%s", s->secret_src[i].name, s->secret_src[i].file);
-		json_object_array_add(a, json_object_new_string(b));
-	}
-	return a;
-}
-
-/* NAME.json: what the sandbox is (cgroup, mode) and its loss accounting,
- * written atomically.  owner: also record the daemon as its owner. */
-static int write_state(struct dsandbox *s, bool owner)
-{
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	json_object *o = json_object_new_object();
-	FILE *f;
-
-	json_object_object_add(o, "name", json_object_new_string(s->name));
-	json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
-	json_object_object_add(o, "mode", json_object_new_string(s->mode));
-	if (s->n_secret_src)
-		json_object_object_add(o, "secret_sources", secret_sources_json(s));
-	if (s->container_id[0])
-		json_object_object_add(o, "container_id", json_object_new_string(s->container_id));
-	if (s->container_name[0])
-		json_object_object_add(o, "container_name", json_object_new_string(s->container_name));
-	if (s->runtime[0])
-		json_object_object_add(o, "runtime", json_object_new_string(s->runtime));
-	if (s->upstream[0])
-		json_object_object_add(o, "upstream_netns", json_object_new_string(s->upstream));
-	if (s->labels.n)
-		json_object_object_add(o, "labels", daemon_labels_to_json(&s->labels));
-	json_object_object_add(o, "accounting", accounting_json(s));
-	state_path(path, sizeof(path), s->name, "json");
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f) {
-		json_object_put(o);
-		return -errno;
-	}
-	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	if (fclose(f) != 0 || rename(tmp, path) < 0)
-		return -errno;
-	accounting_now(s, s->saved_acct);
-	/* `sluice gc` leaves a sandbox of a running daemon alone */
-	return owner ? sluice_owner_write(s->name, "daemon") : 0;
-}
-
-/* Drain s's ring buffer, then keep its loss accounting on disk if it moved
- * (a kill -9 right after loses at most the window between the line and this). */
-static void drain(struct dsandbox *s)
-{
-	uint64_t now[ACCT_N];
-
-	if (!s->consumer_ok)
-		return;
-	sluice_consumer_drain(&s->consumer);
-	accounting_now(s, now);
-	if (memcmp(now, s->saved_acct, sizeof(now)) == 0)
-		return;
-	if (write_state(s, false) < 0) {
-		if (!s->acct_warned)
-			log_warn("sandbox %s: cannot keep its loss accounting in %s/sandboxes (a restart may report losses again)",
-				 s->name, D.state_dir);
-		s->acct_warned = true;
-	} else {
-		s->acct_warned = false;
-	}
-}
-
-/* Write `len` bytes to `dst` atomically (the policy in force and its
- * signature: the bytes that were parsed and verified, not the file again). */
-static int write_bytes(const char *dst, const char *buf, size_t len)
-{
-	char tmp[PATH_MAX + 8];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if ((len && sluice_write_all(fd, buf, len) < 0) || close(fd) < 0) {
-		int e = errno;
-
-		unlink(tmp);
-		return -e;
-	}
-	if (rename(tmp, dst) < 0)
-		return -errno;
-	return 0;
-}
-
-static void free_secret_args(struct dsandbox *s)
-{
-	for (size_t i = 0; i < s->n_secret_src; i++)
-		free(s->secret_arg[i]);
-	s->n_secret_src = 0;
-}
-
-/* s's --secret sources from a JSON array of "NAME=/path" (NULL: none).
- * 0, or -1 with msg. */
-static int set_secret_args(struct dsandbox *s, json_object *arr, char *msg, size_t msglen)
-{
-	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
-
-	free_secret_args(s);
-	if (n > SLUICE_SECRET_ARGS_MAX) {
-		snprintf(msg, msglen, "at most %d --secret", SLUICE_SECRET_ARGS_MAX);
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *a = json_object_get_string(json_object_array_get_idx(arr, i));
-
-		s->secret_arg[i] = a ? strdup(a) : NULL;
-		s->n_secret_src = i + 1;
-		if (!s->secret_arg[i] || sluice_secret_source_parse(s->secret_arg[i], &s->secret_src[i]) < 0) {
-			snprintf(msg, msglen, "--secret wants NAME=/absolute/path");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* The secrets of policy p for s: from what its client sent (c, sent),
- * else read from s's sources (the admin's policy, a re-adoption);
- * placeholders kept from s's current ones.  0 with *out, or -1 with msg
- * (file:line, the path). */
-static int load_secrets(const struct dsandbox *s, const struct daemon_content *c, const struct sluice_policy *p,
-			struct sluice_secrets *out, char *msg, size_t msglen)
-{
-	struct sluice_policy_error perr;
-
-	if (c && c->sent) {
-		if (daemon_content_secrets(c, p, getenv("CREDENTIALS_DIRECTORY"), out, msg, msglen) < 0)
-			return -1;
-	} else if (sluice_secrets_load(p, s->secret_src, s->n_secret_src, getenv("CREDENTIALS_DIRECTORY"), out,
-				       &perr) < 0) {
-		sluice_policy_error_str(&perr, msg, msglen);
-		return -1;
-	}
-	if (sluice_secrets_placeholders(out, &s->secrets) < 0) {
-		sluice_secrets_clear(out);
-		snprintf(msg, msglen, "no random bytes for the credentials' placeholders");
-		return -1;
-	}
-	/* the daemon holds secrets from now on: no core dump of it */
-	if (out->n && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-		sluice_secrets_clear(out);
-		snprintf(msg, msglen, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/* Keep the policy's content as s's: its bytes (and, signed, its
- * signature) as the state copy, the sealed memfd its children read, the
- * policy's upstream CA text (taken from c, kept beside).  0 or -errno. */
-static int keep_policy(struct dsandbox *s, struct daemon_content *c)
-{
-	char path[PATH_MAX + 8];
-	int err, fd = sluice_policy_memfd(c->bytes, c->n_bytes);
-
-	/* the children's copy first: the policy in force from here on */
-	if (fd < 0)
-		return fd;
-	if (s->policy_fd >= 0)
-		close(s->policy_fd);
-	s->policy_fd = fd;
-	free(s->upstream_ca);
-	s->upstream_ca = c->upstream_ca;
-	s->n_upstream_ca = c->n_upstream_ca;
-	c->upstream_ca = NULL;
-	c->n_upstream_ca = 0;
-	err = write_bytes(s->policy_path, c->bytes, c->n_bytes);
-	if (err)
-		return err;
-	sluice_policy_sig_path(s->policy_path, path, sizeof(path));
-	if (c->sig)
-		err = write_bytes(path, c->sig, c->n_sig);
-	else
-		unlink(path);
-	if (err)
-		return err;
-	state_path(path, sizeof(path), s->name, "upstream-ca.pem");
-	if (s->upstream_ca)
-		return write_bytes(path, s->upstream_ca, s->n_upstream_ca);
-	unlink(path);
-	return 0;
-}
-
-/* A sandbox record with nothing open yet. */
-static struct dsandbox *new_sandbox(const char *name)
-{
-	struct dsandbox *s = calloc(1, sizeof(*s));
-
-	if (!s)
-		return NULL;
-	s->l.proxy4 = s->l.proxy6 = s->l.dns_udp4 = s->l.dns_udp6 = s->l.dns_tcp4 = s->l.dns_tcp6 = -1;
-	s->policy_fd = -1;
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	state_path(s->policy_path, sizeof(s->policy_path), name, "yaml");
-	return s;
-}
-
-static void free_sandbox(struct dsandbox *s)
-{
-	sluice_secrets_clear(&s->secrets);
-	free_secret_args(s);
-	if (s->consumer_ok)
-		sluice_consumer_free(&s->consumer);
-	sluice_listeners_close(&s->l);
-	sluice_expiry_watch_free(&s->expiry);
-	daemon_dnsstats_close(&s->dns);
-	if (s->policy)
-		sluice_policy_free(s->policy);
-	sluice_ca_pem_free(s->ca);
-	free(s->ca_permitted);
-	free(s->upstream_ca);
-	if (s->policy_fd >= 0)
-		close(s->policy_fd);
-	if (s->log_ready)
-		sluice_evlog_release_seq(&s->log);
-	free(s);
-}
-
-/* Undo everything of s: detach, stop children, unpin, remove state. */
-static void fdstore_forget(const char *name);
-
-static void teardown(struct dsandbox *s, bool keep_state)
-{
-	char path[PATH_MAX];
-
-	if (s->consumer_ok)
-		sluice_consumer_drain(&s->consumer);
-	stop_children(s);
-	sandbox_destroy(&s->sb);
-	if (!keep_state) {
-		sluice_owner_remove(s->name);
-		for (size_t i = 0; sluice_state_exts[i]; i++) {
-			state_path(path, sizeof(path), s->name, sluice_state_exts[i]);
-			unlink(path);
-		}
-		if (s->netns[0]) {
-			umount2(s->netns, MNT_DETACH);
-			unlink(s->netns);
-			fdstore_forget(s->name);
-		}
-		if (s->upstream[0] && strcmp(s->upstream, "host") != 0) {
-			umount2(s->upstream, MNT_DETACH);
-			unlink(s->upstream);
-			snprintf(path, sizeof(path), "%s.upstream", s->name);
-			fdstore_forget(path);
-		}
-	}
-}
-
-static void unlink_sandbox(struct dsandbox *s)
-{
-	for (struct dsandbox **pp = &D.sandboxes; *pp; pp = &(*pp)->next) {
-		if (*pp == s) {
-			*pp = s->next;
-			return;
-		}
-	}
-}
-
-static void init_meta(struct dsandbox *s)
-{
-	struct sluice_envelope env;
-
-	s->meta.sandbox = s->name;
-	s->meta.policy_name = s->policy->name;
-	s->meta.policy_digest = s->policy->digest;
-	s->meta.mode = s->mode;
-	s->meta.container_id = s->container_id[0] ? s->container_id : NULL;
-	s->meta.container_name = s->container_name[0] ? s->container_name : NULL;
-	s->meta.container_runtime = s->runtime[0] ? s->runtime : NULL;
-	s->meta.labels = &s->labels;
-	s->meta.boot_to_real_ns = sluice_boot_to_real_ns();
-	/* a new policy, new expiries (a failed allocation: no lines, the
-	 * kernel, proxy and resolver still stop at the time) */
-	sluice_expiry_watch_free(&s->expiry);
-	if (sluice_expiry_watch_init(&s->expiry, s->policy) < 0)
-		log_warnx("sandbox %s: out of memory: its entry-expired lines are not written", s->name);
-	sluice_envelope_of(&s->meta, &env);
-	if (!s->log_ready) {
-		char seq[PATH_MAX];
-
-		sluice_evlog_init(&s->log, D.events, D.events_path, "sluice", &env);
-		state_path(seq, sizeof(seq), s->name, "seq");
-		daemon_seq_share(&s->log, seq, s->name);
-	} else
-		sluice_evlog_set_envelope(&s->log, &env);  /* a reload: loss counts carry on */
-	s->log_ready = true;
 }
 
 /* Bind-mount the netns at `src` to a file of ours, so it outlives the
@@ -780,7 +371,7 @@ static void fdstore_netns(const char *name, const char *path)
 	close(fd);
 }
 
-static void fdstore_forget(const char *name)
+void fdstore_forget(const char *name)
 {
 	sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=" NETNS_FDNAME "%s", name);
 }
@@ -865,10 +456,10 @@ static json_object *kill_existing(struct dsandbox *s, json_object *conns)
 	}
 	r = sluice_destroy_sockets(s->netns[0] ? s->netns : NULL, inodes, k, msg, sizeof(msg));
 	if (r < 0) {
-		emit(s, "sandbox-error", "sandbox %s: --kill-existing: %s", s->name, msg);
+		daemon_emit(s, "sandbox-error", "sandbox %s: --kill-existing: %s", s->name, msg);
 		return json_object_new_string(msg);
 	}
-	emit(s, "sandbox-kill-existing", "sandbox %s: closed %d connection(s) opened before the attach", s->name, r);
+	daemon_emit(s, "sandbox-kill-existing", "sandbox %s: closed %d connection(s) opened before the attach", s->name, r);
 	return json_object_new_int(r);
 }
 
@@ -996,7 +587,7 @@ static json_object *attach_refusal(const char *name, const char *cg)
 		return ctlsrv_error("attach needs name, cgroup and policy");
 	if (sluice_name_check(name, msg, sizeof(msg)) < 0)
 		return ctlsrv_error("%s", msg);
-	if (find(name))
+	if (daemon_find(name))
 		return ctlsrv_error("a sandbox named '%s' is already attached", name);
 	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0)
 		return ctlsrv_error("no cgroup2 mount");
@@ -1161,7 +752,7 @@ static json_object *do_attach(json_object *req, const struct ctlsrv_peer *peer)
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
 		o = ctlsrv_error("cannot open cgroup %s: %s", cg, strerror(errno));
-		teardown(s, false);
+		daemon_teardown(s, false);
 		free_sandbox(s);
 		return o;
 	}
@@ -1169,7 +760,7 @@ static json_object *do_attach(json_object *req, const struct ctlsrv_peer *peer)
 	if (attach_netns(s, ctlsrv_str(req, "netns"), ctlsrv_str(req, "upstream_netns"), msg, sizeof(msg)) < 0 ||
 	    attach_bring_up(s, cg_fd, msg, sizeof(msg)) < 0) {
 		close(cg_fd);
-		teardown(s, false);
+		daemon_teardown(s, false);
 		free_sandbox(s);
 		return ctlsrv_error("%s", msg);
 	}
@@ -1177,7 +768,7 @@ static json_object *do_attach(json_object *req, const struct ctlsrv_peer *peer)
 	write_state(s, true);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
-	emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s%s", s->name,
+	daemon_emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s%s", s->name,
 		    s->cgroup, s->mode, s->policy->name, s->policy->digest, s->signer.principal[0] ? ", signed by " : "",
 		    s->signer.principal,
 		    /* the container's runtime decides its files; say so, not nothing */
@@ -1204,7 +795,7 @@ static json_object *attach_with(json_object *req, const struct ctlsrv_peer *peer
 	if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_get_boolean(ok)) {
 		const char *cid = ctlsrv_str(req, "container_id");
 
-		emit(NULL, "sandbox-attach-refused", "attach of %s%s%s%s refused: %s", ctlsrv_str(req, "name") ? ctlsrv_str(req, "name") : "?",
+		daemon_emit(NULL, "sandbox-attach-refused", "attach of %s%s%s%s refused: %s", ctlsrv_str(req, "name") ? ctlsrv_str(req, "name") : "?",
 		     cid ? " (container " : "", cid ? cid : "", cid ? ")" : "", ctlsrv_str(o, "error") ? ctlsrv_str(o, "error") : "?");
 	}
 	return o;
@@ -1219,14 +810,14 @@ static json_object *attach_or_say_why(json_object *req)
 static json_object *do_detach(json_object *req)
 {
 	const char *name = ctlsrv_str(req, "name");
-	struct dsandbox *s = name ? find(name) : NULL;
+	struct dsandbox *s = name ? daemon_find(name) : NULL;
 	json_object *o;
 
 	if (!s)
 		return ctlsrv_error("no sandbox named '%s'", name ? name : "");
-	emit(s, "sandbox-detach", "sandbox %s detached from %s", s->name, s->cgroup);
+	daemon_emit(s, "sandbox-detach", "sandbox %s detached from %s", s->name, s->cgroup);
 	unlink_sandbox(s);
-	teardown(s, false);
+	daemon_teardown(s, false);
 	free_sandbox(s);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
@@ -1287,7 +878,7 @@ static int reload_secrets(struct dsandbox *s, json_object *req, const struct dae
 static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 {
 	const char *name = ctlsrv_str(req, "name");
-	struct dsandbox *s = name ? find(name) : NULL;
+	struct dsandbox *s = name ? daemon_find(name) : NULL;
 	struct sluice_policy *np = NULL;
 	struct sluice_signer who;
 	struct sluice_secrets nsec = { NULL, 0 };
@@ -1321,7 +912,7 @@ static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 		/* the sandbox keeps its policy; the refusal is in its stream too */
 		daemon_content_free(&c);
 		s->reloads_refused++;
-		emit(s, "sandbox-reload-refused", "sandbox %s: reload refused, policy %.12s stays: %s", s->name,
+		daemon_emit(s, "sandbox-reload-refused", "sandbox %s: reload refused, policy %.12s stays: %s", s->name,
 		     s->policy->digest, msg);
 		return ctlsrv_error("%s (nothing changed)", msg);
 	}
@@ -1341,11 +932,11 @@ static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 	snprintf(s->mode, sizeof(s->mode), "%s", np->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	init_meta(s);
 	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
-		emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
+		daemon_emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
 		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
 	}
 	write_state(s, true);
-	emit_signed(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)%s%s", s->name,
+	daemon_emit_signed(s, "sandbox-reload", "sandbox %s: policy %.12s replaced by %.12s (generation %u)%s%s", s->name,
 		    old_digest, np->digest, s->sb.gen, who.principal[0] ? ", signed by " : "", who.principal);
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
@@ -1365,7 +956,7 @@ static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 /* What daemon_user.c asks of the daemon. */
 static void user_emit(const char *name, const char *action, const char *message)
 {
-	emit(name ? find(name) : NULL, action, "%s", message);
+	daemon_emit(name ? daemon_find(name) : NULL, action, "%s", message);
 }
 
 static bool user_in_sandbox(const char *path)
@@ -1436,7 +1027,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 					t->proxy_pid = 0;
 				else
 					t->resolver_pid = 0;
-				emit(t, proxy ? "proxy-exited" : "resolver-exited",
+				daemon_emit(t, proxy ? "proxy-exited" : "resolver-exited",
 				     "sandbox %s: %s exited; restarting it on the same listening sockets", t->name, what);
 				/* one that dies again before it is ready uses up the budget too */
 				bool up = false;
@@ -1448,7 +1039,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 					/* give up: close its sockets; whatever binds the
 					 * ports later lacks sluice's mark and is refused */
 					sluice_listeners_close_role(&t->l, proxy);
-					emit(t, proxy ? "proxy-gave-up" : "resolver-gave-up",
+					daemon_emit(t, proxy ? "proxy-gave-up" : "resolver-gave-up",
 					     "sandbox %s: %s not restarted (%u restarts within %u s%s%s): %s now fail (fail closed)",
 					     t->name, what, SLUICE_RESTART_MAX, SLUICE_RESTART_WINDOW_MS / 1000,
 					     msg[0] ? "; the last: " : "", msg, proxy ? "proxied connections" : "DNS queries");
@@ -1460,14 +1051,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	/* from the head again: a user's command that ended detached its sandbox above */
 	for (s = D.sandboxes; s; s = next) {
 		next = s->next;
-		drain(s);
+		daemon_drain(s);
 		if (s->log_ready)
 			sluice_expiry_watch_tick(&s->expiry, &s->log, -1);
 		if (access(s->cgroup, F_OK) < 0 && errno == ENOENT) {
-			emit(s, "sandbox-gone", "sandbox %s: cgroup %s was removed by its runtime; cleaning up", s->name,
+			daemon_emit(s, "sandbox-gone", "sandbox %s: cgroup %s was removed by its runtime; cleaning up", s->name,
 			     s->cgroup);
 			unlink_sandbox(s);
-			teardown(s, false);
+			daemon_teardown(s, false);
 			free_sandbox(s);
 		}
 	}
@@ -1498,11 +1089,11 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 		char msg[512];
 
 		if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
-			emit(s, "sandbox-error", "sandbox %s: SIGHUP: proxy/resolver restart failed: %s (fail closed)",
+			daemon_emit(s, "sandbox-error", "sandbox %s: SIGHUP: proxy/resolver restart failed: %s (fail closed)",
 			     s->name, msg);
 		n++;
 	}
-	emit(NULL, "daemon-reopen", "sluice daemon reopened %s on SIGHUP (%d sandboxes)", D.events_path, n);
+	daemon_emit(NULL, "daemon-reopen", "sluice daemon reopened %s on SIGHUP (%d sandboxes)", D.events_path, n);
 	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 }
 
@@ -1596,7 +1187,7 @@ static int adopt_policy(struct dsandbox *s, char *msg, size_t msglen)
 		return -1;
 	if (daemon_content_load(&c, D.signed_mode ? &D.signers : NULL, &s->policy, &s->signer, msg, msglen) < 0)
 		goto fail;
-	state_path(path, sizeof(path), s->name, "upstream-ca.pem");
+	daemon_state_path(path, sizeof(path), s->name, "upstream-ca.pem");
 	err = sluice_read_small_file(path, 2 * SLUICE_UPSTREAM_CA_MAX, &c.upstream_ca, &c.n_upstream_ca);
 	if (err == -ENOENT)
 		err = daemon_content_read_refs(&c, s->policy, msg, msglen) < 0 ? -EINVAL : 0;
@@ -1738,7 +1329,7 @@ static int adopt_all(void)
 		D.sandboxes = s;
 		if (sluice_owner_write(name, "daemon") < 0)
 			log_warn("sandbox %s: cannot record the daemon as its owner in %s", name, SLUICE_OWNER_DIR);
-		emit_signed(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name,
+		daemon_emit_signed(s, "sandbox-adopt", "sandbox %s re-adopted after a daemon restart (generation %u)", name,
 			    s->sb.gen);
 	}
 	closedir(d);
@@ -2127,7 +1718,7 @@ int cmd_daemon(int argc, char **argv)
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);
 	event_add(sigs[2], NULL);
-	emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s%s%s; policy signatures %s%s", D.sock_path,
+	daemon_emit(NULL, "daemon-start", "sluice daemon serving %s, events in %s%s%s; policy signatures %s%s", D.sock_path,
 	     D.events_path, D.metrics ? ", metrics at http://" : "", D.metrics ? D.metrics_addr : "",
 	     D.signed_mode ? "required, allowed signers " : "not required (unsigned mode)",
 	     D.signed_mode ? D.signers.path : "");
@@ -2145,12 +1736,12 @@ int cmd_daemon(int argc, char **argv)
 	/* A clean stop keeps every sandbox filtered and pinned (fail closed);
 	 * `sluice detach` is how a filter is removed. */
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
-		drain(s);
+		daemon_drain(s);
 		stop_children(s);
 	}
 	sluice_metrics_free(D.metrics);
 	retired_stop_all();
-	emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");
+	daemon_emit(NULL, "daemon-stop", "sluice daemon stopped; sandboxes stay filtered (pinned)");
 	unlink(D.sock_path);
 	return 0;
 }

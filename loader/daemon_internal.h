@@ -105,4 +105,51 @@ struct daemon_globals {
 
 extern struct daemon_globals D;
 
+/* daemon_sandbox.c ---------------------------------------------------------- */
+
+/* A lifecycle line of s (NULL: the daemon's own), also to stderr. */
+void daemon_emit(struct dsandbox *s, const char *action, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, naming who signed s's policy (attach, reload, adopt). */
+void daemon_emit_signed(struct dsandbox *s, const char *action, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The sandbox named `name`, or NULL. */
+struct dsandbox *daemon_find(const char *name);
+/* "<state>/sandboxes/NAME.EXT" into buf. */
+void daemon_state_path(char *buf, size_t len, const char *name, const char *ext);
+/* The loss counts to carry across a restart, into v; as NAME.json's
+ * "accounting"; taken back from a previous daemon's NAME.json. */
+void accounting_now(const struct dsandbox *s, uint64_t v[ACCT_N]);
+json_object *accounting_json(const struct dsandbox *s);
+void accounting_restore(struct dsandbox *s, json_object *st);
+/* s's --secret sources as "NAME=/path" strings (never a secret). */
+json_object *secret_sources_json(const struct dsandbox *s);
+/* Write NAME.json atomically (owner: record the daemon as the owner too). 0 or -errno. */
+int write_state(struct dsandbox *s, bool owner);
+/* Drain s's ring buffer; keep its loss accounting on disk if it moved. */
+void daemon_drain(struct dsandbox *s);
+/* Write len bytes to dst atomically.  0 or -errno. */
+int write_bytes(const char *dst, const char *buf, size_t len);
+/* s's --secret sources: freed; from a JSON array of "NAME=/path" (0 or -1 with msg). */
+void free_secret_args(struct dsandbox *s);
+int set_secret_args(struct dsandbox *s, json_object *arr, char *msg, size_t msglen);
+/* The secrets of p for s (c: what its client sent; NULL or not sent: s's
+ * sources).  0 with *out, or -1 with msg. */
+int load_secrets(const struct dsandbox *s, const struct daemon_content *c, const struct sluice_policy *p,
+		 struct sluice_secrets *out, char *msg, size_t msglen);
+/* Keep c's policy as s's in force (memfd, state copies).  0 or -errno. */
+int keep_policy(struct dsandbox *s, struct daemon_content *c);
+/* A new record (nothing open), its free, its removal from the list. */
+struct dsandbox *new_sandbox(const char *name);
+void free_sandbox(struct dsandbox *s);
+void unlink_sandbox(struct dsandbox *s);
+/* Undo everything of s: detach, stop children, unpin, and unless
+ * keep_state remove its state files and kept netns. */
+void daemon_teardown(struct dsandbox *s, bool keep_state);
+/* s's line envelope for its policy in force (first call: its writer). */
+void init_meta(struct dsandbox *s);
+
+/* daemon.c ----------------------------------------------------------------- */
+void stop_children(struct dsandbox *s);
+void fdstore_forget(const char *name);
+
 #endif

@@ -33,6 +33,11 @@
 
 #define ACCT_N (2 + 2 * SLUICE_DS__MAX)
 
+/* Which children start_children() starts. */
+#define CHILD_PROXY    1u
+#define CHILD_RESOLVER 2u
+#define CHILD_BOTH     (CHILD_PROXY | CHILD_RESOLVER)
+
 struct dsandbox {
 	char name[64];
 	char cgroup[PATH_MAX];
@@ -148,8 +153,23 @@ void daemon_teardown(struct dsandbox *s, bool keep_state);
 /* s's line envelope for its policy in force (first call: its writer). */
 void init_meta(struct dsandbox *s);
 
-/* daemon.c ----------------------------------------------------------------- */
+/* daemon_children.c --------------------------------------------------------- */
+
+/* Start (or restart) the proxy and/or resolver of s (`which`) with its
+ * policy in force; the old ones are retired (drain).  0, or -1 with msg. */
+int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen);
+/* Stop s's proxy and resolver now (SIGTERM) and wait for them. */
 void stop_children(struct dsandbox *s);
+/* t's proxy (proxy true) or resolver exited: restart it within its budget,
+ * else close its listeners (fail closed); lines either way. */
+void child_exited(struct dsandbox *t, bool proxy);
+/* pid exited: was it a retired child (then forgotten)? */
+bool retired_reaped(pid_t pid);
+/* Kill retired children past their deadline; at the daemon's stop, every one. */
+void retired_expire(void);
+void retired_stop_all(void);
+
+/* daemon.c ----------------------------------------------------------------- */
 void fdstore_forget(const char *name);
 
 #endif

@@ -169,7 +169,17 @@ bool retired_reaped(pid_t pid);
 void retired_expire(void);
 void retired_stop_all(void);
 
-/* daemon.c ----------------------------------------------------------------- */
+/* daemon_netns.c ------------------------------------------------------------ */
+
+/* Bind-mount the netns at src onto the file dst (made).  0 or -errno. */
+int keep_netns(const char *src, const char *dst);
+/* Hand the kept netns at path to systemd's fd store as "netns-NAME"; take it out. */
+void fdstore_netns(const char *name, const char *path);
 void fdstore_forget(const char *name);
+/* Bind each netns the fd store handed back onto its file; the number restored. */
+int fdstore_restore(void);
+/* s's kept netns gone with the previous daemon's mount namespace: found
+ * again through a process of its cgroup, where there is one. */
+void netns_recover(struct dsandbox *s);
 
 #endif

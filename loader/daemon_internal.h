@@ -182,4 +182,10 @@ int fdstore_restore(void);
  * again through a process of its cgroup, where there is one. */
 void netns_recover(struct dsandbox *s);
 
+/* daemon_adopt.c ------------------------------------------------------------ */
+
+/* Re-adopt every sandbox a previous daemon left (pins + state files).
+ * Returns how many could not be (each said why; their filters stay). */
+int adopt_all(void);
+
 #endif

@@ -188,4 +188,13 @@ void netns_recover(struct dsandbox *s);
  * Returns how many could not be (each said why; their filters stay). */
 int adopt_all(void);
 
+/* daemon_status.c ----------------------------------------------------------- */
+
+/* s as `status` shows it (owned by the caller). */
+json_object *sandbox_json(struct dsandbox *s);
+/* The `status` answer: every sandbox, the events file, the signing mode, the control counters. */
+json_object *do_status(json_object *req);
+/* One scrape of --metrics into out (metrics.h's fill callback). */
+void metrics_fill(struct evbuffer *out, void *arg);
+
 #endif

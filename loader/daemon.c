@@ -646,7 +646,49 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return level == LIBBPF_WARN && getenv("SLUICE_LIBBPF_VERBOSE") ? vfprintf(stderr, fmt, ap) : 0;
 }
 
-int cmd_daemon(int argc, char **argv)
+static void usage(void)
+{
+	printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
+	       "                     [--proxy-arg ARG]... [--resolver-arg ARG]... [--upstream-ca FILE]\n"
+	       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
+	       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
+	       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n"
+	       "                     [--user-group GROUP] [--upstream-ca FILE]\n\n"
+	       "  --user-group GROUP  its members may `sluice run --policy NAME -- CMD` without\n"
+	       "                 root: the daemon runs CMD as them (default: sluice, when that\n"
+	       "                 group exists; '' root only)\n"
+	       "  --upstream-ca FILE  every sandbox's proxy also trusts the CA certificates (PEM)\n"
+	       "                 in FILE for the origins of inspected names (read at each proxy\n"
+	       "                 start, with the policy's tls.upstream_ca; handed over as content)\n"
+	       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
+	       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
+	       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
+	       "  --boundary FILE  attach and reload refuse a policy that allows anything FILE\n"
+	       "                 (a policy) does not (`sluice policy check --within`)\n"
+	       "  --policy-dir DIR  where policy names resolve (NAME: DIR/NAME.yaml; the OCI\n"
+	       "                 hook's io.sluice.policy annotation); default " SLUICE_POLICY_DIR "\n"
+	       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
+	       "                 unix sockets and socket families would not be judged)\n"
+	       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
+	       "  --metrics IP:PORT  serve Prometheus metrics at http://IP:PORT/metrics\n"
+	       "                 (e.g. 127.0.0.1:9464; numeric addresses only)\n"
+	       "  --control-clients N  control clients open at once (default %d; more: the one\n"
+	       "                 idle the longest is closed)\n"
+	       "  --control-deadlines IDLE_MS:TOTAL_MS  a control client is closed after IDLE_MS\n"
+	       "                 without a byte, or TOTAL_MS for its request (default %d:%d)\n\n"
+	       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
+	       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
+	       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
+	       "Restarted, it re-adopts the sandboxes it finds pinned, or refuses to start and\n"
+	       "says why.  SIGHUP reopens the events file (the proxies and resolvers reopen\n"
+	       "theirs); SIGTERM stops it, every sandbox staying filtered.\n", SLUICE_CTL_MAX_CLIENTS,
+	       SLUICE_CTL_IDLE_MS, SLUICE_CTL_TOTAL_MS, SLUICE_STATE_DIR);
+}
+
+/* The options of `sluice daemon` and what they set (D, *ctl, the paths of
+ * the signers and boundary files).  0 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const char **signers_path,
+			 const char **boundary_path)
 {
 	static const struct option opts[] = {
 		{ "state-dir", required_argument, NULL, 's' },
@@ -669,13 +711,7 @@ int cmd_daemon(int argc, char **argv)
 		{ 0 },
 	};
 	static char *px[32], *rx[32];
-	const char *signers_path = NULL, *boundary_path = NULL;
-	char lsm_msg[256] = "";
-	int npx = 0, nrx = 0, c, lfd;
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct event *tick, *sigs[3];
-	struct timeval tv = { 0, 100000 };
-	struct ctlsrv_limits ctl = { 0 };
+	int npx = 0, nrx = 0, c;
 
 	snprintf(D.state_dir, sizeof(D.state_dir), "%s", SLUICE_STATE_DIR);
 	snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", SLUICE_POLICY_DIR);
@@ -700,12 +736,12 @@ int cmd_daemon(int argc, char **argv)
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
 		case 'm': D.metrics_addr = optarg; break;
-		case 'S': signers_path = optarg; break;
-		case 'B': boundary_path = optarg; break;
+		case 'S': *signers_path = optarg; break;
+		case 'B': *boundary_path = optarg; break;
 		case 'P': snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", optarg); break;
 		case 'G': D.user_group = optarg; D.user_group_set = true; break;
 		case 'C':
-			if (parse_uint(optarg, 1, 100000, &ctl.max_clients) < 0) {
+			if (parse_uint(optarg, 1, 100000, &ctl->max_clients) < 0) {
 				log_warnx("daemon: --control-clients: want a number from 1 to 100000, not '%s'", optarg);
 				return 2;
 			}
@@ -713,63 +749,36 @@ int cmd_daemon(int argc, char **argv)
 		case 'T': {
 			char *colon = strchr(optarg, ':');
 
-			if (!colon || (*colon = 0, parse_uint(optarg, 1, 3600000, &ctl.idle_ms) < 0) ||
-			    parse_uint(colon + 1, 1, 3600000, &ctl.total_ms) < 0) {
+			if (!colon || (*colon = 0, parse_uint(optarg, 1, 3600000, &ctl->idle_ms) < 0) ||
+			    parse_uint(colon + 1, 1, 3600000, &ctl->total_ms) < 0) {
 				log_warnx("daemon: --control-deadlines: want IDLE_MS:TOTAL_MS, e.g. 2000:5000");
 				return 2;
 			}
 			break;
 		}
 		case 'h':
-			printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
-			       "                     [--proxy-arg ARG]... [--resolver-arg ARG]... [--upstream-ca FILE]\n"
-			       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
-			       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
-			       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n"
-			       "                     [--user-group GROUP] [--upstream-ca FILE]\n\n"
-			       "  --user-group GROUP  its members may `sluice run --policy NAME -- CMD` without\n"
-			       "                 root: the daemon runs CMD as them (default: sluice, when that\n"
-			       "                 group exists; '' root only)\n"
-			       "  --upstream-ca FILE  every sandbox's proxy also trusts the CA certificates (PEM)\n"
-			       "                 in FILE for the origins of inspected names (read at each proxy\n"
-			       "                 start, with the policy's tls.upstream_ca; handed over as content)\n"
-			       "  --allowed-signers FILE  signed mode: attach and reload refuse a policy unless\n"
-			       "                 POLICY.sig is a valid `sluice policy sign` signature by a key\n"
-			       "                 FILE names (OpenSSH allowed-signers; read once, at start)\n"
-			       "  --boundary FILE  attach and reload refuse a policy that allows anything FILE\n"
-			       "                 (a policy) does not (`sluice policy check --within`)\n"
-			       "  --policy-dir DIR  where policy names resolve (NAME: DIR/NAME.yaml; the OCI\n"
-			       "                 hook's io.sluice.policy annotation); default " SLUICE_POLICY_DIR "\n"
-			       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
-			       "                 unix sockets and socket families would not be judged)\n"
-			       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
-			       "  --metrics IP:PORT  serve Prometheus metrics at http://IP:PORT/metrics\n"
-			       "                 (e.g. 127.0.0.1:9464; numeric addresses only)\n"
-			       "  --control-clients N  control clients open at once (default %d; more: the one\n"
-			       "                 idle the longest is closed)\n"
-			       "  --control-deadlines IDLE_MS:TOTAL_MS  a control client is closed after IDLE_MS\n"
-			       "                 without a byte, or TOTAL_MS for its request (default %d:%d)\n\n"
-			       "Holds every attached sandbox (sluice attach); control socket DIR/control.sock\n"
-			       "(default %s), events DIR/events.jsonl.  Runs in the foreground; a systemd\n"
-			       "unit is in packaging/sluice.service (Type=notify: ready once it serves).\n"
-			       "Restarted, it re-adopts the sandboxes it finds pinned, or refuses to start and\n"
-			       "says why.  SIGHUP reopens the events file (the proxies and resolvers reopen\n"
-			       "theirs); SIGTERM stops it, every sandbox staying filtered.\n", SLUICE_CTL_MAX_CLIENTS,
-			       SLUICE_CTL_IDLE_MS, SLUICE_CTL_TOTAL_MS, SLUICE_STATE_DIR);
-			return 0;
+			usage();
+			return -1;
 		default: return 2;
 		}
 	}
 	D.proxy_extra = px;
 	D.resolver_extra = rx;
+	return 0;
+}
+
+/* Before anything is adopted: root, the signers and boundary, the BPF LSM,
+ * the state dir, the fd store's netns, bpffs, the helpers.  0 or 2. */
+static int prepare(const char *signers_path, const char *boundary_path)
+{
+	char lsm_msg[256] = "", msg[1024], tried[2 * PATH_MAX + 8];
+
 	log_init("sluice-daemon", 0);
 	if (geteuid() != 0) {
 		log_warnx("daemon: must run as root");
 		return 2;
 	}
 	if (signers_path) {
-		char msg[1024];
-
 		if (sluice_signers_load(signers_path, &D.signers, msg, sizeof(msg)) < 0) {
 			log_warnx("daemon: %s", msg);
 			return 2;
@@ -777,8 +786,6 @@ int cmd_daemon(int argc, char **argv)
 		D.signed_mode = true;
 	}
 	if (boundary_path) {
-		char msg[1024];
-
 		if (sluice_boundary_load(boundary_path, &D.boundary, msg, sizeof(msg)) < 0) {
 			log_warnx("daemon: %s", msg);
 			return 2;
@@ -811,23 +818,29 @@ int cmd_daemon(int argc, char **argv)
 		log_warn("daemon: no BPF filesystem at %s", SLUICE_BPFFS);
 		return 2;
 	}
-	{
-		char tried[2 * PATH_MAX + 8];
-
-		if (!sluice_helper_path("sluice-proxy", D.proxy_bin, sizeof(D.proxy_bin), tried, sizeof(tried))) {
-			log_warnx("daemon: sluice-proxy not found (tried %s)", tried);
-			return 2;
-		}
-		if (!sluice_helper_path("sluice-resolver", D.resolver_bin, sizeof(D.resolver_bin), tried, sizeof(tried))) {
-			log_warnx("daemon: sluice-resolver not found (tried %s)", tried);
-			return 2;
-		}
+	if (!sluice_helper_path("sluice-proxy", D.proxy_bin, sizeof(D.proxy_bin), tried, sizeof(tried))) {
+		log_warnx("daemon: sluice-proxy not found (tried %s)", tried);
+		return 2;
+	}
+	if (!sluice_helper_path("sluice-resolver", D.resolver_bin, sizeof(D.resolver_bin), tried, sizeof(tried))) {
+		log_warnx("daemon: sluice-resolver not found (tried %s)", tried);
+		return 2;
 	}
 	libbpf_set_print(libbpf_quiet);
 	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* The events file, the metrics address, the pinned sandboxes, then the
+ * control socket (one daemon at a time).  0 or 2. */
+static int start_serving(const struct ctlsrv_limits *ctl)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char msg[512];
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	mode_t old;
 
 	/* one daemon at a time: a live control socket means another is running */
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", D.sock_path);
 	if (connect(lfd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
 		log_warnx("daemon: another sluice daemon is serving %s", D.sock_path);
@@ -835,24 +848,19 @@ int cmd_daemon(int argc, char **argv)
 	}
 	close(lfd);
 	unlink(D.sock_path);
-
-	{
-		D.events = open(D.events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-		if (D.events < 0) {
-			log_warn("daemon: cannot open %s", D.events_path);
-			return 2;
-		}
-		sluice_evlog_init(&D.log, D.events, D.events_path, "sluice", NULL);
+	D.events = open(D.events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (D.events < 0) {
+		log_warn("daemon: cannot open %s", D.events_path);
+		return 2;
 	}
+	sluice_evlog_init(&D.log, D.events, D.events_path, "sluice", NULL);
 	/* the metrics address is taken before anything is adopted: one in use
 	 * (another daemon's?) refuses the start with nothing changed */
 	D.base = event_base_new();
 	if (D.metrics_addr) {
-		char err[256];
-
-		D.metrics = sluice_metrics_listen(D.base, D.metrics_addr, metrics_fill, NULL, err, sizeof(err));
+		D.metrics = sluice_metrics_listen(D.base, D.metrics_addr, metrics_fill, NULL, msg, sizeof(msg));
 		if (!D.metrics) {
-			log_warnx("daemon: %s", err);
+			log_warnx("daemon: %s", msg);
 			return 2;
 		}
 	}
@@ -861,30 +869,40 @@ int cmd_daemon(int argc, char **argv)
 			  "their filters stay in force; `sluice detach --force NAME` removes one without the daemon");
 		return 2;
 	}
-
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	{
-		mode_t old = umask(0177);
-
-		if (bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(lfd, 256) < 0) {
-			umask(old);
-			log_warn("daemon: cannot listen on %s", D.sock_path);
-			return 2;
-		}
+	old = umask(0177);
+	if (bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(lfd, 256) < 0) {
 		umask(old);
+		log_warn("daemon: cannot listen on %s", D.sock_path);
+		return 2;
 	}
-	{
-		char msg[512];
-
-		if (daemon_user_setup(D.user_group, D.user_group_set, D.state_dir, D.sock_path, msg, sizeof(msg)) < 0) {
-			log_warnx("daemon: %s", msg);
-			return 2;
-		}
+	umask(old);
+	if (daemon_user_setup(D.user_group, D.user_group_set, D.state_dir, D.sock_path, msg, sizeof(msg)) < 0) {
+		log_warnx("daemon: %s", msg);
+		return 2;
 	}
-	if (ctlsrv_start(D.base, lfd, &ctl, handle_request, control_report) < 0) {
+	if (ctlsrv_start(D.base, lfd, ctl, handle_request, control_report) < 0) {
 		log_warn("daemon: cannot serve %s", D.sock_path);
 		return 2;
 	}
+	return 0;
+}
+
+int cmd_daemon(int argc, char **argv)
+{
+	const char *signers_path = NULL, *boundary_path = NULL;
+	struct event *tick, *sigs[3];
+	struct timeval tv = { 0, 100000 };
+	struct ctlsrv_limits ctl = { 0 };
+	int rc = parse_options(argc, argv, &ctl, &signers_path, &boundary_path), n = 0;
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	rc = prepare(signers_path, boundary_path);
+	if (rc == 0)
+		rc = start_serving(&ctl);
+	if (rc)
+		return rc;
 	tick = event_new(D.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &tv);
 	sigs[0] = evsignal_new(D.base, SIGTERM, on_signal, NULL);
@@ -897,14 +915,10 @@ int cmd_daemon(int argc, char **argv)
 	     D.events_path, D.metrics ? ", metrics at http://" : "", D.metrics ? D.metrics_addr : "",
 	     D.signed_mode ? "required, allowed signers " : "not required (unsigned mode)",
 	     D.signed_mode ? D.signers.path : "");
-	{
-		int n = 0;
-
-		for (struct dsandbox *s = D.sandboxes; s; s = s->next)
-			n++;
-		/* Type=notify: ready once the socket listens and the pinned sandboxes are adopted */
-		sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
-	}
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		n++;
+	/* Type=notify: ready once the socket listens and the pinned sandboxes are adopted */
+	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 	event_base_dispatch(D.base);
 	ctlsrv_stop();
 

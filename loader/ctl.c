@@ -384,6 +384,63 @@ static int call_with_policy(json_object *req, const char *cmd, const char *path,
 	return finish(resp, json, human);
 }
 
+static void usage_attach(void)
+{
+	printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID [--namespace NS])\n"
+	       "                     [--name NAME] [--netns PATH] [--upstream-netns PATH|host]\n"
+	       "                     [--mode audit|enforce] [--kill-existing] [--secret NAME=FILE]...\n"
+	       "                     [--label KEY=VALUE]... [--json]\n\n"
+	       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
+	       "podman, docker, then containerd (`ctr`, namespaces default, k8s.io, moby, or\n"
+	       "only --namespace NS; $CONTAINERD_ADDRESS picks its socket) for the container's\n"
+	       "init pid; --pid uses that process's cgroup and network namespace.\n"
+	       "--upstream-netns: the proxy and resolver listen in the sandbox's netns but dial\n"
+	       "from this one (host: the daemon's), so a container without a network reaches\n"
+	       "out only through them.  Lists connections that were open before;\n"
+	       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).  --secret: where\n"
+	       "credential NAME's secret is (instead of its `file:`); the daemon reads it, and\n"
+	       "again at each reload.\n\n"
+	       "  sluice attach --policy policies/llm-api.yaml --container agent1\n"
+	       "  sluice attach --policy web.yaml --container job7 --namespace k8s.io\n");
+}
+
+/*
+ * The cgroup (into cgbuf, PATH_MAX bytes) and netns (into nsbuf, 64 bytes,
+ * unless *netns is set) to attach: those of process pid (> 0), else the
+ * real path of *cgroup and the netns of its first process.  0, or -1 said.
+ */
+static int attach_target(long pid, const char *cg2, const char **cgroup, const char **netns, char *cgbuf,
+			 char *nsbuf)
+{
+	char real[PATH_MAX];
+	pid_t first;
+
+	if (pid > 0) {
+		if (inspect_pid_cgroup((pid_t)pid, cg2, cgbuf, PATH_MAX) < 0) {
+			log_warnx("attach: cannot find the cgroup v2 of pid %ld", pid);
+			return -1;
+		}
+		*cgroup = cgbuf;
+		if (!*netns) {
+			snprintf(nsbuf, 64, "/proc/%ld/ns/net", pid);
+			*netns = nsbuf;
+		}
+		return 0;
+	}
+	if (!realpath(*cgroup, real)) {
+		log_warn("attach: cgroup %s", *cgroup);
+		return -1;
+	}
+	snprintf(cgbuf, PATH_MAX, "%s", real);
+	*cgroup = cgbuf;
+	first = inspect_cgroup_first_pid(*cgroup);
+	if (!*netns && first > 0) {
+		snprintf(nsbuf, 64, "/proc/%d/ns/net", (int)first);
+		*netns = nsbuf;
+	}
+	return 0;
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -438,22 +495,7 @@ int cmd_attach(int argc, char **argv)
 		case 'U': upstream = optarg; break;
 		case 'j': json = 1; sluice_cli_set_json(); break;
 		case 'h':
-			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID [--namespace NS])\n"
-			       "                     [--name NAME] [--netns PATH] [--upstream-netns PATH|host]\n"
-			       "                     [--mode audit|enforce] [--kill-existing] [--secret NAME=FILE]...\n"
-			       "                     [--label KEY=VALUE]... [--json]\n\n"
-			       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
-			       "podman, docker, then containerd (`ctr`, namespaces default, k8s.io, moby, or\n"
-			       "only --namespace NS; $CONTAINERD_ADDRESS picks its socket) for the container's\n"
-			       "init pid; --pid uses that process's cgroup and network namespace.\n"
-			       "--upstream-netns: the proxy and resolver listen in the sandbox's netns but dial\n"
-			       "from this one (host: the daemon's), so a container without a network reaches\n"
-			       "out only through them.  Lists connections that were open before;\n"
-			       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).  --secret: where\n"
-			       "credential NAME's secret is (instead of its `file:`); the daemon reads it, and\n"
-			       "again at each reload.\n\n"
-			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n"
-			       "  sluice attach --policy web.yaml --container job7 --namespace k8s.io\n");
+			usage_attach();
 			return 0;
 		default: return 2;
 		}
@@ -487,32 +529,8 @@ int cmd_attach(int argc, char **argv)
 			sanitize_name(name);
 		}
 	}
-	if (pid > 0) {
-		if (inspect_pid_cgroup((pid_t)pid, cg2, cgbuf, sizeof(cgbuf)) < 0) {
-			log_warnx("attach: cannot find the cgroup v2 of pid %ld", pid);
-			return 2;
-		}
-		cgroup = cgbuf;
-		if (!netns) {
-			snprintf(nsbuf, sizeof(nsbuf), "/proc/%ld/ns/net", pid);
-			netns = nsbuf;
-		}
-	} else {
-		char real[PATH_MAX];
-		pid_t first;
-
-		if (!realpath(cgroup, real)) {
-			log_warn("attach: cgroup %s", cgroup);
-			return 2;
-		}
-		snprintf(cgbuf, sizeof(cgbuf), "%s", real);
-		cgroup = cgbuf;
-		first = inspect_cgroup_first_pid(cgroup);
-		if (!netns && first > 0) {
-			snprintf(nsbuf, sizeof(nsbuf), "/proc/%d/ns/net", (int)first);
-			netns = nsbuf;
-		}
-	}
+	if (attach_target(pid, cg2, &cgroup, &netns, cgbuf, nsbuf) < 0)
+		return 2;
 	if (!name[0]) {
 		const char *base = strrchr(cgroup, '/');
 

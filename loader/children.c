@@ -351,6 +351,14 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		argv[argc++] = "--policy";
 		argv[argc++] = (char *)o->policy_path;
 	}
+	if (o->policy_digest) {
+		argv[argc++] = "--policy-digest";
+		argv[argc++] = (char *)o->policy_digest;
+	}
+	if (is_proxy && o->policy_next) {
+		argv[argc++] = "--policy-next";
+		argv[argc++] = (char *)o->policy_next;
+	}
 	if (o->netns_path) {
 		argv[argc++] = "--netns";
 		argv[argc++] = (char *)o->netns_path;

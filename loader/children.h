@@ -73,6 +73,10 @@ struct sluice_child_opts {
 	int policy_fd;             /* > 0: a memfd holding the policy's bytes (the ones the loader
 				    * parsed and verified); the child reads /dev/fd/N instead of
 				    * policy_path, so a file changed meanwhile is never what it loads */
+	const char *policy_digest; /* may be NULL: the digest the loader computed of it, passed as
+				    * --policy-digest (the child refuses to start on another) */
+	const char *policy_next;   /* proxy only, may be NULL: the daemon's copy of the policy in
+				    * force, --policy-next (a draining proxy re-decides by it) */
 	const char *netns_path;    /* NULL: the loader's */
 	const char *sandbox;
 	const char *flow_map;      /* pinned sluice_flows (proxy only) */

@@ -23,6 +23,7 @@
 
 #include "cgroup.h"
 #include "cli.h"
+#include "ctl_content.h"
 #include "kfeatures.h"
 #include "gc.h"
 #include "sandbox.h"
@@ -42,16 +43,58 @@ static const char *sock_path(void)
 
 #define CALL_TIMEOUT_S 120  /* an attach loads BPF programs and starts children: seconds */
 
-/* Send `req` (consumed) and return the parsed answer, or NULL with a
- * message printed. */
-json_object *sluice_ctl_call(json_object *req)
+int sluice_ctl_send(int fd, const char *line, size_t len, const int *fds, size_t n)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SLUICE_CTL_MAX_FDS)];
+	} u;
+	struct iovec iov = { .iov_base = (void *)line, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t w;
+
+	if (n > SLUICE_CTL_MAX_FDS) {
+		errno = E2BIG;
+		return -1;
+	}
+	if (n) {
+		struct cmsghdr *h;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(h), fds, sizeof(int) * n);
+	}
+	do
+		w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -1;
+	/* the rest of a long line, without the descriptors */
+	for (size_t off = (size_t)w; off < len;) {
+		w = send(fd, line + off, len - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+json_object *sluice_ctl_call_fds(json_object *req, const int *fds, size_t n_fds)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 	static char buf[1 << 20];
-	size_t got = 0;
+	size_t got = 0, len = strlen(s);
 	json_object *resp;
+	char *msg;
 
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path());
 	{
@@ -67,9 +110,7 @@ json_object *sluice_ctl_call(json_object *req)
 		close(fd);
 		return NULL;
 	}
-	size_t len = strlen(s);
-	char *msg = malloc(len + 2);
-
+	msg = malloc(len + 2);
 	if (!msg) {
 		json_object_put(req);
 		close(fd);
@@ -77,16 +118,14 @@ json_object *sluice_ctl_call(json_object *req)
 	}
 	memcpy(msg, s, len); /* NOLINT(bugprone-not-null-terminated-result): a line for send(), not a C string */
 	msg[len] = '\n';
-	ssize_t sent = send(fd, msg, len + 1, MSG_NOSIGNAL);
-
-	free(msg);
-	if (sent < 0) {
+	json_object_put(req);
+	if (sluice_ctl_send(fd, msg, len + 1, fds, n_fds) < 0) {
 		log_warn("cannot send to the daemon");
-		json_object_put(req);
+		free(msg);
 		close(fd);
 		return NULL;
 	}
-	json_object_put(req);
+	free(msg);
 	for (;;) {
 		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
 
@@ -109,6 +148,11 @@ json_object *sluice_ctl_call(json_object *req)
 	if (!resp)
 		log_warnx("malformed answer from the daemon");
 	return resp;
+}
+
+json_object *sluice_ctl_call(json_object *req)
+{
+	return sluice_ctl_call_fds(req, NULL, 0);
 }
 
 /* Print the answer: errors to stderr (exit 2), JSON as is with -j/--json
@@ -303,6 +347,100 @@ static void sanitize_name(char *name)
 
 static int secret_arg(json_object **arr, const char *arg, const char *cmd);
 
+/*
+ * Send `req` (consumed) with the policy at `path` as content (ctl_content.h):
+ * its bytes, signature, upstream CA and secrets (`secrets`: the --secret
+ * "NAME=/abs/FILE" array, consumed, may be NULL; the paths go along as
+ * the sandbox's record, where the daemon re-reads them after a restart),
+ * then print the answer as finish() does.
+ */
+static int call_with_policy(json_object *req, const char *cmd, const char *path, json_object *secrets, int json,
+			    void (*human)(json_object *))
+{
+	struct ctl_content_fds fds = { .n = 0 };
+	char *args[SLUICE_SECRET_ARGS_MAX] = { NULL }, msg[1024];
+	size_t n_args = secrets ? json_object_array_length(secrets) : 0;
+	json_object *resp;
+
+	if (n_args > SLUICE_SECRET_ARGS_MAX) {
+		log_warnx("%s: at most %d --secret", cmd, SLUICE_SECRET_ARGS_MAX);
+		json_object_put(secrets);
+		json_object_put(req);
+		return 2;
+	}
+	for (size_t i = 0; i < n_args; i++)
+		args[i] = (char *)json_object_get_string(json_object_array_get_idx(secrets, i));
+	if (ctl_content_prepare(req, path, args, n_args, &fds, msg, sizeof(msg)) < 0) {
+		log_warnx("%s: %s", cmd, msg);
+		if (secrets)
+			json_object_put(secrets);
+		json_object_put(req);
+		return 2;
+	}
+	if (secrets)
+		json_object_object_add(req, "secrets", secrets);
+	resp = sluice_ctl_call_fds(req, fds.fd, fds.n);
+	ctl_content_fds_close(&fds);
+	return finish(resp, json, human);
+}
+
+static void usage_attach(void)
+{
+	printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID [--namespace NS])\n"
+	       "                     [--name NAME] [--netns PATH] [--upstream-netns PATH|host]\n"
+	       "                     [--mode audit|enforce] [--kill-existing] [--secret NAME=FILE]...\n"
+	       "                     [--label KEY=VALUE]... [--json]\n\n"
+	       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
+	       "podman, docker, then containerd (`ctr`, namespaces default, k8s.io, moby, or\n"
+	       "only --namespace NS; $CONTAINERD_ADDRESS picks its socket) for the container's\n"
+	       "init pid; --pid uses that process's cgroup and network namespace.\n"
+	       "--upstream-netns: the proxy and resolver listen in the sandbox's netns but dial\n"
+	       "from this one (host: the daemon's), so a container without a network reaches\n"
+	       "out only through them.  Lists connections that were open before;\n"
+	       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).  --secret: where\n"
+	       "credential NAME's secret is (instead of its `file:`); the daemon reads it, and\n"
+	       "again at each reload.\n\n"
+	       "  sluice attach --policy policies/llm-api.yaml --container agent1\n"
+	       "  sluice attach --policy web.yaml --container job7 --namespace k8s.io\n");
+}
+
+/*
+ * The cgroup (into cgbuf, PATH_MAX bytes) and netns (into nsbuf, 64 bytes,
+ * unless *netns is set) to attach: those of process pid (> 0), else the
+ * real path of *cgroup and the netns of its first process.  0, or -1 said.
+ */
+static int attach_target(long pid, const char *cg2, const char **cgroup, const char **netns, char *cgbuf,
+			 char *nsbuf)
+{
+	char real[PATH_MAX];
+	pid_t first;
+
+	if (pid > 0) {
+		if (inspect_pid_cgroup((pid_t)pid, cg2, cgbuf, PATH_MAX) < 0) {
+			log_warnx("attach: cannot find the cgroup v2 of pid %ld", pid);
+			return -1;
+		}
+		*cgroup = cgbuf;
+		if (!*netns) {
+			snprintf(nsbuf, 64, "/proc/%ld/ns/net", pid);
+			*netns = nsbuf;
+		}
+		return 0;
+	}
+	if (!realpath(*cgroup, real)) {
+		log_warn("attach: cgroup %s", *cgroup);
+		return -1;
+	}
+	snprintf(cgbuf, PATH_MAX, "%s", real);
+	*cgroup = cgbuf;
+	first = inspect_cgroup_first_pid(*cgroup);
+	if (!*netns && first > 0) {
+		snprintf(nsbuf, 64, "/proc/%d/ns/net", (int)first);
+		*netns = nsbuf;
+	}
+	return 0;
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -320,7 +458,7 @@ int cmd_attach(int argc, char **argv)
 	const char *policy = NULL, *cgroup = NULL, *container = NULL, *netns = NULL, *mode = NULL;
 	const char *ctrd_ns = NULL, *upstream = NULL;
 	struct inspect_container ci = { 0 };
-	char name[SLUICE_NAME_MAX + 1] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], abspolicy[PATH_MAX], msg[512];
+	char name[SLUICE_NAME_MAX + 1] = "", cg2[PATH_MAX], cgbuf[PATH_MAX], nsbuf[64], msg[512];
 	char absupstream[PATH_MAX];
 	long pid = 0;
 	int json = 0, kill_existing = 0, c;
@@ -357,22 +495,7 @@ int cmd_attach(int argc, char **argv)
 		case 'U': upstream = optarg; break;
 		case 'j': json = 1; sluice_cli_set_json(); break;
 		case 'h':
-			printf("usage: sluice attach --policy FILE (--cgroup PATH | --pid PID | --container ID [--namespace NS])\n"
-			       "                     [--name NAME] [--netns PATH] [--upstream-netns PATH|host]\n"
-			       "                     [--mode audit|enforce] [--kill-existing] [--secret NAME=FILE]...\n"
-			       "                     [--label KEY=VALUE]... [--json]\n\n"
-			       "Put an existing cgroup under a policy, through the daemon.  --container asks\n"
-			       "podman, docker, then containerd (`ctr`, namespaces default, k8s.io, moby, or\n"
-			       "only --namespace NS; $CONTAINERD_ADDRESS picks its socket) for the container's\n"
-			       "init pid; --pid uses that process's cgroup and network namespace.\n"
-			       "--upstream-netns: the proxy and resolver listen in the sandbox's netns but dial\n"
-			       "from this one (host: the daemon's), so a container without a network reaches\n"
-			       "out only through them.  Lists connections that were open before;\n"
-			       "--kill-existing closes them (bpf_sock_destroy, kernel 6.5+).  --secret: where\n"
-			       "credential NAME's secret is (instead of its `file:`); the daemon reads it, and\n"
-			       "again at each reload.\n\n"
-			       "  sluice attach --policy policies/llm-api.yaml --container agent1\n"
-			       "  sluice attach --policy web.yaml --container job7 --namespace k8s.io\n");
+			usage_attach();
 			return 0;
 		default: return 2;
 		}
@@ -391,10 +514,6 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (upstream && strcmp(upstream, "host") != 0)
 		upstream = absupstream;
-	if (!realpath(policy, abspolicy)) {
-		log_warn("attach: %s", policy);
-		return 2;
-	}
 	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0) {
 		log_warnx("attach: no cgroup2 mount in /proc/mounts");
 		return 2;
@@ -410,32 +529,8 @@ int cmd_attach(int argc, char **argv)
 			sanitize_name(name);
 		}
 	}
-	if (pid > 0) {
-		if (inspect_pid_cgroup((pid_t)pid, cg2, cgbuf, sizeof(cgbuf)) < 0) {
-			log_warnx("attach: cannot find the cgroup v2 of pid %ld", pid);
-			return 2;
-		}
-		cgroup = cgbuf;
-		if (!netns) {
-			snprintf(nsbuf, sizeof(nsbuf), "/proc/%ld/ns/net", pid);
-			netns = nsbuf;
-		}
-	} else {
-		char real[PATH_MAX];
-		pid_t first;
-
-		if (!realpath(cgroup, real)) {
-			log_warn("attach: cgroup %s", cgroup);
-			return 2;
-		}
-		snprintf(cgbuf, sizeof(cgbuf), "%s", real);
-		cgroup = cgbuf;
-		first = inspect_cgroup_first_pid(cgroup);
-		if (!netns && first > 0) {
-			snprintf(nsbuf, sizeof(nsbuf), "/proc/%d/ns/net", (int)first);
-			netns = nsbuf;
-		}
-	}
+	if (attach_target(pid, cg2, &cgroup, &netns, cgbuf, nsbuf) < 0)
+		return 2;
 	if (!name[0]) {
 		const char *base = strrchr(cgroup, '/');
 
@@ -446,9 +541,6 @@ int cmd_attach(int argc, char **argv)
 	json_object_object_add(req, "cmd", json_object_new_string("attach"));
 	json_object_object_add(req, "name", json_object_new_string(name));
 	json_object_object_add(req, "cgroup", json_object_new_string(cgroup));
-	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
-	if (secrets)
-		json_object_object_add(req, "secrets", secrets);
 	if (netns)
 		json_object_object_add(req, "netns", json_object_new_string(netns));
 	if (mode)
@@ -464,7 +556,7 @@ int cmd_attach(int argc, char **argv)
 		json_object_object_add(req, "upstream_netns", json_object_new_string(upstream));
 	if (labels.n)
 		json_object_object_add(req, "labels", daemon_labels_to_json(&labels));
-	return finish(sluice_ctl_call(req), json, human_attach);
+	return call_with_policy(req, "attach", policy, secrets, json, human_attach);
 }
 
 /* Does a daemon answer on the control socket?  (No message either way.) */
@@ -655,6 +747,29 @@ int cmd_status(int argc, char **argv)
 	return finish(resp, json, human_status);
 }
 
+/* The `--secret` sources sandbox `name` was attached with (the daemon's
+ * status: "NAME=/path" each, never a secret), for a reload without
+ * --secret to read again here; NULL: none, or no answer (the reload
+ * then says what is missing). */
+static json_object *recorded_secret_sources(const char *name)
+{
+	json_object *req = json_object_new_object(), *resp, *arr, *src, *out = NULL;
+
+	json_object_object_add(req, "cmd", json_object_new_string("status"));
+	resp = sluice_ctl_call(req);
+	if (resp && json_object_object_get_ex(resp, "sandboxes", &arr))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			json_object *s = json_object_array_get_idx(arr, i);
+
+			if (strcmp(get_str(s, "name"), name) == 0 && json_object_object_get_ex(s, "secret_sources", &src) &&
+			    json_object_is_type(src, json_type_array) && json_object_array_length(src))
+				out = json_object_get(src);
+		}
+	if (resp)
+		json_object_put(resp);
+	return out;
+}
+
 int cmd_reload(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -664,7 +779,7 @@ int cmd_reload(int argc, char **argv)
 		{ 0 },
 	};
 	const char *policy = NULL, *name = NULL;
-	char abspolicy[PATH_MAX], msg[256];
+	char msg[256];
 	json_object *req, *secrets = NULL;
 	int c, json = 0;
 
@@ -701,17 +816,12 @@ int cmd_reload(int argc, char **argv)
 		log_warnx("reload: %s", msg);
 		return 2;
 	}
-	if (!realpath(policy, abspolicy)) {
-		log_warn("reload: %s", policy);
-		return 2;
-	}
+	if (!secrets)
+		secrets = recorded_secret_sources(name);
 	req = json_object_new_object();
 	json_object_object_add(req, "cmd", json_object_new_string("reload"));
 	json_object_object_add(req, "name", json_object_new_string(name));
-	json_object_object_add(req, "policy", json_object_new_string(abspolicy));
-	if (secrets)
-		json_object_object_add(req, "secrets", secrets);
-	return finish(sluice_ctl_call(req), json, human_reload);
+	return call_with_policy(req, "reload", policy, secrets, json, human_reload);
 }
 
 /* --secret NAME=FILE: appended to *arr as "NAME=/abs/FILE" (the daemon,

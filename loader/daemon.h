@@ -10,6 +10,8 @@
 #ifndef SLUICE_DAEMON_H
 #define SLUICE_DAEMON_H
 
+#include <stddef.h>
+
 #define SLUICE_STATE_DIR "/run/sluice"
 #define SLUICE_CONTROL_SOCK SLUICE_STATE_DIR "/control.sock"
 
@@ -32,5 +34,13 @@ struct json_object;
  * malformed answer).  Blocks until the daemon answers.
  */
 struct json_object *sluice_ctl_call(struct json_object *req);
+
+/* The same, with the descriptors fds[0..n_fds) sent along (SCM_RIGHTS, at
+ * most SLUICE_CTL_MAX_FDS; the caller keeps and closes its copies). */
+struct json_object *sluice_ctl_call_fds(struct json_object *req, const int *fds, size_t n_fds);
+
+/* Send `len` bytes of `line` on the connected socket fd, the descriptors
+ * fds[0..n) with its first part (SCM_RIGHTS).  0, or -1 with errno. */
+int sluice_ctl_send(int fd, const char *line, size_t len, const int *fds, size_t n);
 
 #endif

@@ -250,15 +250,10 @@ static char **str_array(json_object *a, size_t min, size_t max, bool assignments
 	return v;
 }
 
-static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const struct daemon_user_ops *ops)
+/* Why run request of peer cannot be served (an answer), or NULL. */
+static json_object *run_refusal(const char *pname, const char *cwd, const struct ctlsrv_peer *peer)
 {
-	const char *pname = ctlsrv_str(req, "policy_name"), *cwd = ctlsrv_str(req, "cwd");
-	char **argv = NULL, **envp = NULL, cg2[PATH_MAX], cg[PATH_MAX], name[64], msg[512], line[1024];
-	gid_t groups[GROUPS_MAX];
-	int n_groups = 0, go[2] = { -1, -1 }, cgfd, mnt_fd = -1, net_fd = -1;
-	json_object *o = NULL, *areq, *ok;
-	struct urun *r = NULL;
-	pid_t pid;
+	unsigned n = 0;
 
 	if (peer->uid == 0)
 		return ctlsrv_error("run through the daemon is for users who are not root: root runs `sluice run` itself");
@@ -268,17 +263,71 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 		return ctlsrv_error("run needs cwd, an absolute path");
 	if (peer->n_fds != 4 || peer->fds[0] < 0 || peer->fds[1] < 0 || peer->fds[2] < 0 || peer->fds[3] < 0)
 		return ctlsrv_error("run needs four descriptors with the request (stdin, stdout, stderr, the status pipe)");
-	{
-		unsigned n = 0;
-
-		for (struct urun *q = U.runs; q; q = q->next)
-			n += q->uid == peer->uid;
-		if (n >= RUNS_MAX)
-			return ctlsrv_error("you run %u commands through the daemon already: at most %d at once", n, RUNS_MAX);
-	}
+	for (struct urun *q = U.runs; q; q = q->next)
+		n += q->uid == peer->uid;
+	if (n >= RUNS_MAX)
+		return ctlsrv_error("you run %u commands through the daemon already: at most %d at once", n, RUNS_MAX);
 	if (peer->gid == U.gid)
 		return ctlsrv_error("your primary group is the daemon's user group: the command would keep its access to "
 			     "the control socket; run from another primary group (sg, newgrp)");
+	return NULL;
+}
+
+/* Move pid into cgroup cg: NULL, or the error answer. */
+static json_object *move_into(const char *cg, pid_t pid)
+{
+	char procs[PATH_MAX + 16], pidbuf[16];
+	int fd, len = snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, pidbuf, (size_t)len) != len) {
+		json_object *o = ctlsrv_error("cannot move the command into %s: %s", cg, strerror(errno));
+
+		if (fd >= 0)
+			close(fd);
+		return o;
+	}
+	close(fd);
+	return NULL;
+}
+
+/* Attach cgroup cg as sandbox `name` with the admin's policy pname (the
+ * netns of process netns_pid, when > 0): the attach's answer. */
+static json_object *run_attach(const struct daemon_user_ops *ops, const char *name, const char *cg, const char *pname,
+			       pid_t netns_pid)
+{
+	json_object *areq = json_object_new_object(), *o;
+
+	json_object_object_add(areq, "cmd", json_object_new_string("attach"));
+	json_object_object_add(areq, "name", json_object_new_string(name));
+	json_object_object_add(areq, "cgroup", json_object_new_string(cg));
+	json_object_object_add(areq, "policy_name", json_object_new_string(pname));
+	if (netns_pid > 0) {
+		/* the proxy and resolver listen where the command runs */
+		char ns[64];
+
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)netns_pid);
+		json_object_object_add(areq, "netns", json_object_new_string(ns));
+	}
+	o = ops->attach(areq);
+	json_object_put(areq);
+	return o;
+}
+
+static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const struct daemon_user_ops *ops)
+{
+	const char *pname = ctlsrv_str(req, "policy_name"), *cwd = ctlsrv_str(req, "cwd");
+	char **argv = NULL, **envp = NULL, cg2[PATH_MAX], cg[PATH_MAX], name[64], msg[512], line[1024];
+	gid_t groups[GROUPS_MAX];
+	int n_groups = 0, go[2] = { -1, -1 }, cgfd, mnt_fd = -1, net_fd = -1;
+	json_object *o = NULL, *ok;
+	struct urun *r = NULL;
+	pid_t pid;
+
+	o = run_refusal(pname, cwd, peer);
+	if (o)
+		return o;
 	argv = str_array(json_object_object_get(req, "argv"), 1, ARGV_MAX, false);
 	envp = str_array(json_object_object_get(req, "env"), 0, ENV_MAX, true);
 	if (!argv || !envp || !argv[0][0]) {
@@ -328,34 +377,10 @@ static json_object *do_run(json_object *req, struct ctlsrv_peer *peer, const str
 	close(go[0]);
 	go[0] = -1;
 	/* into the cgroup, then the filter, then the command's first instruction */
-	{
-		char procs[PATH_MAX + 16], pidbuf[16];
-		int fd, len = snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
-
-		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
-		fd = open(procs, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, pidbuf, (size_t)len) != len) {
-			o = ctlsrv_error("cannot move the command into %s: %s", cg, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			goto fail;
-		}
-		close(fd);
-	}
-	areq = json_object_new_object();
-	json_object_object_add(areq, "cmd", json_object_new_string("attach"));
-	json_object_object_add(areq, "name", json_object_new_string(name));
-	json_object_object_add(areq, "cgroup", json_object_new_string(cg));
-	json_object_object_add(areq, "policy_name", json_object_new_string(pname));
-	if (net_fd >= 0) {
-		/* the proxy and resolver listen where the command runs */
-		char ns[64];
-
-		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)peer->pid);
-		json_object_object_add(areq, "netns", json_object_new_string(ns));
-	}
-	o = ops->attach(areq);
-	json_object_put(areq);
+	o = move_into(cg, pid);
+	if (o)
+		goto fail;
+	o = run_attach(ops, name, cg, pname, net_fd >= 0 ? peer->pid : 0);
 	if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_get_boolean(ok))
 		goto fail;  /* the attach's own answer says why (and its refusal line) */
 	json_object_put(o);

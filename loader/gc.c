@@ -164,7 +164,7 @@ static bool gc_verdict(const struct gc_view *v, char *why, size_t len)
 	return true;
 }
 
-const char *const sluice_state_exts[] = { "json", "yaml", "yaml.sig", "ca.pem", "seq", "dns-stats", NULL };
+const char *const sluice_state_exts[] = { "json", "yaml", "yaml.sig", "ca.pem", "upstream-ca.pem", "seq", "dns-stats", NULL };
 
 static int remove_pins(const char *dir, int *n)
 {

@@ -604,47 +604,74 @@ out:
 	return rc;
 }
 
-int sluice_policy_load_checked(const char *path, const struct sluice_signers *signers,
-			       struct sluice_policy **out, struct sluice_signer *who, char **bytes, size_t *n_bytes,
-			       char **sig_bytes, size_t *n_sig, char *msg, size_t msglen)
+int sluice_policy_check_bytes(const char *name, const char *buf, size_t len, const char *sig, size_t slen,
+			      const char *sig_error, const struct sluice_signers *signers, struct sluice_policy **out,
+			      struct sluice_signer *who, char *msg, size_t msglen)
 {
 	struct sluice_policy_error perr;
-	char *buf = NULL, *sig = NULL, sigpath[4200];
-	size_t len = 0, slen = 0;
-	int err;
+	char sigpath[4200];
 
 	*out = NULL;
 	if (who)
 		memset(who, 0, sizeof(*who));
-	if (bytes)
-		*bytes = NULL;
-	if (sig_bytes)
-		*sig_bytes = NULL;
-	err = sluice_read_small_file(path, 64u << 20, &buf, &len);
-	if (err) {
-		snprintf(msg, msglen, "%s: %s", path, err == -EFBIG ? "policy too large" : strerror(-err));
-		return -1;
-	}
-	if (sluice_policy_load_buffer(path, buf, len, out, &perr) < 0) {
+	if (sluice_policy_load_buffer(name, buf, len, out, &perr) < 0) {
 		sluice_policy_error_str(&perr, msg, msglen);
-		free(buf);
 		return -1;
 	}
-	if (signers) {
+	if (!signers)
+		return 0;
+	sluice_policy_sig_path(name, sigpath, sizeof(sigpath));
+	if (!sig) {
+		snprintf(msg, msglen, "%s: %s (signed mode, --allowed-signers %s: every policy needs "
+			 "the signature `sluice policy sign` writes)", sigpath,
+			 sig_error && sig_error[0] ? sig_error : strerror(ENOENT), signers->path);
+		goto fail;
+	}
+	{
 		struct sluice_signer w;
 
-		sluice_policy_sig_path(path, sigpath, sizeof(sigpath));
-		err = sluice_read_small_file(sigpath, SLUICE_SIG_MAX_BYTES, &sig, &slen);
-		if (err) {
-			snprintf(msg, msglen, "%s: %s (signed mode, --allowed-signers %s: every policy needs "
-				 "the signature `sluice policy sign` writes)", sigpath,
-				 err == -EFBIG ? "larger than 64 KiB" : strerror(-err), signers->path);
-			goto fail;
-		}
 		if (sluice_policy_verify(*out, sig, slen, sigpath, signers, &w, msg, msglen) < 0)
 			goto fail;
 		if (who)
 			*who = w;
+	}
+	return 0;
+fail:
+	sluice_policy_free(*out);
+	*out = NULL;
+	return -1;
+}
+
+int sluice_policy_load_checked(const char *path, const struct sluice_signers *signers,
+			       struct sluice_policy **out, struct sluice_signer *who, char **bytes, size_t *n_bytes,
+			       char **sig_bytes, size_t *n_sig, char *msg, size_t msglen)
+{
+	char *buf = NULL, *sig = NULL, sigpath[4200], sigerr[128] = "";
+	size_t len = 0, slen = 0;
+	int err;
+
+	*out = NULL;
+	if (bytes)
+		*bytes = NULL;
+	if (sig_bytes)
+		*sig_bytes = NULL;
+	err = sluice_read_small_file(path, SLUICE_POLICY_MAX_BYTES, &buf, &len);
+	if (err) {
+		if (who)
+			memset(who, 0, sizeof(*who));
+		snprintf(msg, msglen, "%s: %s", path, err == -EFBIG ? "policy too large" : strerror(-err));
+		return -1;
+	}
+	if (signers) {
+		sluice_policy_sig_path(path, sigpath, sizeof(sigpath));
+		err = sluice_read_small_file(sigpath, SLUICE_SIG_MAX_BYTES, &sig, &slen);
+		if (err)
+			snprintf(sigerr, sizeof(sigerr), "%s", err == -EFBIG ? "larger than 64 KiB" : strerror(-err));
+	}
+	if (sluice_policy_check_bytes(path, buf, len, sig, slen, sigerr, signers, out, who, msg, msglen) < 0) {
+		free(buf);
+		free(sig);
+		return -1;
 	}
 	if (bytes) {
 		*bytes = buf;
@@ -661,12 +688,6 @@ int sluice_policy_load_checked(const char *path, const struct sluice_signers *si
 		free(sig);
 	}
 	return 0;
-fail:
-	sluice_policy_free(*out);
-	*out = NULL;
-	free(buf);
-	free(sig);
-	return -1;
 }
 
 void sluice_signer_fields(struct sluice_line *l, const struct sluice_signer *who)

@@ -20,6 +20,7 @@
 
 #define SLUICE_SIG_NAMESPACE "sluice-policy"
 #define SLUICE_SIG_MAX_BYTES (64u << 10)      /* a .sig file or an allowed-signers file is small */
+#define SLUICE_POLICY_MAX_BYTES (64u << 20)   /* the most bytes of one policy file */
 
 /* An allowed-signers file, read once and checked line by line. */
 struct sluice_signers {
@@ -89,6 +90,18 @@ int sluice_policy_verify(const struct sluice_policy *p, const char *sig, size_t 
 int sluice_policy_load_checked(const char *path, const struct sluice_signers *signers,
 			       struct sluice_policy **out, struct sluice_signer *who, char **bytes,
 			       size_t *n_bytes, char **sig_bytes, size_t *n_sig, char *msg, size_t msglen);
+
+/*
+ * The same from bytes already read: the policy's `len` bytes of `buf`,
+ * named `name` in errors (the caller's file name: "name:line:column:
+ * message"), and when `signers` is not NULL its signature `sig` (`slen`
+ * bytes; NULL: there was none, `sig_error` says why, "" or NULL: not
+ * found), checked as "NAME.sig".  Returns 0 with *out (and *who), or -1
+ * with msg; nothing is read from a file.
+ */
+int sluice_policy_check_bytes(const char *name, const char *buf, size_t len, const char *sig, size_t slen,
+			      const char *sig_error, const struct sluice_signers *signers, struct sluice_policy **out,
+			      struct sluice_signer *who, char *msg, size_t msglen);
 
 /* Read a whole small file (at most `max` bytes) into a NUL-terminated
  * malloc'd buffer.  Returns 0, or -errno (-EFBIG when larger). */

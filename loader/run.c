@@ -1082,7 +1082,8 @@ int cmd_run(int argc, char **argv)
 	 * dies is restarted on them: its port is never free for another) */
 	{
 		struct sluice_child_opts co = {
-			.policy_path = policy_path, .policy_fd = st.policy_fd, .netns_path = child_netns, .sandbox = name,
+			.policy_path = policy_path, .policy_fd = st.policy_fd,
+			.policy_digest = st.policy_fd > 0 ? st.policy->digest : NULL, .netns_path = child_netns, .sandbox = name,
 			.log_fd = st.events, .upstream_dns = upstream, .mode = mode,
 			.secrets = &st.secrets, .ocsf = st.log.ocsf,
 			.seq_fd = sluice_evlog_seq_fd(&st.log), .labels = &labels,

@@ -55,42 +55,6 @@ static int fd_or_null(int fd, int *opened)
 	return *opened;
 }
 
-/* Send line (len bytes) with the descriptors fds[0..n) on fd.  0 or -1 (errno). */
-static int send_with_fds(int fd, const char *line, size_t len, const int *fds, size_t n)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-	} u;
-	struct iovec iov = { .iov_base = (void *)line, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
-	struct cmsghdr *h;
-	ssize_t w;
-
-	memset(&u, 0, sizeof(u));
-	h = CMSG_FIRSTHDR(&mh);
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(int) * n);
-	memcpy(CMSG_DATA(h), fds, sizeof(int) * n);
-	do
-		w = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -1;
-	/* the rest of a long line, without the descriptors */
-	for (size_t off = (size_t)w; off < len;) {
-		w = send(fd, line + off, len - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		off += (size_t)w;
-	}
-	return 0;
-}
-
 /* Read the answer line on fd.  Returns the parsed object or NULL. */
 static json_object *read_answer(int fd)
 {
@@ -264,7 +228,7 @@ int sluice_run_via_daemon(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	if (send_with_fds(fd, line, strlen(line), fds, 4) < 0) {
+	if (sluice_ctl_send(fd, line, strlen(line), fds, 4) < 0) {
 		int e = errno;
 
 		/* a daemon that refuses a client says why before it closes */

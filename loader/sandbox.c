@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 
 #include "kfeatures.h"
+#include "pin_layout.h"
 #include "sluice.skel.h"
 
 static const char *prog_names[SLUICE_PROG__MAX] = {
@@ -61,6 +62,25 @@ const char *sluice_prog_name(enum sluice_prog_id id)
 const char *sluice_map_pin_name(enum sluice_map_id id)
 {
 	return id < SLUICE_MAP__MAX ? map_names[id] : "?";
+}
+
+static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id);
+
+int sluice_map_shapes(struct sluice_map_shape *out)
+{
+	struct sluice_bpf *s = sluice_bpf__open();
+
+	if (!s)
+		return errno ? -errno : -ENOMEM;
+	for (int i = 0; i < SLUICE_MAP__MAX; i++) {
+		const struct bpf_map *m = map_of(s, i);
+
+		out[i].type = (unsigned)bpf_map__type(m);
+		out[i].key_size = bpf_map__key_size(m);
+		out[i].value_size = bpf_map__value_size(m);
+	}
+	sluice_bpf__destroy(s);
+	return 0;
 }
 
 static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id)
@@ -293,6 +313,9 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
 			return err;
 		}
 	}
+	/* pinned by another build: never read with this one's structs */
+	if (sluice_pin_layout_check(name, sb->pin_dir, sb->map_fd, msg, msglen) < 0)
+		return -EPROTO;
 	if (bpf_map_lookup_elem(sb->map_fd[SLUICE_MAP_CONFIG], &zero, &sb->cfg) ||
 	    bpf_map_lookup_elem(sb->map_fd[SLUICE_MAP_STATE], &zero, &st)) {
 		int err = -errno;
@@ -600,6 +623,8 @@ void sandbox_destroy(struct sluice_sandbox *sb)
 			snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, map_names[i]);
 			unlink(path);
 		}
+		snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, SLUICE_LAYOUT_PIN);
+		unlink(path);
 		rmdir(sb->pin_dir);
 		rmdir(SLUICE_PIN_ROOT); /* only if empty */
 		sb->pinned = false;

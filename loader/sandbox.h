@@ -81,6 +81,15 @@ struct sluice_sandbox {
 /* File name of a map's pin under pin_dir ("sluice_flows", ...). */
 const char *sluice_map_pin_name(enum sluice_map_id id);
 
+/* A map's shape as the kernel reports it (struct bpf_map_info). */
+struct sluice_map_shape {
+	unsigned type, key_size, value_size;
+};
+
+/* This build's shape of every map (its BPF object, opened, not loaded)
+ * into out[SLUICE_MAP__MAX].  0 or -errno. */
+int sluice_map_shapes(struct sluice_map_shape *out);
+
 /*
  * Adopt the sandbox pinned under SLUICE_PIN_ROOT/<name> (left by a daemon
  * that died): open every map from its pin, read the configuration and the

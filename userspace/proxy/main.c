@@ -27,6 +27,7 @@
 #include "flow.h"
 #include "labels.h"
 #include "log.h"
+#include "policy_expect.h"
 #include "version.h"
 #include "proxy.h"
 #include "tls_pump.h"
@@ -46,6 +47,8 @@ static void usage(FILE *f)
 		"  --listen ADDR:PORT         listen on ADDR:PORT (standalone and tests; repeatable)\n"
 		"  --flow-map PATH            pinned sluice_flows map (required): who each client is\n"
 		"  --policy FILE              allowlist (default: built-in, deny everything)\n"
+		"  --policy-digest HEX        refuse to start unless FILE's digest is HEX (the loader's)\n"
+		"  --policy-next FILE         where a drain (SIGQUIT) reads the policy that replaced ours\n"
 		"  --secrets-fd N             the credentials' secrets, from the loader (a sealed memfd)\n"
 		"  --netns PATH               join this network namespace first\n"
 		"  --sandbox NAME             sandbox name for the log (default: default)\n"
@@ -301,6 +304,8 @@ int main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'L' },
 		{ "flow-map", required_argument, NULL, 'm' },
 		{ "policy", required_argument, NULL, 'p' },
+		{ "policy-digest", required_argument, NULL, 'g' },
+		{ "policy-next", required_argument, NULL, 'q' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "sandbox", required_argument, NULL, 's' },
 		{ "container-id", required_argument, NULL, 'i' },
@@ -361,6 +366,8 @@ int main(int argc, char **argv)
 		case 'm': cfg->flow_map = optarg; break;
 		case 'S': secrets_fd = (int)parse_uint("--secrets-fd", optarg, 0, INT_MAX); break;
 		case 'p': cfg->policy_path = optarg; break;
+		case 'g': cfg->policy_digest = optarg; break;
+		case 'q': cfg->policy_next = optarg; break;
 		case 'n': cfg->netns = optarg; break;
 		case 's': cfg->sandbox = optarg; break;
 		case 'i': cfg->container_id = optarg; break;
@@ -468,7 +475,7 @@ int main(int argc, char **argv)
 	}
 
 	if (cfg->policy_path) {
-		if (sluice_policy_load_file(cfg->policy_path, &px.policy, &perr) < 0) {
+		if (sluice_policy_load_expect(cfg->policy_path, cfg->policy_digest, &px.policy, &perr) < 0) {
 			char buf[600];
 
 			fatalx("%s", sluice_policy_error_str(&perr, buf, sizeof(buf)));

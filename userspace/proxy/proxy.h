@@ -62,6 +62,9 @@ struct proxy_config {
 	size_t n_listen_addrs;
 	const char *flow_map;
 	const char *policy_path;        /* NULL: the built-in default (deny everything) */
+	const char *policy_digest;      /* --policy-digest: the loader's digest of it; NULL: unchecked */
+	const char *policy_next;        /* --policy-next: where a drain reads the policy that replaced
+					 * ours (the daemon's copy); NULL: policy_path */
 	const char *netns;
 	const char *sandbox;
 	const char *container_id;       /* container.id, .name, .runtime of every line; NULL: none */
@@ -301,8 +304,8 @@ void proxy_drain_idle(struct conn *c);
 /* redecide.c: a reload's old proxy decides its open connections again
  * under the policy the reload brought (docs/reliability.md). */
 
-/* Draining: read cfg.policy_path again (the daemon replaced it before the
- * SIGQUIT); when it is another policy, keep it in px->next_policy and cut
+/* Draining: read cfg.policy_next (else cfg.policy_path) again (the daemon
+ * replaced it before the SIGQUIT); when it is another policy, keep it in px->next_policy and cut
  * each open tunnel or request in progress it refuses (a line each, reason
  * "policy_reloaded").  0, or -1 when the file cannot be read (logged; the
  * open connections finish under the old policy). */

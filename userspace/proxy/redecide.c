@@ -76,9 +76,11 @@ int proxy_redecide_start(struct proxy *px)
 	struct conn *c, *next;
 	unsigned cut = 0;
 
-	if (!px->cfg.policy_path || px->next_policy)
+	const char *path = px->cfg.policy_next ? px->cfg.policy_next : px->cfg.policy_path;
+
+	if (!path || px->next_policy)
 		return 0;
-	if (sluice_policy_load_file(px->cfg.policy_path, &np, &perr) < 0) {
+	if (sluice_policy_load_file(path, &np, &perr) < 0) {
 		char buf[512];
 
 		/* the new proxy could not start on it either: nothing to compare with */

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "version.h"
 #include "policy.h"
+#include "policy_expect.h"
 #include "resolver.h"
 #include "dns_stats.h"
 #include "fair.h"
@@ -48,6 +49,7 @@ static void usage(FILE *f)
 "  --udp-fd N, --tcp-fd N   serve on inherited sockets (bound UDP, listening TCP)\n"
 "  --listen ADDR:PORT       open UDP and TCP sockets there (standalone use, tests)\n"
 "  --policy FILE            policy (default: the built-in one, which allows nothing)\n"
+"  --policy-digest HEX      refuse to start unless FILE's digest is HEX (the loader's)\n"
 "  --secrets-fd N           the credentials' placeholders, from the loader (a sealed memfd)\n"
 "  --netns PATH             join this network namespace first: upstream queries\n"
 "                           leave from the sandbox's network\n"
@@ -158,12 +160,13 @@ int main(int argc, char **argv)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
 	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT,
-	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_STATS_FD, O_CTR_ID, O_CTR_NAME, O_CTR_RUNTIME };
+	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_STATS_FD, O_CTR_ID, O_CTR_NAME, O_CTR_RUNTIME, O_POLICY_DIGEST };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "policy", required_argument, NULL, O_POLICY },
+		{ "policy-digest", required_argument, NULL, O_POLICY_DIGEST },
 		{ "secrets-fd", required_argument, NULL, O_SECRETS },
 		{ "netns", required_argument, NULL, O_NETNS },
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
@@ -191,7 +194,7 @@ int main(int argc, char **argv)
 	};
 	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp = 0, n_tcp = 0, n_listen = 0;
 	const char *listen_addrs[MAX_FDS];
-	const char *policy_path = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
+	const char *policy_path = NULL, *policy_digest = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
 	int secrets_fd = -1, seq_fd = -1, stats_fd = -1;
 	struct sluice_dns_stats *stats = NULL;
 	const char *ctr_id = NULL, *ctr_name = NULL, *ctr_runtime = NULL;
@@ -233,6 +236,7 @@ int main(int argc, char **argv)
 			listen_addrs[n_listen++] = optarg;
 			break;
 		case O_POLICY: policy_path = optarg; break;
+		case O_POLICY_DIGEST: policy_digest = optarg; break;
 		case O_SECRETS: secrets_fd = parse_int(optarg, 0, INT_MAX, "--secrets-fd"); break;
 		case O_NETNS: netns = optarg; break;
 		case O_SANDBOX: sandbox = optarg; break;
@@ -310,7 +314,7 @@ int main(int argc, char **argv)
 	}
 
 	if (policy_path) {
-		if (sluice_policy_load_file(policy_path, &policy, &perr) < 0)
+		if (sluice_policy_load_expect(policy_path, policy_digest, &policy, &perr) < 0)
 			fatalx("%s", sluice_policy_error_str(&perr, errbuf, sizeof(errbuf)));
 	} else {
 		policy = sluice_policy_default();

@@ -18,6 +18,10 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define EPERM 1
+/* The BPF LSM programs' verdicts: 0 lets the operation go on, -errno
+ * refuses it (the cgroup programs return SYS_PROCEED / SYS_REJECT, sluice.h). */
+#define LSM_PROCEED 0
+#define LSM_REJECT  (-EPERM)
 #define AF_UNIX_    1
 #define AF_NETLINK_ 16
 #define NETLINK_ROUTE_     0
@@ -32,154 +36,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile struct sluice_bpf_config sluice_cfg = {};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1); /* sized by the loader */
-	__type(key, struct sluice_lpm4_key);
-	__type(value, struct sluice_cidr_rules);
-} sluice_allow4 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1); /* sized by the loader */
-	__type(key, struct sluice_lpm6_key);
-	__type(value, struct sluice_cidr_rules);
-} sluice_allow6 SEC(".maps");
-
-/* Two banks (generation & 1) of a 65536-bit bitmap: ports of host/url entries. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2 * SLUICE_PORT_WORDS);
-	__type(key, __u32);
-	__type(value, __u32);
-} sluice_proxy_ports SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sluice_state);
-} sluice_state SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct sluice_genconf);
-} sluice_genconf SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLUICE_STAT__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} sluice_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20); /* resized by the loader */
-} sluice_events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sluice_orig);
-} sluice_sk_orig SEC(".maps");
-
-/*
- * The backstop's memo (kernel-internal, never read by user space): the
- * destination a TCP socket's connect was allowed to by a cidr entry, and the
- * policy generation that allowed it.  The egress backstop passes a packet of
- * that socket without the LPM lookup only if the packet's (family, address,
- * protocol, port) and the current generation are exactly these: the memo of
- * cidr_allowed4/6() for those inputs, so it answers what the lookup would.
- * TCP only: its connect hook runs under the socket lock, so the record is
- * never written by two connects at once (a UDP socket's connect is not
- * serialised, and sendmsg judges per call: UDP keeps the lookup).
- */
-struct sluice_judged {
-	__u32 daddr[4];     /* network byte order; IPv4 (and v4-mapped) in daddr[0] */
-	__u32 gen_plus1;    /* generation + 1; 0: nothing judged */
-	__u16 dport;        /* host byte order */
-	__u8  family;       /* SLUICE_AF_INET or SLUICE_AF_INET6 */
-	__u8  pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sluice_judged);
-} sluice_sk_judged SEC(".maps");
-
-/* sluice's own listeners (proxy, resolver): marked by the loader. */
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sluice_listener_mark);
-} sluice_listener_sk SEC(".maps");
-
-/* The sandbox's cgroup (index 0, set by the loader at attach): the LSM
- * programs are global and ask whether the calling task is under it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} sluice_cgroup SEC(".maps");
-
-/* Sockets made inside the sandbox (lsm/socket_post_create). */
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC | BPF_F_CLONE);
-	__type(key, int);
-	__type(value, struct sluice_sk_owner);
-} sluice_sk_owner SEC(".maps");
-
-/* `unix:` entries of the policy (both generations). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1); /* sized by the loader */
-	__type(key, struct sluice_unix_key);
-	__type(value, __u32);
-} sluice_unix_allow SEC(".maps");
-
-/* Unix names refused without an event (glibc's NSS asks nscd on every
- * lookup; the sandbox's names go to its resolver): exact keys with
- * generation 0, set once by the loader (loader/sandbox.c). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 8);
-	__type(key, struct sluice_unix_key);
-	__type(value, __u32);
-} sluice_unix_quiet SEC(".maps");
-
-/* Programs of the cidr entries with `programs:` (struct sluice_prog_key,
- * both generations); present: that entry allows that executable. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1); /* sized by the loader */
-	__type(key, struct sluice_prog_key);
-	__type(value, __u32);
-} sluice_prog_allow SEC(".maps");
-
-/* Redirected TCP flows, looked up (and deleted) by the proxy. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct sluice_flow_key);
-	__type(value, struct sluice_orig);
-} sluice_flows SEC(".maps");
-
-/* Sequence number of the next event; gaps are exactly the lost events. */
-__u64 sluice_seq = 0;
+#include "sluice_maps.bpf.h"
 
 /* Wake the consumer only once this much is queued (batched wakeups); it
  * also polls with a short timeout, so nothing waits longer than that. */
@@ -235,6 +92,52 @@ static __always_inline __u16 ctx_port(const struct bpf_sock_addr *ctx)
 static __always_inline void ctx_set_port(struct bpf_sock_addr *ctx, __u16 port_host)
 {
 	ctx->user_port = bpf_htons(port_host);
+}
+
+static __always_inline bool is_v4mapped(const __u32 a[4])
+{
+	return a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0x0000ffff);
+}
+
+/*
+ * The one IPv6 address copy between the program's own memory (stack, map
+ * values, socket storage, ring-buffer records): four 32-bit words, network
+ * byte order.  Copies from or to the context (ctx->user_ip6,
+ * skops->local_ip6) are written out word by word instead: the verifier
+ * takes only fixed-offset loads and stores of the context pointer itself,
+ * and clang, given the copy as a unit, computes a pointer into the context
+ * ("dereference of modified ctx ptr").
+ */
+static __always_inline void addr6_copy(__u32 *dst, const volatile __u32 *src)
+{
+	dst[0] = src[0];
+	dst[1] = src[1];
+	dst[2] = src[2];
+	dst[3] = src[3];
+}
+
+static __always_inline bool addr6_eq(const __u32 *a, const volatile __u32 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+/*
+ * The one check that (addr, port) is the sandbox's resolver (`dns`) or
+ * proxy address, as the loader configured it (sluice_cfg): IPv4 and IPv6.
+ * False for a component the sandbox runs without.
+ */
+static __always_inline bool sluice_addr4(bool dns, __u32 addr, __u16 port)
+{
+	if (dns)
+		return sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && port == sluice_cfg.dns4_port;
+	return sluice_cfg.have_proxy && addr == sluice_cfg.proxy4_addr && port == sluice_cfg.proxy4_port;
+}
+
+static __always_inline bool sluice_addr6(bool dns, const __u32 a[4], __u16 port)
+{
+	if (dns)
+		return sluice_cfg.have_dns && port == sluice_cfg.dns6_port && addr6_eq(a, sluice_cfg.dns6_addr);
+	return sluice_cfg.have_proxy && port == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr);
 }
 
 /*
@@ -357,10 +260,7 @@ static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 pr
 	struct sluice_lpm6_key key = { .prefixlen = 160, .gen = gen };
 	struct sluice_cidr_rules *r;
 
-	key.addr[0] = addr[0];
-	key.addr[1] = addr[1];
-	key.addr[2] = addr[2];
-	key.addr[3] = addr[3];
+	addr6_copy(key.addr, addr);
 	r = bpf_map_lookup_elem(&sluice_allow6, &key);
 	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
@@ -376,11 +276,6 @@ static __always_inline bool port_proxied(__u32 gen, __u16 port)
 	__u32 *w = bpf_map_lookup_elem(&sluice_proxy_ports, &idx);
 
 	return w && (*w & (1u << (port & 31)));
-}
-
-static __always_inline bool is_v4mapped(const __u32 a[4])
-{
-	return a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0x0000ffff);
 }
 
 /*
@@ -427,10 +322,7 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 	e->pad2 = 0;
 	e->hook = v->hook;
 	e->reason = v->reason;
-	e->daddr[0] = v->daddr[0];
-	e->daddr[1] = v->daddr[1];
-	e->daddr[2] = v->daddr[2];
-	e->daddr[3] = v->daddr[3];
+	addr6_copy(e->daddr, v->daddr);
 	e->dport = v->dport;
 	e->family = v->family;
 	e->protocol = v->protocol;
@@ -500,10 +392,7 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, struct verdict_c
 	o->cgroup_id = bpf_get_current_cgroup_id();
 	o->sock_cookie = bpf_get_socket_cookie(ctx);
 	o->ts_ns = bpf_ktime_get_boot_ns();
-	o->daddr[0] = v->daddr[0];
-	o->daddr[1] = v->daddr[1];
-	o->daddr[2] = v->daddr[2];
-	o->daddr[3] = v->daddr[3];
+	addr6_copy(o->daddr, v->daddr);
 	o->dport = v->dport;
 	o->family = v->family;
 	o->flags = flags;
@@ -519,11 +408,6 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, struct verdict_c
  * connect6 and sendmsg6.  Returns a D_* decision; on D_DENY, v->reason says why.
  */
 enum { D_ALLOW, D_REDIRECT_PROXY, D_REDIRECT_DNS, D_EXPLICIT, D_DIRECT_DNS, D_DENY };
-
-static __always_inline bool addr6_eq(const __u32 *a, const volatile __u32 *b)
-{
-	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
-}
 
 /*
  * The decision both families share, once the family-specific facts are
@@ -568,18 +452,16 @@ static __always_inline int decide4(__u32 gen, struct verdict_ctx *v)
 {
 	__u32 addr = v->daddr[0];
 
-	return decide(gen, v, cidr_verdict4(gen, addr, v->protocol, v->dport, true),
-		      sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && v->dport == sluice_cfg.dns4_port,
-		      sluice_cfg.have_proxy && addr == sluice_cfg.proxy4_addr && v->dport == sluice_cfg.proxy4_port);
+	return decide(gen, v, cidr_verdict4(gen, addr, v->protocol, v->dport, true), sluice_addr4(true, addr, v->dport),
+		      sluice_addr4(false, addr, v->dport));
 }
 
 static __always_inline int decide6(__u32 gen, struct verdict_ctx *v)
 {
 	const __u32 *a = v->daddr;
 
-	return decide(gen, v, cidr_verdict6(gen, a, v->protocol, v->dport, true),
-		      sluice_cfg.have_dns && v->dport == sluice_cfg.dns6_port && addr6_eq(a, sluice_cfg.dns6_addr),
-		      sluice_cfg.have_proxy && v->dport == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr));
+	return decide(gen, v, cidr_verdict6(gen, a, v->protocol, v->dport, true), sluice_addr6(true, a, v->dport),
+		      sluice_addr6(false, a, v->dport));
 }
 
 /*
@@ -602,10 +484,7 @@ static __always_inline bool target_ours(struct bpf_sock_addr *ctx, bool dns, boo
 			: (dns ? sluice_cfg.dns4_port : sluice_cfg.proxy4_port);
 
 	if (v6 && !(a6[0] == 0 && a6[1] == 0 && a6[2] == bpf_htonl(0x0000ffff))) {
-		t.ipv6.daddr[0] = a6[0];
-		t.ipv6.daddr[1] = a6[1];
-		t.ipv6.daddr[2] = a6[2];
-		t.ipv6.daddr[3] = a6[3];
+		addr6_copy(t.ipv6.daddr, a6);
 		t.ipv6.dport = bpf_htons(port);
 		size = sizeof(t.ipv6);
 	} else {
@@ -636,10 +515,7 @@ static __always_inline void judged(struct bpf_sock_addr *ctx, const struct verdi
 	if (!j)
 		return;
 	j->gen_plus1 = 0;   /* never a mix of two records under one generation */
-	j->daddr[0] = v->daddr[0];
-	j->daddr[1] = v->daddr[1];
-	j->daddr[2] = v->daddr[2];
-	j->daddr[3] = v->daddr[3];
+	addr6_copy(j->daddr, v->daddr);
 	j->dport = v->dport;
 	j->family = v->family;
 	j->gen_plus1 = gen + 1;
@@ -798,17 +674,15 @@ int sluice_sendmsg6(struct bpf_sock_addr *ctx)
 /*
  * recvmsg/getpeername: a reply from the resolver (or a peer that is the
  * proxy) is shown as coming from the address the client asked for, so stub
- * resolvers accept it.  These hooks cannot deny; they always return 1.
+ * resolvers accept it.  These hooks cannot deny; they always return SYS_PROCEED.
  */
 static __always_inline void restore4(struct bpf_sock_addr *ctx)
 {
 	struct sluice_orig *o;
 	__u32 addr = ctx->user_ip4;
 	__u16 port = ctx_port(ctx);
-	bool dns = sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && port == sluice_cfg.dns4_port;
-	bool proxy = sluice_cfg.have_proxy && addr == sluice_cfg.proxy4_addr && port == sluice_cfg.proxy4_port;
 
-	if (!(dns || proxy) || !ctx->sk)
+	if (!(sluice_addr4(true, addr, port) || sluice_addr4(false, addr, port)) || !ctx->sk)
 		return;
 	o = bpf_sk_storage_get(&sluice_sk_orig, ctx->sk, 0, 0);
 	if (!o || o->family != SLUICE_AF_INET || !(o->flags & (SLUICE_ORIG_DNS | SLUICE_ORIG_REDIRECTED)))
@@ -829,11 +703,9 @@ static __always_inline void restore6(struct bpf_sock_addr *ctx)
 	a[2] = ctx->user_ip6[2];
 	a[3] = ctx->user_ip6[3];
 	if (is_v4mapped(a))
-		match = (sluice_cfg.have_dns && a[3] == sluice_cfg.dns4_addr && port == sluice_cfg.dns4_port) ||
-			(sluice_cfg.have_proxy && a[3] == sluice_cfg.proxy4_addr && port == sluice_cfg.proxy4_port);
+		match = sluice_addr4(true, a[3], port) || sluice_addr4(false, a[3], port);
 	else
-		match = (sluice_cfg.have_dns && port == sluice_cfg.dns6_port && addr6_eq(a, sluice_cfg.dns6_addr)) ||
-			(sluice_cfg.have_proxy && port == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr));
+		match = sluice_addr6(true, a, port) || sluice_addr6(false, a, port);
 	if (!match || !ctx->sk)
 		return;
 	o = bpf_sk_storage_get(&sluice_sk_orig, ctx->sk, 0, 0);
@@ -857,28 +729,28 @@ SEC("cgroup/recvmsg4")
 int sluice_recvmsg4(struct bpf_sock_addr *ctx)
 {
 	restore4(ctx);
-	return 1;
+	return SYS_PROCEED;
 }
 
 SEC("cgroup/recvmsg6")
 int sluice_recvmsg6(struct bpf_sock_addr *ctx)
 {
 	restore6(ctx);
-	return 1;
+	return SYS_PROCEED;
 }
 
 SEC("cgroup/getpeername4")
 int sluice_getpeername4(struct bpf_sock_addr *ctx)
 {
 	restore4(ctx);
-	return 1;
+	return SYS_PROCEED;
 }
 
 SEC("cgroup/getpeername6")
 int sluice_getpeername6(struct bpf_sock_addr *ctx)
 {
 	restore6(ctx);
-	return 1;
+	return SYS_PROCEED;
 }
 
 /*
@@ -912,7 +784,8 @@ int sluice_sock_create(struct bpf_sock *ctx)
 /*
  * sockops: at TCP_CONNECT time the client's local port is known; copy the
  * original destination of a redirected (or explicit-proxy) socket into the
- * flow map under the key the proxy will see in accept().
+ * flow map under the key the proxy will see in accept().  It never refuses:
+ * every path returns SYS_PROCEED.
  */
 SEC("sockops")
 int sluice_sockops(struct bpf_sock_ops *skops)
@@ -923,20 +796,20 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 
 	sk = skops->sk;
 	if (!sk)
-		return 1;
+		return SYS_PROCEED;
 	if (skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB) {
 		/* an inbound connection the sandbox accepted: the egress filter
 		 * does not judge replies to connections others initiated */
 		o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 		if (o)
 			o->flags |= SLUICE_ORIG_PASSIVE;
-		return 1;
+		return SYS_PROCEED;
 	}
 	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
-		return 1;
+		return SYS_PROCEED;
 	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
 	if (!o || !(o->flags & (SLUICE_ORIG_REDIRECTED | SLUICE_ORIG_EXPLICIT)))
-		return 1;
+		return SYS_PROCEED;
 	key.netns_cookie = bpf_get_netns_cookie(skops);
 	key.sport = (__u16)skops->local_port; /* host byte order in sock_ops */
 	if (skops->family == SLUICE_AF_INET) {
@@ -954,14 +827,11 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 			key.saddr[0] = a[3];
 		} else {
 			key.family = SLUICE_AF_INET6;
-			key.saddr[0] = a[0];
-			key.saddr[1] = a[1];
-			key.saddr[2] = a[2];
-			key.saddr[3] = a[3];
+			addr6_copy(key.saddr, a);
 		}
 	}
 	bpf_map_update_elem(&sluice_flows, &key, o, BPF_ANY);
-	return 1;
+	return SYS_PROCEED;
 }
 
 /*
@@ -972,14 +842,8 @@ int sluice_sockops(struct bpf_sock_ops *skops)
  */
 static __always_inline bool egress_allowed4(__u32 gen, __u32 daddr, __u8 proto, __u16 dport)
 {
-	if (cidr_allowed4(gen, daddr, proto, dport))
-		return true;
-	if (sluice_cfg.have_dns && daddr == sluice_cfg.dns4_addr && dport == sluice_cfg.dns4_port)
-		return true;
-	if (sluice_cfg.have_proxy && proto == SLUICE_IPPROTO_TCP &&
-	    daddr == sluice_cfg.proxy4_addr && dport == sluice_cfg.proxy4_port)
-		return true;
-	return false;
+	return cidr_allowed4(gen, daddr, proto, dport) || sluice_addr4(true, daddr, dport) ||
+	       (proto == SLUICE_IPPROTO_TCP && sluice_addr4(false, daddr, dport));
 }
 
 /*
@@ -1082,90 +946,28 @@ int sluice_egress(struct __sk_buff *skb)
 		} else {
 			ok = (l4off && v.protocol == SLUICE_IPPROTO_TCP &&
 			      judged_before(skb, gen, SLUICE_AF_INET6, v.daddr, v.dport)) ||
-			     cidr_allowed6(gen, v.daddr, v.protocol, v.dport) ||
-			     (sluice_cfg.have_dns && v.dport == sluice_cfg.dns6_port &&
-			      addr6_eq(v.daddr, sluice_cfg.dns6_addr)) ||
-			     (sluice_cfg.have_proxy && v.protocol == SLUICE_IPPROTO_TCP &&
-			      v.dport == sluice_cfg.proxy6_port && addr6_eq(v.daddr, sluice_cfg.proxy6_addr));
+			     cidr_allowed6(gen, v.daddr, v.protocol, v.dport) || sluice_addr6(true, v.daddr, v.dport) ||
+			     (v.protocol == SLUICE_IPPROTO_TCP && sluice_addr6(false, v.daddr, v.dport));
 		}
 	} else {
 		goto drop;
 	}
 	if (ok)
-		return 1;
+		return SYS_PROCEED;
 	if (v.protocol == SLUICE_IPPROTO_TCP && l4off && tcp_reply(skb, l4off))
-		return 1;
+		return SYS_PROCEED;
 drop:
 	if (gen_audit(gen))
-		return 1;
+		return SYS_PROCEED;
 	stat_inc(SLUICE_STAT_BACKSTOP);
 	stat_inc(SLUICE_STAT_DENIED);
 	v.hook = SLUICE_HOOK_SKB_EGRESS;
 	v.reason = SLUICE_REASON_BACKSTOP;
 	emit_event(&v, SLUICE_VERDICT_DENY, bpf_get_socket_cookie(skb), skb, NULL);
-	return 0;
+	return SYS_REJECT;
 }
 
-/*
- * The sluice_unix_key of a sun_path as a client passed it (`len` bytes of
- * `raw`; abstract when the first is NUL): the same rule as
- * sluice_unix_key_of_addr() in loader/policy_maps.c.  Returns the name's
- * length.
- */
-static __always_inline __u32 unix_key_build(struct sluice_unix_key *key, const __u8 raw[108], __u32 len, __u32 gen)
-{
-	__u32 n = 0;
-
-	key->gen = gen;
-	if (len > 0 && raw[0] == 0) {
-		n = len - 1;
-		key->kind = SLUICE_UNIX_KIND_ABSTRACT;
-		key->b[0] = (__u8)n;
-		for (int i = 1; i < 108; i++)
-			if (i <= n)
-				key->b[i] = raw[i];
-	} else {
-		/* a path ends at its first NUL or at the length given */
-		for (int i = 0; i < 108; i++) {
-			if (i >= len || raw[i] == 0)
-				break;
-			key->b[i] = raw[i];
-			n = i + 1;
-		}
-		key->kind = SLUICE_UNIX_KIND_PATH;
-	}
-	key->prefixlen = 32 + 8 + 8 * (n + 1); /* a path with its terminating NUL; an abstract name with its length */
-	return n;
-}
-
-/*
- * BPF LSM (kernel 5.7+, `bpf` in the active LSM list; sk_storage from LSM
- * 5.11+).  These programs are global: each first asks whether the calling
- * task is inside this sandbox (its cgroup or below) and returns at once if
- * not.  They judge what the cgroup hooks cannot see, because those are
- * chosen by the cgroup of the task that made the socket: sockets made
- * outside and used inside, unix sockets, and socket families other than
- * inet.  The loader loads them only where the BPF LSM is active
- * (sluice_cfg.have_lsm) and proves them with the canary.
- */
-static __always_inline bool in_sandbox(void)
-{
-	return bpf_current_task_under_cgroup(&sluice_cgroup, 0) == 1;
-}
-
-/* Was `sk` made inside this sandbox?  Marked at creation, or (made before
- * the daemon attached a running cgroup) made in the caller's own cgroup. */
-static __always_inline bool sk_ours(struct sock *sk)
-{
-	struct cgroup *cg;
-
-	if (!sk)
-		return false;
-	if (bpf_sk_storage_get(&sluice_sk_owner, sk, 0, 0))
-		return true;
-	cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
-	return cg && BPF_CORE_READ(cg, kn, id) == bpf_get_current_cgroup_id();
-}
+#include "sluice_lsm.bpf.h"
 
 /* A refusal from an LSM program: counted, one event, -EPERM (no
  * bpf_set_retval here: the hook's return value is the errno). */
@@ -1173,41 +975,7 @@ static __always_inline int lsm_deny(struct verdict_ctx *v)
 {
 	stat_inc(SLUICE_STAT_DENIED);
 	emit_event(v, SLUICE_VERDICT_DENY, 0, NULL, NULL);
-	return -EPERM;
-}
-
-/* The peer an inet socket would reach: `sa` (a kernel copy of the
- * caller's address, may be NULL), else the socket's connected peer. */
-static __always_inline void lsm_peer(struct verdict_ctx *v, struct sock *sk, struct sockaddr *sa)
-{
-	__u16 fam = 0;
-
-	if (sa)
-		bpf_probe_read_kernel(&fam, sizeof(fam), &sa->sa_family);
-	if (fam == SLUICE_AF_INET) {
-		struct sockaddr_in sin = {};
-
-		bpf_probe_read_kernel(&sin, sizeof(sin), sa);
-		v->daddr[0] = sin.sin_addr.s_addr;
-		v->dport = bpf_ntohs(sin.sin_port);
-		v->family = SLUICE_AF_INET;
-		return;
-	}
-	if (fam == SLUICE_AF_INET6) {
-		struct sockaddr_in6 sin6 = {};
-
-		bpf_probe_read_kernel(&sin6, sizeof(sin6), sa);
-		__builtin_memcpy(v->daddr, &sin6.sin6_addr, 16);
-		v->dport = bpf_ntohs(sin6.sin6_port);
-		v->family = SLUICE_AF_INET6;
-		return;
-	}
-	v->family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	v->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (v->family == SLUICE_AF_INET)
-		v->daddr[0] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
-	else
-		BPF_CORE_READ_INTO(&v->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32);
+	return LSM_REJECT;
 }
 
 /* connect() or send on an inet socket made outside the sandbox. */
@@ -1218,12 +986,12 @@ static __always_inline int judge_inet_use(struct socket *sock, struct sockaddr *
 	__u16 fam;
 
 	if (!sk || !in_sandbox())
-		return 0;
+		return LSM_PROCEED;
 	fam = BPF_CORE_READ(sk, __sk_common.skc_family);
 	if (fam != SLUICE_AF_INET && fam != SLUICE_AF_INET6)
-		return 0;
+		return LSM_PROCEED;
 	if (sk_ours(sk))
-		return 0;
+		return LSM_PROCEED;
 	lsm_peer(&v, sk, sa);
 	v.protocol = BPF_CORE_READ(sk, sk_protocol);
 	v.sock_type = BPF_CORE_READ(sk, sk_type);
@@ -1242,11 +1010,11 @@ int BPF_PROG(sluice_lsm_post_create, struct socket *sock, int family, int type, 
 		return ret;
 	sk = sock->sk;
 	if (!sk)
-		return 0;
+		return LSM_PROCEED;
 	o = bpf_sk_storage_get(&sluice_sk_owner, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (o)
 		o->cgroup_id = bpf_get_current_cgroup_id();
-	return 0;
+	return LSM_PROCEED;
 }
 
 /* May the policy's generation `gen` make sockets of `family` (families:)? */
@@ -1269,11 +1037,11 @@ int BPF_PROG(sluice_lsm_create, int family, int type, int protocol, int kern, in
 	if (ret || kern || !in_sandbox())
 		return ret;
 	if (family == AF_UNIX_ || family == SLUICE_AF_INET || family == SLUICE_AF_INET6)
-		return 0;
+		return LSM_PROCEED;
 	if (family == AF_NETLINK_ && (protocol == NETLINK_ROUTE_ || protocol == NETLINK_SOCK_DIAG_))
-		return 0;
+		return LSM_PROCEED;
 	if (gen_family(current_gen(), family))
-		return 0;
+		return LSM_PROCEED;
 	v.family = family;
 	v.protocol = protocol;
 	v.sock_type = type;
@@ -1298,30 +1066,6 @@ int BPF_PROG(sluice_lsm_sendmsg, struct socket *sock, struct msghdr *msg, int si
 	return judge_inet_use(sock, BPF_CORE_READ(msg, msg_name), SLUICE_HOOK_LSM_SENDMSG);
 }
 
-/*
- * Is the name `other` is bound to (the socket the kernel resolved, after
- * symlinks) named by a `unix:` entry?  The cgroup hook judged the bytes the
- * client passed; this judges where they led.
- */
-static __always_inline bool peer_name_allowed(struct sock *other)
-{
-	struct unix_address *ua = BPF_CORE_READ((struct unix_sock *)other, addr);
-	struct sluice_unix_key key = {};
-	__u8 raw[108] = {};
-	__u32 len;
-
-	if (!ua)
-		return false;       /* unbound (socketpair, autobind not yet) */
-	len = BPF_CORE_READ(ua, len);
-	len = len > 2 ? len - 2 : 0;
-	if (len > sizeof(raw))
-		len = sizeof(raw);
-	if (bpf_probe_read_kernel(raw, sizeof(raw), (void *)ua + bpf_core_field_offset(struct unix_address, name) + 2))
-		return false;
-	unix_key_build(&key, raw, len, current_gen());
-	return bpf_map_lookup_elem(&sluice_unix_allow, &key) != NULL;
-}
-
 /* A unix connect or datagram to `other`: only to sockets made inside, or
  * bound to a name a `unix:` entry names. */
 static __always_inline int judge_unix(struct sock *other)
@@ -1329,7 +1073,7 @@ static __always_inline int judge_unix(struct sock *other)
 	struct verdict_ctx v = {};
 
 	if (!in_sandbox() || sk_ours(other) || (other && peer_name_allowed(other)))
-		return 0;
+		return LSM_PROCEED;
 	v.family = AF_UNIX_;
 	v.sock_type = other ? BPF_CORE_READ(other, sk_type) : 0;
 	v.hook = SLUICE_HOOK_LSM_UNIX;

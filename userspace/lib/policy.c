@@ -3,11 +3,9 @@
  * policy.c - load a policy file (YAML, version 1; docs/policy.md) into a
  * validated, normalised struct sluice_policy, and match against it.
  *
- * libyaml's event parser builds a small tree (ynode) first: that way every
- * node keeps its position for error messages, duplicate keys are caught,
- * and anchors, aliases, tags and multiple documents are refused before any
- * meaning is given to the data.  The tree is then checked key by key; the
- * first problem stops the load and nothing is returned but the error.
+ * The YAML tree (policy_yaml.c) is checked key by key; the first problem
+ * stops the load and nothing is returned but the error.  Matching:
+ * policy_match.c.
  */
 #include "policy_internal.h"
 
@@ -22,408 +20,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <yaml.h>
-
-/* --- the YAML tree -------------------------------------------------------- */
-
-/* struct ynode and struct ctx: policy_internal.h (policy_cred.c reads them too) */
-
-static void set_error(struct sluice_policy_error *err, const char *file, unsigned line,
-		      unsigned col, const char *fmt, va_list ap)
-{
-	memset(err, 0, sizeof(*err));
-	snprintf(err->file, sizeof(err->file), "%s", file ? file : "<policy>");
-	err->line = line;
-	err->column = col;
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-}
-
-__attribute__((format(printf, 3, 4)))
-static int fail(struct ctx *c, const struct ynode *n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	set_error(c->err, c->file, n ? n->line : 0, n ? n->col : 0, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-__attribute__((format(printf, 4, 5)))
-static int fail_at(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	set_error(c->err, c->file, line, col, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static void ynode_free(struct ynode *n)
-{
-	if (!n)
-		return;
-	for (size_t i = 0; i < n->n; i++)
-		ynode_free(n->kids[i]);
-	free(n->kids);
-	free(n->value);
-	free(n);
-}
-
-static int ynode_add(struct ynode *parent, struct ynode *kid)
-{
-	if (parent->n == parent->cap) {
-		size_t cap = parent->cap ? parent->cap * 2 : 8;
-		struct ynode **k = realloc(parent->kids, cap * sizeof(*k));
-
-		if (!k)
-			return -1;
-		parent->kids = k;
-		parent->cap = cap;
-	}
-	parent->kids[parent->n++] = kid;
-	return 0;
-}
-
-/* Printable form of a scalar for messages: control bytes as '?', cut. */
-static const char *shown(const struct ynode *n, char *buf, size_t len)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n->len && o + 4 < len; i++) {
-		unsigned char ch = (unsigned char)n->value[i];
-
-		buf[o++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
-	}
-	if (o + 4 >= len && n->len > o) {
-		buf[o++] = '.';
-		buf[o++] = '.';
-		buf[o++] = '.';
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
-static const char *yaml_what(const yaml_event_t *ev)
-{
-	switch (ev->type) {
-	case YAML_SCALAR_EVENT:
-		return ev->data.scalar.anchor ? "anchor" : "tag";
-	case YAML_SEQUENCE_START_EVENT:
-		return ev->data.sequence_start.anchor ? "anchor" : "tag";
-	case YAML_MAPPING_START_EVENT:
-		return ev->data.mapping_start.anchor ? "anchor" : "tag";
-	default:
-		return "alias";
-	}
-}
-
-/* Parse `buf` into a tree; exactly one document, no anchors, aliases or
- * tags.  Returns the root, or NULL with the error filled in. */
-static struct ynode *yaml_tree(struct ctx *c, const char *buf, size_t len)
-{
-	yaml_parser_t parser;
-	yaml_event_t ev;
-	struct ynode *stack[SLUICE_POLICY_MAX_DEPTH + 1];
-	int depth = 0;
-	struct ynode *root = NULL;
-	int docs = 0;
-	bool done = false;
-
-	if (!yaml_parser_initialize(&parser)) {
-		fail_at(c, 0, 0, "out of memory");
-		return NULL;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	while (!done) {
-		struct ynode *n = NULL;
-		unsigned line, col;
-
-		if (!yaml_parser_parse(&parser, &ev)) {
-			fail_at(c, (unsigned)parser.problem_mark.line + 1,
-				(unsigned)parser.problem_mark.column + 1, "YAML syntax error: %s%s%s",
-				parser.problem ? parser.problem : "unknown problem",
-				parser.context ? " " : "", parser.context ? parser.context : "");
-			goto bad;
-		}
-		line = (unsigned)ev.start_mark.line + 1;
-		col = (unsigned)ev.start_mark.column + 1;
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			done = true;
-			break;
-		case YAML_DOCUMENT_START_EVENT:
-			if (++docs > 1) {
-				fail_at(c, line, col, "more than one YAML document in a policy file");
-				yaml_event_delete(&ev);
-				goto bad;
-			}
-			break;
-		case YAML_ALIAS_EVENT:
-			fail_at(c, line, col, "YAML aliases are not supported in a policy");
-			yaml_event_delete(&ev);
-			goto bad;
-		case YAML_SCALAR_EVENT:
-		case YAML_SEQUENCE_START_EVENT:
-		case YAML_MAPPING_START_EVENT: {
-			bool tagged, anchored;
-
-			if (ev.type == YAML_SCALAR_EVENT) {
-				anchored = ev.data.scalar.anchor != NULL;
-				/* plain scalars carry no tag unless one was written */
-				tagged = ev.data.scalar.tag != NULL;
-			} else if (ev.type == YAML_SEQUENCE_START_EVENT) {
-				anchored = ev.data.sequence_start.anchor != NULL;
-				tagged = ev.data.sequence_start.tag != NULL;
-			} else {
-				anchored = ev.data.mapping_start.anchor != NULL;
-				tagged = ev.data.mapping_start.tag != NULL;
-			}
-			if (anchored || tagged) {
-				fail_at(c, line, col, "YAML %ss are not supported in a policy",
-					yaml_what(&ev));
-				yaml_event_delete(&ev);
-				goto bad;
-			}
-			if (++c->n_nodes > SLUICE_POLICY_MAX_NODES) {
-				fail_at(c, line, col, "policy too large (more than %u YAML nodes)",
-					SLUICE_POLICY_MAX_NODES);
-				yaml_event_delete(&ev);
-				goto bad;
-			}
-			n = calloc(1, sizeof(*n));
-			if (!n) {
-				fail_at(c, line, col, "out of memory");
-				yaml_event_delete(&ev);
-				goto bad;
-			}
-			n->line = line;
-			n->col = col;
-			if (ev.type == YAML_SCALAR_EVENT) {
-				n->type = YN_SCALAR;
-				n->len = ev.data.scalar.length;
-				n->value = malloc(n->len + 1);
-				if (!n->value) {
-					free(n);
-					fail_at(c, line, col, "out of memory");
-					yaml_event_delete(&ev);
-					goto bad;
-				}
-				memcpy(n->value, ev.data.scalar.value, n->len);
-				n->value[n->len] = '\0';
-				n->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-			} else {
-				n->type = ev.type == YAML_SEQUENCE_START_EVENT ? YN_SEQ : YN_MAP;
-			}
-			if (depth == 0) {
-				if (root) {   /* cannot happen with one document */
-					ynode_free(n);
-					fail_at(c, line, col, "more than one YAML document in a policy file");
-					yaml_event_delete(&ev);
-					goto bad;
-				}
-				root = n;
-			} else if (ynode_add(stack[depth - 1], n) < 0) {
-				ynode_free(n);
-				fail_at(c, line, col, "out of memory");
-				yaml_event_delete(&ev);
-				goto bad;
-			}
-			if (n->type != YN_SCALAR) {
-				if (depth >= SLUICE_POLICY_MAX_DEPTH) {
-					fail_at(c, line, col, "YAML nested too deeply (more than %d levels)",
-						SLUICE_POLICY_MAX_DEPTH);
-					yaml_event_delete(&ev);
-					goto bad;
-				}
-				stack[depth++] = n;
-			}
-			break;
-		}
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
-			if (depth > 0)
-				depth--;
-			break;
-		default:
-			break;
-		}
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&parser);
-	if (!root)
-		fail_at(c, 1, 1, "empty policy (need at least version and name)");
-	return root;
-bad:
-	yaml_parser_delete(&parser);
-	ynode_free(root);
-	return NULL;
-}
-
-/* --- typed access ----------------------------------------------------------- */
-
-static bool is_null(const struct ynode *n)
-{
-	if (n->type != YN_SCALAR || !n->plain)
-		return false;
-	return n->len == 0 || strcmp(n->value, "~") == 0 || strcmp(n->value, "null") == 0 ||
-	       strcmp(n->value, "Null") == 0 || strcmp(n->value, "NULL") == 0;
-}
-
-static bool is_plain_int(const struct ynode *n)
-{
-	if (n->type != YN_SCALAR || !n->plain || n->len == 0)
-		return false;
-	for (size_t i = 0; i < n->len; i++) {
-		char ch = n->value[i];
-
-		if ((ch < '0' || ch > '9') && !(i == 0 && (ch == '-' || ch == '+') && n->len > 1))
-			return false;
-	}
-	return true;
-}
-
-static bool is_plain_bool(const struct ynode *n)
-{
-	static const char *const words[] = { "true", "false", "True", "False", "TRUE", "FALSE",
-					     "yes", "no", "on", "off", "Yes", "No", "On", "Off",
-					     "YES", "NO", "ON", "OFF" };
-
-	if (n->type != YN_SCALAR || !n->plain)
-		return false;
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-		if (strcmp(n->value, words[i]) == 0)
-			return true;
-	return false;
-}
-
-static const char *node_kind(const struct ynode *n)
-{
-	if (n->type == YN_MAP)
-		return "a mapping";
-	if (n->type == YN_SEQ)
-		return "a sequence";
-	if (is_null(n))
-		return "null";
-	if (is_plain_int(n))
-		return "an integer";
-	if (is_plain_bool(n))
-		return "a boolean";
-	return "a string";
-}
-
-/* A string value: any non-null scalar (quoted or plain). */
-static int want_string(struct ctx *c, const struct ynode *key, const struct ynode *v)
-{
-	if (v->type != YN_SCALAR || is_null(v))
-		return fail(c, v, "'%s' must be a string, not %s", key->value, node_kind(v));
-	if (memchr(v->value, '\0', v->len)) {
-		if (strcmp(key->value, "host") == 0)
-			return fail(c, v, "invalid host name: NUL byte in host name");
-		return fail(c, v, "'%s' contains a NUL byte", key->value);
-	}
-	return 0;
-}
-
-static int want_kind(struct ctx *c, const struct ynode *key, const struct ynode *v,
-		     enum ynode_type t)
-{
-	if (v->type != t)
-		return fail(c, v, "'%s' must be %s, not %s", key->value,
-			    t == YN_MAP ? "a mapping" : "a sequence", node_kind(v));
-	return 0;
-}
-
-/* Keys must be plain or quoted strings, known, and unique within their
- * mapping.  Unknown keys are refused before the duplicate test, so that
- * test is over a handful of keys however large the mapping. */
-static int check_keys(struct ctx *c, const struct ynode *map, const char *const *known,
-		      const char *where)
-{
-	char b[64];
-
-	for (size_t i = 0; i < map->n; i += 2) {
-		const struct ynode *k = map->kids[i];
-		bool ok = false;
-
-		if (k->type != YN_SCALAR)
-			return fail(c, k, "%s: keys must be strings, not %s", where, node_kind(k));
-		if (memchr(k->value, '\0', k->len))
-			return fail(c, k, "%s: key contains a NUL byte", where);
-		for (size_t j = 0; known[j]; j++)
-			if (strcmp(k->value, known[j]) == 0)
-				ok = true;
-		if (!ok)
-			return fail(c, k, "unknown key '%s' in %s", shown(k, b, sizeof(b)), where);
-		for (size_t j = 0; j < i; j += 2)
-			if (strcmp(map->kids[j]->value, k->value) == 0)
-				return fail(c, k, "duplicate key '%s' (first at line %u)", k->value,
-					    map->kids[j]->line);
-	}
-	return 0;
-}
-
-static const struct ynode *map_get(const struct ynode *map, const char *key,
-				   const struct ynode **keynode)
-{
-	for (size_t i = 0; i + 1 < map->n; i += 2)
-		if (strcmp(map->kids[i]->value, key) == 0) {
-			if (keynode)
-				*keynode = map->kids[i];
-			return map->kids[i + 1];
-		}
-	return NULL;
-}
-
-/* The helpers above, for policy_cred.c (policy_internal.h). */
-int sluice_yfail(struct ctx *c, const struct ynode *n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	set_error(c->err, c->file, n ? n->line : 0, n ? n->col : 0, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-const char *sluice_yshown(const struct ynode *n, char *buf, size_t len) { return shown(n, buf, len); }
-bool sluice_yis_null(const struct ynode *n) { return is_null(n); }
-bool sluice_yis_bool(const struct ynode *n) { return is_plain_bool(n); }
-const char *sluice_ykind(const struct ynode *n) { return node_kind(n); }
-int sluice_ywant_string(struct ctx *c, const struct ynode *key, const struct ynode *v)
-{
-	return want_string(c, key, v);
-}
-int sluice_ycheck_keys(struct ctx *c, const struct ynode *map, const char *const *known, const char *where)
-{
-	return check_keys(c, map, known, where);
-}
-const struct ynode *sluice_ymap_get(const struct ynode *map, const char *key, const struct ynode **keynode)
-{
-	return map_get(map, key, keynode);
-}
-
-int sluice_ywant_why(struct ctx *c, const struct ynode *m, const char *what, char **out)
-{
-	const struct ynode *kn, *v = map_get(m, "why", &kn);
-	size_t blank = 0;
-
-	if (!v)
-		return fail(c, m, "%s entry needs 'why' (a justification a reviewer can read)", what);
-	if (want_string(c, kn, v) < 0)
-		return -1;
-	for (size_t i = 0; i < v->len; i++) {
-		unsigned char ch = (unsigned char)v->value[i];
-
-		if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')
-			blank++;
-		else if (ch < 0x20 || ch == 0x7f)
-			return fail(c, v, "'why' contains a control byte");
-	}
-	if (blank == v->len)
-		return fail(c, v, "'why' must not be empty");
-	*out = strdup(v->value);
-	return *out ? 0 : fail(c, v, "out of memory");
-}
 
 /* --- small tables ----------------------------------------------------------- */
 
@@ -514,53 +110,53 @@ static int parse_ports(struct ctx *c, const struct ynode *key, const struct ynod
 {
 	char b[64];
 
-	if (want_kind(c, key, v, YN_SEQ) < 0)
+	if (sluice_ywant_kind(c, key, v, YN_SEQ) < 0)
 		return -1;
 	if (v->n == 0)
-		return fail(c, v, "'ports' must not be empty (there is no \"all ports\")");
+		return sluice_yfail(c, v, "'ports' must not be empty (there is no \"all ports\")");
 	if (v->n > SLUICE_POLICY_MAX_PORTS)
-		return fail(c, v, "too many ports (at most %u: use ranges)", SLUICE_POLICY_MAX_PORTS);
+		return sluice_yfail(c, v, "too many ports (at most %u: use ranges)", SLUICE_POLICY_MAX_PORTS);
 	e->ports = calloc(v->n, sizeof(*e->ports));
 	if (!e->ports)
-		return fail(c, v, "out of memory");
+		return sluice_yfail(c, v, "out of memory");
 	for (size_t i = 0; i < v->n; i++) {
 		const struct ynode *p = v->kids[i];
 		const char *dash;
 		unsigned lo, hi;
 
-		if (p->type != YN_SCALAR || is_null(p) || memchr(p->value, '\0', p->len))
-			return fail(c, p, "a port must be a number 1-65535 or a range lo-hi, not %s",
-				    node_kind(p));
+		if (p->type != YN_SCALAR || sluice_yis_null(p) || memchr(p->value, '\0', p->len))
+			return sluice_yfail(c, p, "a port must be a number 1-65535 or a range lo-hi, not %s",
+				    sluice_ykind(p));
 		dash = memchr(p->value, '-', p->len);
-		if (is_plain_int(p) && (p->value[0] == '-' || p->value[0] == '+'))
-			return fail(c, p, "port %s out of range (1-65535)", shown(p, b, sizeof(b)));
+		if (sluice_yis_int(p) && (p->value[0] == '-' || p->value[0] == '+'))
+			return sluice_yfail(c, p, "port %s out of range (1-65535)", sluice_yshown(p, b, sizeof(b)));
 		if (dash) {
 			if (parse_port_num(p->value, (size_t)(dash - p->value), &lo) < 0 ||
 			    parse_port_num(dash + 1, p->len - (size_t)(dash - p->value) - 1, &hi) < 0)
-				return fail(c, p, "bad port range '%s' (want lo-hi, e.g. 8000-8080)",
-					    shown(p, b, sizeof(b)));
+				return sluice_yfail(c, p, "bad port range '%s' (want lo-hi, e.g. 8000-8080)",
+					    sluice_yshown(p, b, sizeof(b)));
 		} else if (parse_port_num(p->value, p->len, &lo) < 0) {
-			if (is_plain_int(p))
-				return fail(c, p, "port %s out of range (1-65535)", shown(p, b, sizeof(b)));
-			return fail(c, p, "a port must be a number 1-65535 or a range lo-hi, not '%s'",
-				    shown(p, b, sizeof(b)));
+			if (sluice_yis_int(p))
+				return sluice_yfail(c, p, "port %s out of range (1-65535)", sluice_yshown(p, b, sizeof(b)));
+			return sluice_yfail(c, p, "a port must be a number 1-65535 or a range lo-hi, not '%s'",
+				    sluice_yshown(p, b, sizeof(b)));
 		} else {
 			hi = lo;
 		}
 		if ((p->value[0] == '0' && p->len > 1 && p->value[1] != '-') ||
 		    (dash && dash[1] == '0' && p->len - (size_t)(dash - p->value) > 2))
-			return fail(c, p, "port '%s' has a leading zero (octal in YAML 1.1)",
-				    shown(p, b, sizeof(b)));
+			return sluice_yfail(c, p, "port '%s' has a leading zero (octal in YAML 1.1)",
+				    sluice_yshown(p, b, sizeof(b)));
 		if (lo < 1 || lo > 65535)
-			return fail(c, p, "port %u out of range (1-65535)", lo);
+			return sluice_yfail(c, p, "port %u out of range (1-65535)", lo);
 		if (hi < 1 || hi > 65535)
-			return fail(c, p, "port %u out of range (1-65535)", hi);
+			return sluice_yfail(c, p, "port %u out of range (1-65535)", hi);
 		if (lo > hi)
-			return fail(c, p, "port range %u-%u is backwards", lo, hi);
+			return sluice_yfail(c, p, "port range %u-%u is backwards", lo, hi);
 		for (size_t j = 0; j < e->n_ports; j++)
 			if (lo <= e->ports[j].hi && e->ports[j].lo <= hi)
-				return fail(c, p, "duplicate port: %s overlaps an earlier port of this entry",
-					    shown(p, b, sizeof(b)));
+				return sluice_yfail(c, p, "duplicate port: %s overlaps an earlier port of this entry",
+					    sluice_yshown(p, b, sizeof(b)));
 		e->ports[e->n_ports].lo = (uint16_t)lo;
 		e->ports[e->n_ports].hi = (uint16_t)hi;
 		e->n_ports++;
@@ -584,56 +180,56 @@ static int parse_host(struct ctx *c, const struct ynode *v, bool allow_wildcard,
 
 	*wildcard = false;
 	if (memchr(v->value, '\0', v->len))
-		return fail(c, v, "invalid host name: NUL byte in host name");
+		return sluice_yfail(c, v, "invalid host name: NUL byte in host name");
 	if (v->len > SLUICE_HOST_MAX + 1)
-		return fail(c, v, "invalid host name '%s': longer than 253 bytes", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "invalid host name '%s': longer than 253 bytes", sluice_yshown(v, b, sizeof(b)));
 	star = strchr(name, '*');
 	if (star) {
 		if (!allow_wildcard)
-			return fail(c, v, "wildcards are not allowed in a url entry ('%s')",
-				    shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "wildcards are not allowed in a url entry ('%s')",
+				    sluice_yshown(v, b, sizeof(b)));
 		if (strcmp(name, "*") == 0 || strcmp(name, "*.") == 0)
-			return fail(c, v, "bad wildcard '%s': would allow every name", name);
+			return sluice_yfail(c, v, "bad wildcard '%s': would allow every name", name);
 		if (star != name)
-			return fail(c, v, "bad wildcard '%s': '*' is only allowed as the whole leftmost label ('*.example.com')",
-				    shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "bad wildcard '%s': '*' is only allowed as the whole leftmost label ('*.example.com')",
+				    sluice_yshown(v, b, sizeof(b)));
 		if (name[1] != '.')
-			return fail(c, v, "bad wildcard '%s': '*' must be a whole label followed by '.' ('*.example.com')",
-				    shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "bad wildcard '%s': '*' must be a whole label followed by '.' ('*.example.com')",
+				    sluice_yshown(v, b, sizeof(b)));
 		if (strchr(name + 1, '*'))
-			return fail(c, v, "bad wildcard '%s': '*' is only allowed as the whole leftmost label ('*.example.com')",
-				    shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "bad wildcard '%s': '*' is only allowed as the whole leftmost label ('*.example.com')",
+				    sluice_yshown(v, b, sizeof(b)));
 		name += 2;
 		*wildcard = true;
 	}
 	if (sluice_ip_normalise(name, &family, addr) >= 0) {
 		if (*wildcard)
-			return fail(c, v, "bad wildcard '%s': not over an IP address", shown(v, b, sizeof(b)));
-		return fail(c, v, "IP literal '%s' in %s: use a cidr entry for addresses",
-			    shown(v, b, sizeof(b)), what);
+			return sluice_yfail(c, v, "bad wildcard '%s': not over an IP address", sluice_yshown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "IP literal '%s' in %s: use a cidr entry for addresses",
+			    sluice_yshown(v, b, sizeof(b)), what);
 	}
 	if (sluice_host_normalise(name, out, sizeof(out), &why) < 0) {
 		if (why && strcmp(why, "ip literal") == 0)
-			return fail(c, v, "IP literal '%s' in %s: use a cidr entry for addresses",
-				    shown(v, b, sizeof(b)), what);
-		return fail(c, v, "invalid host name '%s': %s", shown(v, b, sizeof(b)), why);
+			return sluice_yfail(c, v, "IP literal '%s' in %s: use a cidr entry for addresses",
+				    sluice_yshown(v, b, sizeof(b)), what);
+		return sluice_yfail(c, v, "invalid host name '%s': %s", sluice_yshown(v, b, sizeof(b)), why);
 	}
 	if (*wildcard) {
 		int ps;
 
 		if (!strchr(out, '.'))
-			return fail(c, v, "bad wildcard '%s': over a top-level domain", shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "bad wildcard '%s': over a top-level domain", sluice_yshown(v, b, sizeof(b)));
 		ps = sluice_is_public_suffix(out);
 		if (ps < 0)
-			return fail(c, v, "bad wildcard '%s': no public suffix list to check it against",
-				    shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "bad wildcard '%s': no public suffix list to check it against",
+				    sluice_yshown(v, b, sizeof(b)));
 		if (ps > 0)
-			return fail(c, v, "bad wildcard '%s': '%s' is a public suffix (anyone can register names under it)",
-				    shown(v, b, sizeof(b)), out);
+			return sluice_yfail(c, v, "bad wildcard '%s': '%s' is a public suffix (anyone can register names under it)",
+				    sluice_yshown(v, b, sizeof(b)), out);
 	}
 	*host_out = strdup(out);
 	if (!*host_out)
-		return fail(c, v, "out of memory");
+		return sluice_yfail(c, v, "out of memory");
 	return 0;
 }
 
@@ -649,7 +245,7 @@ static int parse_url(struct ctx *c, const struct ynode *v, struct sluice_entry *
 	unsigned port = 80;
 
 	if (memchr(v->value, '\0', v->len))
-		return fail(c, v, "invalid url: NUL byte");
+		return sluice_yfail(c, v, "invalid url: NUL byte");
 	if (strncasecmp(s, "https://", 8) == 0) {
 		scheme = "https";
 		port = 443;
@@ -657,52 +253,52 @@ static int parse_url(struct ctx *c, const struct ynode *v, struct sluice_entry *
 	} else if (strncasecmp(s, "http://", 7) == 0) {
 		hp = s + 7;
 	} else {
-		return fail(c, v, "url '%s' must start with http:// or https://",
-			    shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "url '%s' must start with http:// or https://",
+			    sluice_yshown(v, b, sizeof(b)));
 	}
 	he = hp + strcspn(hp, "/?#");
 	if (memchr(hp, '@', (size_t)(he - hp)))
-		return fail(c, v, "url '%s' must not contain userinfo ('@')", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "url '%s' must not contain userinfo ('@')", sluice_yshown(v, b, sizeof(b)));
 	if (*he == '?' || *he == '#' || strpbrk(he, "?#"))
-		return fail(c, v, "url '%s' must not have a query or fragment (rules are path prefixes)",
-			    shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "url '%s' must not have a query or fragment (rules are path prefixes)",
+			    sluice_yshown(v, b, sizeof(b)));
 	{
 		const char *colon = NULL;
 
 		if (hp < he && *hp == '[')
-			return fail(c, v, "IP literal in url '%s': use a cidr entry for addresses",
-				    shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "IP literal in url '%s': use a cidr entry for addresses",
+				    sluice_yshown(v, b, sizeof(b)));
 		for (const char *q = hp; q < he; q++)
 			if (*q == ':')
 				colon = q;
 		if (colon) {
 			if (parse_port_num(colon + 1, (size_t)(he - colon - 1), &port) < 0 || port < 1 ||
 			    port > 65535 || colon[1] == '0')
-				return fail(c, v, "url '%s': port out of range (1-65535)", shown(v, b, sizeof(b)));
+				return sluice_yfail(c, v, "url '%s': port out of range (1-65535)", sluice_yshown(v, b, sizeof(b)));
 			he = colon;
 		}
 	}
 	if ((size_t)(he - hp) >= sizeof(hostbuf))
-		return fail(c, v, "invalid host name in url '%s': longer than 253 bytes",
-			    shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "invalid host name in url '%s': longer than 253 bytes",
+			    sluice_yshown(v, b, sizeof(b)));
 	memcpy(hostbuf, hp, (size_t)(he - hp));
 	hostbuf[he - hp] = '\0';
 	tmp = *v;
 	tmp.value = hostbuf;
 	tmp.len = strlen(hostbuf);
 	if (tmp.len == 0)
-		return fail(c, v, "url '%s' has no host", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "url '%s' has no host", sluice_yshown(v, b, sizeof(b)));
 	if (parse_host(c, &tmp, false, "a url", &e->url_host, &wild) < 0)
 		return -1;
 	s = hp + strcspn(hp, "/");
 	if (sluice_url_path_normalise(*s ? s : "/", path, sizeof(path), &why) < 0)
-		return fail(c, v, "bad path in url '%s': %s", shown(v, b, sizeof(b)), why);
+		return sluice_yfail(c, v, "bad path in url '%s': %s", sluice_yshown(v, b, sizeof(b)), why);
 	e->url_scheme = strdup(scheme);
 	e->url_path = strdup(path);
 	e->url_port = (uint16_t)port;
 	e->ports = calloc(1, sizeof(*e->ports));
 	if (!e->url_scheme || !e->url_path || !e->ports)
-		return fail(c, v, "out of memory");
+		return sluice_yfail(c, v, "out of memory");
 	e->ports[0].lo = e->ports[0].hi = (uint16_t)port;
 	e->n_ports = 1;
 	return 0;
@@ -718,21 +314,21 @@ static int parse_cidr(struct ctx *c, const struct ynode *v, struct sluice_entry 
 	uint8_t addr[16];
 
 	if (memchr(v->value, '\0', v->len) || v->len > INET6_ADDRSTRLEN + 4)
-		return fail(c, v, "invalid cidr '%s'", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "invalid cidr '%s'", sluice_yshown(v, b, sizeof(b)));
 	slash = strchr(v->value, '/');
 	alen = slash ? (size_t)(slash - v->value) : v->len;
 	if (alen >= sizeof(a))
-		return fail(c, v, "invalid cidr '%s'", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "invalid cidr '%s'", sluice_yshown(v, b, sizeof(b)));
 	memcpy(a, v->value, alen);
 	a[alen] = '\0';
 	if (a[0] == '[')
-		return fail(c, v, "invalid cidr '%s': no brackets", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "invalid cidr '%s': no brackets", sluice_yshown(v, b, sizeof(b)));
 	rc = sluice_ip_normalise(a, &family, addr);
 	if (rc == 1)
-		return fail(c, v, "invalid cidr '%s': '%s' is not a canonical IP address (dotted quad or RFC 4291 IPv6)",
-			    shown(v, b, sizeof(b)), a);
+		return sluice_yfail(c, v, "invalid cidr '%s': '%s' is not a canonical IP address (dotted quad or RFC 4291 IPv6)",
+			    sluice_yshown(v, b, sizeof(b)), a);
 	if (rc < 0)
-		return fail(c, v, "invalid cidr '%s': '%s' is not an IP address", shown(v, b, sizeof(b)), a);
+		return sluice_yfail(c, v, "invalid cidr '%s': '%s' is not an IP address", sluice_yshown(v, b, sizeof(b)), a);
 	max = family == AF_INET ? 32 : 128;
 	if (family == AF_INET && strchr(a, ':'))
 		max = 128;   /* ::ffff:a.b.c.d/n: n counts IPv6 bits */
@@ -742,12 +338,12 @@ static int parse_cidr(struct ctx *c, const struct ynode *v, struct sluice_entry 
 		size_t pl = strlen(p);
 
 		if (parse_port_num(p, pl, &plen) < 0 || (p[0] == '0' && pl > 1) || plen > max)
-			return fail(c, v, "invalid cidr '%s': prefix length must be 0-%u", shown(v, b, sizeof(b)), max);
+			return sluice_yfail(c, v, "invalid cidr '%s': prefix length must be 0-%u", sluice_yshown(v, b, sizeof(b)), max);
 	}
 	if (max == 128 && family == AF_INET) {
 		if (plen < 96)
-			return fail(c, v, "invalid cidr '%s': an IPv4-mapped prefix must be /96 or longer",
-				    shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "invalid cidr '%s': an IPv4-mapped prefix must be /96 or longer",
+				    sluice_yshown(v, b, sizeof(b)));
 		plen -= 96;
 	}
 	{
@@ -760,8 +356,8 @@ static int parse_cidr(struct ctx *c, const struct ynode *v, struct sluice_entry 
 				for (unsigned k = plen; k < bytes * 8; k++)
 					addr[k / 8] &= (uint8_t)~(0x80 >> (k % 8));
 				inet_ntop(family, addr, fix, sizeof(fix));
-				return fail(c, v, "cidr '%s' has host bits set (did you mean %s/%u?)",
-					    shown(v, b, sizeof(b)), fix, plen);
+				return sluice_yfail(c, v, "cidr '%s' has host bits set (did you mean %s/%u?)",
+					    sluice_yshown(v, b, sizeof(b)), fix, plen);
 			}
 	}
 	e->family = family;
@@ -788,37 +384,37 @@ static int parse_unix(struct ctx *c, const struct ynode *v, struct sluice_entry 
 	char b[64];
 
 	if (memchr(s, 0, n))
-		return fail(c, v, "unix entry '%s' holds a NUL byte", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "unix entry '%s' holds a NUL byte", sluice_yshown(v, b, sizeof(b)));
 	if (n > 0 && s[0] == '@') {
 		if (n < 2)
-			return fail(c, v, "unix entry '@' needs an abstract name after the '@'");
+			return sluice_yfail(c, v, "unix entry '@' needs an abstract name after the '@'");
 		if (n - 1 > SLUICE_UNIX_PATH_MAX)
-			return fail(c, v, "abstract unix name '%s' is longer than %d bytes", shown(v, b, sizeof(b)),
+			return sluice_yfail(c, v, "abstract unix name '%s' is longer than %d bytes", sluice_yshown(v, b, sizeof(b)),
 				    SLUICE_UNIX_PATH_MAX);
 		e->unix_abstract = true;
 		e->unix_path = strdup(s + 1);
-		return e->unix_path ? 0 : fail(c, v, "out of memory");
+		return e->unix_path ? 0 : sluice_yfail(c, v, "out of memory");
 	}
 	if (n == 0 || s[0] != '/')
-		return fail(c, v, "unix entry '%s' must be an absolute path or '@abstract-name'", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "unix entry '%s' must be an absolute path or '@abstract-name'", sluice_yshown(v, b, sizeof(b)));
 	if (n > SLUICE_UNIX_PATH_MAX)
-		return fail(c, v, "unix path '%s' is longer than %d bytes (sun_path)", shown(v, b, sizeof(b)),
+		return sluice_yfail(c, v, "unix path '%s' is longer than %d bytes (sun_path)", sluice_yshown(v, b, sizeof(b)),
 			    SLUICE_UNIX_PATH_MAX);
 	for (const char *seg = s + 1; seg <= s + n;) {
 		const char *end = memchr(seg, '/', (size_t)(s + n - seg));
 		size_t sl = end ? (size_t)(end - seg) : (size_t)(s + n - seg);
 
 		if ((sl == 0 && end) || (sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
-			return fail(c, v, "unix path '%s' has an empty, '.' or '..' segment", shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "unix path '%s' has an empty, '.' or '..' segment", sluice_yshown(v, b, sizeof(b)));
 		if (!end)
 			break;
 		seg = end + 1;
 	}
 	if (n == 1)
-		return fail(c, v, "unix entry '/' would allow every socket: name the sockets or their directory");
+		return sluice_yfail(c, v, "unix entry '/' would allow every socket: name the sockets or their directory");
 	e->unix_prefix = s[n - 1] == '/';
 	e->unix_path = strdup(s);
-	return e->unix_path ? 0 : fail(c, v, "out of memory");
+	return e->unix_path ? 0 : sluice_yfail(c, v, "out of memory");
 }
 
 static int parse_methods(struct ctx *c, const struct ynode *key, const struct ynode *v,
@@ -826,33 +422,33 @@ static int parse_methods(struct ctx *c, const struct ynode *key, const struct yn
 {
 	char b[64];
 
-	if (want_kind(c, key, v, YN_SEQ) < 0)
+	if (sluice_ywant_kind(c, key, v, YN_SEQ) < 0)
 		return -1;
 	if (v->n == 0)
-		return fail(c, v, "'methods' must not be empty");
+		return sluice_yfail(c, v, "'methods' must not be empty");
 	if (v->n > 7)
-		return fail(c, v, "too many methods (there are 7)");
+		return sluice_yfail(c, v, "too many methods (there are 7)");
 	e->methods = calloc(v->n, sizeof(*e->methods));
 	if (!e->methods)
-		return fail(c, v, "out of memory");
+		return sluice_yfail(c, v, "out of memory");
 	for (size_t i = 0; i < v->n; i++) {
 		const struct ynode *m = v->kids[i];
 		const char *known = NULL;
 
-		if (m->type != YN_SCALAR || is_null(m))
-			return fail(c, m, "a method must be a string, not %s", node_kind(m));
+		if (m->type != YN_SCALAR || sluice_yis_null(m))
+			return sluice_yfail(c, m, "a method must be a string, not %s", sluice_ykind(m));
 		for (size_t j = 0; http_methods[j]; j++)
 			if (strlen(http_methods[j]) == m->len && strcasecmp(http_methods[j], m->value) == 0)
 				known = http_methods[j];
 		if (!known)
-			return fail(c, m, "unknown method '%s' (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS)",
-				    shown(m, b, sizeof(b)));
+			return sluice_yfail(c, m, "unknown method '%s' (GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS)",
+				    sluice_yshown(m, b, sizeof(b)));
 		for (size_t j = 0; j < e->n_methods; j++)
 			if (strcmp(e->methods[j], known) == 0)
-				return fail(c, m, "duplicate method '%s'", known);
+				return sluice_yfail(c, m, "duplicate method '%s'", known);
 		e->methods[e->n_methods] = strdup(known);
 		if (!e->methods[e->n_methods])
-			return fail(c, m, "out of memory");
+			return sluice_yfail(c, m, "out of memory");
 		e->n_methods++;
 	}
 	qsort(e->methods, e->n_methods, sizeof(*e->methods), method_cmp);
@@ -981,92 +577,93 @@ static long first_duplicate(const struct sluice_policy *p, size_t *twin)
 	return best;
 }
 
-static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
+/* Which of host, url, cidr, unix the entry `m` is (e->kind), with its key
+ * and value.  Exactly one; 0 or -1 with c->err set. */
+static int entry_kind(struct ctx *c, const struct ynode *m, struct sluice_entry *e, const struct ynode **kind_key,
+		      const struct ynode **kind_val)
 {
-	static const char *const host_keys[] = { "host", "ports", "inspect", "programs", "why", NULL };
-	static const char *const url_keys[] = { "url", "methods", "credential", "programs", "why", NULL };
-	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "programs", "why", NULL };
-	static const char *const unix_keys[] = { "unix", "programs", "why", NULL };   /* programs: refused in policy_prog.c */
-	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
-						  "protocol", "inspect", "credential", "programs", "why", "expires", "owner",
-						  "ticket", NULL };
-	const struct ynode *kn = NULL, *v, *kind_key = NULL, *kind_val = NULL;
 	const char *kinds[] = { "host", "url", "cidr", "unix" };
 	char b[64];
 
-	e->line = m->line;
-	e->column = m->col;
-	if (m->type != YN_MAP)
-		return fail(c, m, "allow[%u] must be a mapping (host/url/cidr, ports, why), not %s",
-			    e->index, node_kind(m));
-	if (check_keys(c, m, entry_keys, "allow entry") < 0)
-		return -1;
+	*kind_key = NULL;
 	for (int i = 0; i < 4; i++) {
 		const struct ynode *k = NULL;
-		const struct ynode *val = map_get(m, kinds[i], &k);
+		const struct ynode *val = sluice_ymap_get(m, kinds[i], &k);
 
 		if (!val)
 			continue;
-		if (kind_key) {
-			const struct ynode *later = k->line > kind_key->line ||
-				(k->line == kind_key->line && k->col > kind_key->col) ? k : kind_key;
-			const struct ynode *first = later == k ? kind_key : k;
+		if (*kind_key) {
+			const struct ynode *later = k->line > (*kind_key)->line ||
+				(k->line == (*kind_key)->line && k->col > (*kind_key)->col) ? k : (*kind_key);
+			const struct ynode *first = later == k ? (*kind_key) : k;
 
-			return fail(c, later, "an entry has exactly one of host, url, cidr, unix: '%s' and '%s' together",
+			return sluice_yfail(c, later, "an entry has exactly one of host, url, cidr, unix: '%s' and '%s' together",
 				    first->value, later->value);
 		}
-		kind_key = k;
-		kind_val = val;
+		*kind_key = k;
+		*kind_val = val;
 		e->kind = (enum sluice_entry_kind)(i + 1);
 	}
-	if (!kind_key) {
+	if (!*kind_key) {
 		for (size_t i = 0; i < m->n; i += 2) {
 			const char *k = m->kids[i]->value;
 
 			if (strcmp(k, "ports") && strcmp(k, "why") && strcmp(k, "methods") &&
 			    strcmp(k, "protocol") && strcmp(k, "inspect") && strcmp(k, "programs") &&
 			    !sluice_entry_meta_key(k))
-				return fail(c, m->kids[i], "unknown key '%s' in allow entry",
-					    shown(m->kids[i], b, sizeof(b)));
+				return sluice_yfail(c, m->kids[i], "unknown key '%s' in allow entry",
+					    sluice_yshown(m->kids[i], b, sizeof(b)));
 		}
-		return fail(c, m, "allow[%u] needs one of host, url, cidr or unix", e->index);
+		return sluice_yfail(c, m, "allow[%u] needs one of host, url, cidr or unix", e->index);
 	}
-	/* Unknown keys before wrong types: a key of another kind is a typo or
-	 * a misunderstanding ("ports" on a url entry). */
-	{
-		const char *const *known = e->kind == SLUICE_ENTRY_HOST ? host_keys :
-					   e->kind == SLUICE_ENTRY_URL ? url_keys :
-					   e->kind == SLUICE_ENTRY_UNIX ? unix_keys : cidr_keys;
+	return 0;
+}
 
-		for (size_t i = 0; i < m->n; i += 2) {
-			const struct ynode *k = m->kids[i];
-			bool ok = false;
+/* Unknown keys before wrong types: a key of another kind is a typo or a
+ * misunderstanding ("ports" on a url entry).  0 or -1 with c->err set. */
+static int entry_keys_of_kind(struct ctx *c, const struct ynode *m, const struct sluice_entry *e)
+{
+	static const char *const host_keys[] = { "host", "ports", "inspect", "programs", "why", NULL };
+	static const char *const url_keys[] = { "url", "methods", "credential", "programs", "why", NULL };
+	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "programs", "why", NULL };
+	static const char *const unix_keys[] = { "unix", "programs", "why", NULL };   /* programs: refused in policy_prog.c */
+	char b[64];
+	const char *const *known = e->kind == SLUICE_ENTRY_HOST ? host_keys :
+				   e->kind == SLUICE_ENTRY_URL ? url_keys :
+				   e->kind == SLUICE_ENTRY_UNIX ? unix_keys : cidr_keys;
 
-			for (size_t j = 0; known[j]; j++)
-				if (strcmp(k->value, known[j]) == 0)
-					ok = true;
-			if (ok || sluice_entry_meta_key(k->value))
-				continue;
-			if (e->kind == SLUICE_ENTRY_URL && strcmp(k->value, "ports") == 0)
-				return fail(c, k, "'ports' is not allowed in a url entry (the port is part of the url)");
-			if (e->kind == SLUICE_ENTRY_UNIX && strcmp(k->value, "ports") == 0)
-				return fail(c, k, "'ports' is not allowed in a unix entry");
-			if (e->kind == SLUICE_ENTRY_URL && strcmp(k->value, "inspect") == 0)
-				return fail(c, k, "'inspect' is not allowed in a url entry (https:// url entries are always inspected)");
-			if (strcmp(k->value, "inspect") == 0)
-				return fail(c, k, "'inspect' is not allowed in a %s entry (its traffic never passes the proxy)",
-					    sluice_entry_kind_name(e->kind));
-			if (strcmp(k->value, "credential") == 0)
-				return fail(c, k, "'credential' is not allowed in a %s entry (only url entries carry one)",
-					    sluice_entry_kind_name(e->kind));
-			if (strcmp(k->value, "methods") == 0 || strcmp(k->value, "protocol") == 0)
-				return fail(c, k, "'%s' is not allowed in a %s entry", k->value,
-					    sluice_entry_kind_name(e->kind));
-			return fail(c, k, "unknown key '%s' in allow entry", shown(k, b, sizeof(b)));
-		}
+	for (size_t i = 0; i < m->n; i += 2) {
+		const struct ynode *k = m->kids[i];
+		bool ok = false;
+
+		for (size_t j = 0; known[j]; j++)
+			if (strcmp(k->value, known[j]) == 0)
+				ok = true;
+		if (ok || sluice_entry_meta_key(k->value))
+			continue;
+		if (e->kind == SLUICE_ENTRY_URL && strcmp(k->value, "ports") == 0)
+			return sluice_yfail(c, k, "'ports' is not allowed in a url entry (the port is part of the url)");
+		if (e->kind == SLUICE_ENTRY_UNIX && strcmp(k->value, "ports") == 0)
+			return sluice_yfail(c, k, "'ports' is not allowed in a unix entry");
+		if (e->kind == SLUICE_ENTRY_URL && strcmp(k->value, "inspect") == 0)
+			return sluice_yfail(c, k, "'inspect' is not allowed in a url entry (https:// url entries are always inspected)");
+		if (strcmp(k->value, "inspect") == 0)
+			return sluice_yfail(c, k, "'inspect' is not allowed in a %s entry (its traffic never passes the proxy)",
+				    sluice_entry_kind_name(e->kind));
+		if (strcmp(k->value, "credential") == 0)
+			return sluice_yfail(c, k, "'credential' is not allowed in a %s entry (only url entries carry one)",
+				    sluice_entry_kind_name(e->kind));
+		if (strcmp(k->value, "methods") == 0 || strcmp(k->value, "protocol") == 0)
+			return sluice_yfail(c, k, "'%s' is not allowed in a %s entry", k->value,
+				    sluice_entry_kind_name(e->kind));
+		return sluice_yfail(c, k, "unknown key '%s' in allow entry", sluice_yshown(k, b, sizeof(b)));
 	}
-	if (want_string(c, kind_key, kind_val) < 0)
-		return -1;
+	return 0;
+}
+
+/* The entry's target (its host, url, cidr or unix value).  0 or -1 with c->err set. */
+static int entry_target(struct ctx *c, const struct ynode *kind_val, struct sluice_entry *e)
+{
 	switch (e->kind) {
 	case SLUICE_ENTRY_HOST:
 		if (parse_host(c, kind_val, true, "a host entry", &e->host, &e->wildcard) < 0)
@@ -1085,11 +682,22 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 			return -1;
 		break;
 	}
+	return 0;
+}
+
+/* The entry's options by kind: inspect (host), ports (host, cidr), methods
+ * (url; GET and HEAD by default), protocol (cidr; tcp by default).  0 or
+ * -1 with c->err set. */
+static int entry_options(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
+{
+	const struct ynode *kn = NULL, *v;
+	char b[64];
+
 	if (e->kind == SLUICE_ENTRY_HOST) {
-		v = map_get(m, "inspect", &kn);
+		v = sluice_ymap_get(m, "inspect", &kn);
 		if (v) {
-			if (!is_plain_bool(v))
-				return fail(c, v, "'inspect' must be true or false, not %s", node_kind(v));
+			if (!sluice_yis_bool(v))
+				return sluice_yfail(c, v, "'inspect' must be true or false, not %s", sluice_ykind(v));
 			e->inspect = strcasecmp(v->value, "true") == 0 || strcasecmp(v->value, "yes") == 0 ||
 				     strcasecmp(v->value, "on") == 0;
 		}
@@ -1097,64 +705,90 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	if (e->kind == SLUICE_ENTRY_UNIX) {
 		/* no ports, no methods */
 	} else if (e->kind != SLUICE_ENTRY_URL) {
-		v = map_get(m, "ports", &kn);
+		v = sluice_ymap_get(m, "ports", &kn);
 		if (!v)
-			return fail(c, m, "%s entry needs 'ports' (there is no \"all ports\")",
+			return sluice_yfail(c, m, "%s entry needs 'ports' (there is no \"all ports\")",
 				    sluice_entry_kind_name(e->kind));
 		if (parse_ports(c, kn, v, e) < 0)
 			return -1;
 	} else {
-		v = map_get(m, "methods", &kn);
+		v = sluice_ymap_get(m, "methods", &kn);
 		if (v) {
 			if (parse_methods(c, kn, v, e) < 0)
 				return -1;
 		} else {
 			e->methods = calloc(2, sizeof(*e->methods));
 			if (!e->methods)
-				return fail(c, m, "out of memory");
+				return sluice_yfail(c, m, "out of memory");
 			e->methods[0] = strdup("GET");
 			e->methods[1] = strdup("HEAD");
 			e->n_methods = 2;
 			if (!e->methods[0] || !e->methods[1])
-				return fail(c, m, "out of memory");
+				return sluice_yfail(c, m, "out of memory");
 		}
 	}
 	if (e->kind == SLUICE_ENTRY_CIDR) {
 		e->protocol = IPPROTO_TCP;
-		v = map_get(m, "protocol", &kn);
+		v = sluice_ymap_get(m, "protocol", &kn);
 		if (v) {
-			if (want_string(c, kn, v) < 0)
+			if (sluice_ywant_string(c, kn, v) < 0)
 				return -1;
 			if (strcmp(v->value, "tcp") == 0)
 				e->protocol = IPPROTO_TCP;
 			else if (strcmp(v->value, "udp") == 0)
 				e->protocol = IPPROTO_UDP;
 			else
-				return fail(c, v, "protocol must be tcp or udp, not '%s'", shown(v, b, sizeof(b)));
+				return sluice_yfail(c, v, "protocol must be tcp or udp, not '%s'", sluice_yshown(v, b, sizeof(b)));
 		}
 	} else {
 		e->protocol = IPPROTO_TCP;
 	}
-	if (e->kind == SLUICE_ENTRY_URL && sluice_cred_parse_entry(c, m, e) < 0)
-		return -1;
-	if (sluice_ywant_why(c, m, sluice_entry_kind_name(e->kind), &e->why) < 0)
-		return -1;
-	/* expires, owner, ticket: policy_expiry.c */
+	return 0;
+}
+
+/* The entry's expires, owner and ticket (policy_expiry.c).  0 or -1 with c->err set. */
+static int entry_meta(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
+{
 	for (size_t i = 0; i < m->n; i += 2) {
 		char why[256];
 
 		if (!sluice_entry_meta_key(m->kids[i]->value))
 			continue;
-		if (want_string(c, m->kids[i], m->kids[i + 1]) < 0)
+		if (sluice_ywant_string(c, m->kids[i], m->kids[i + 1]) < 0)
 			return -1;
 		if (sluice_entry_meta_set(e, m->kids[i]->value, m->kids[i + 1]->value, m->kids[i + 1]->len, why,
 					  sizeof(why)) < 0)
-			return fail(c, m->kids[i + 1], "%s", why);
+			return sluice_yfail(c, m->kids[i + 1], "%s", why);
 	}
+	return 0;
+}
+
+static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
+{
+	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
+						  "protocol", "inspect", "credential", "programs", "why", "expires", "owner",
+						  "ticket", NULL };
+	const struct ynode *kind_key = NULL, *kind_val = NULL;
+
+	e->line = m->line;
+	e->column = m->col;
+	if (m->type != YN_MAP)
+		return sluice_yfail(c, m, "allow[%u] must be a mapping (host/url/cidr, ports, why), not %s",
+			    e->index, sluice_ykind(m));
+	if (sluice_ycheck_keys(c, m, entry_keys, "allow entry") < 0 ||
+	    entry_kind(c, m, e, &kind_key, &kind_val) < 0 || entry_keys_of_kind(c, m, e) < 0)
+		return -1;
+	if (sluice_ywant_string(c, kind_key, kind_val) < 0 || entry_target(c, kind_val, e) < 0 ||
+	    entry_options(c, m, e) < 0)
+		return -1;
+	if (e->kind == SLUICE_ENTRY_URL && sluice_cred_parse_entry(c, m, e) < 0)
+		return -1;
+	if (sluice_ywant_why(c, m, sluice_entry_kind_name(e->kind), &e->why) < 0 || entry_meta(c, m, e) < 0)
+		return -1;
 	if (sluice_prog_parse_entry(c, m, e) < 0)
 		return -1;
 	if (set_entry_name(e) < 0)
-		return fail(c, m, "out of memory");
+		return sluice_yfail(c, m, "out of memory");
 	return 0;
 }
 
@@ -1172,31 +806,31 @@ static int parse_dns(struct ctx *c, const struct ynode *key, const struct ynode 
 	const struct ynode *kn, *x;
 	char b[64];
 
-	if (want_kind(c, key, v, YN_MAP) < 0 || check_keys(c, v, keys, "dns") < 0)
+	if (sluice_ywant_kind(c, key, v, YN_MAP) < 0 || sluice_ycheck_keys(c, v, keys, "dns") < 0)
 		return -1;
-	x = map_get(v, "on_deny", &kn);
+	x = sluice_ymap_get(v, "on_deny", &kn);
 	if (x) {
-		if (want_string(c, kn, x) < 0)
+		if (sluice_ywant_string(c, kn, x) < 0)
 			return -1;
 		if (strcmp(x->value, "nxdomain") == 0)
 			p->dns_on_deny = SLUICE_DNS_NXDOMAIN;
 		else if (strcmp(x->value, "refused") == 0)
 			p->dns_on_deny = SLUICE_DNS_REFUSED;
 		else
-			return fail(c, x, "dns.on_deny must be nxdomain or refused, not '%s'",
-				    shown(x, b, sizeof(b)));
+			return sluice_yfail(c, x, "dns.on_deny must be nxdomain or refused, not '%s'",
+				    sluice_yshown(x, b, sizeof(b)));
 	}
-	x = map_get(v, "qtypes", &kn);
+	x = sluice_ymap_get(v, "qtypes", &kn);
 	if (x) {
 		uint16_t *q;
 
-		if (want_kind(c, kn, x, YN_SEQ) < 0)
+		if (sluice_ywant_kind(c, kn, x, YN_SEQ) < 0)
 			return -1;
 		if (x->n > SLUICE_POLICY_MAX_QTYPES)
-			return fail(c, x, "too many qtypes (at most %u)", SLUICE_POLICY_MAX_QTYPES);
+			return sluice_yfail(c, x, "too many qtypes (at most %u)", SLUICE_POLICY_MAX_QTYPES);
 		q = calloc(x->n ? x->n : 1, sizeof(*q));
 		if (!q)
-			return fail(c, x, "out of memory");
+			return sluice_yfail(c, x, "out of memory");
 		free(p->dns_qtypes);
 		p->dns_qtypes = q;
 		p->n_dns_qtypes = 0;
@@ -1205,23 +839,23 @@ static int parse_dns(struct ctx *c, const struct ynode *key, const struct ynode 
 			unsigned num = 0;
 			bool found = false;
 
-			if (t->type != YN_SCALAR || is_null(t))
-				return fail(c, t, "a qtype must be a name (A, AAAA, ...) or a number, not %s",
-					    node_kind(t));
+			if (t->type != YN_SCALAR || sluice_yis_null(t))
+				return sluice_yfail(c, t, "a qtype must be a name (A, AAAA, ...) or a number, not %s",
+					    sluice_ykind(t));
 			for (size_t j = 0; j < sizeof(qtypes) / sizeof(qtypes[0]); j++)
 				if (strcasecmp(qtypes[j].name, t->value) == 0 &&
 				    strlen(qtypes[j].name) == t->len) {
 					num = qtypes[j].type;
 					found = true;
 				}
-			if (!found && is_plain_int(t) && t->value[0] != '-' && t->value[0] != '+' &&
+			if (!found && sluice_yis_int(t) && t->value[0] != '-' && t->value[0] != '+' &&
 			    parse_port_num(t->value, t->len, &num) == 0 && num >= 1 && num <= 65535)
 				found = true;
 			if (!found)
-				return fail(c, t, "unknown DNS qtype '%s'", shown(t, b, sizeof(b)));
+				return sluice_yfail(c, t, "unknown DNS qtype '%s'", sluice_yshown(t, b, sizeof(b)));
 			for (size_t j = 0; j < p->n_dns_qtypes; j++)
 				if (p->dns_qtypes[j] == num)
-					return fail(c, t, "duplicate qtype '%s'", shown(t, b, sizeof(b)));
+					return sluice_yfail(c, t, "duplicate qtype '%s'", sluice_yshown(t, b, sizeof(b)));
 			p->dns_qtypes[p->n_dns_qtypes++] = (uint16_t)num;
 		}
 		qsort(p->dns_qtypes, p->n_dns_qtypes, sizeof(*p->dns_qtypes), qtype_cmp);
@@ -1272,44 +906,44 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 	char b[80];
 
 	if (root->type != YN_MAP)
-		return fail(c, root, "a policy must be a mapping (version, name, allow ...), not %s",
-			    node_kind(root));
-	if (check_keys(c, root, keys, "policy") < 0)
+		return sluice_yfail(c, root, "a policy must be a mapping (version, name, allow ...), not %s",
+			    sluice_ykind(root));
+	if (sluice_ycheck_keys(c, root, keys, "policy") < 0)
 		return -1;
 
-	v = map_get(root, "version", &kn);
+	v = sluice_ymap_get(root, "version", &kn);
 	if (!v)
-		return fail(c, root, "missing 'version' (must be 1)");
-	if (!is_plain_int(v))
-		return fail(c, v, "'version' must be an integer, not %s", node_kind(v));
+		return sluice_yfail(c, root, "missing 'version' (must be 1)");
+	if (!sluice_yis_int(v))
+		return sluice_yfail(c, v, "'version' must be an integer, not %s", sluice_ykind(v));
 	if (strcmp(v->value, "1") != 0)
-		return fail(c, v, "unsupported version %s (this sluice reads version 1)", shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "unsupported version %s (this sluice reads version 1)", sluice_yshown(v, b, sizeof(b)));
 
-	v = map_get(root, "name", &kn);
+	v = sluice_ymap_get(root, "name", &kn);
 	if (!v)
-		return fail(c, root, "missing 'name' (it appears in every log line)");
-	if (want_string(c, kn, v) < 0)
+		return sluice_yfail(c, root, "missing 'name' (it appears in every log line)");
+	if (sluice_ywant_string(c, kn, v) < 0)
 		return -1;
 	if (!name_ok(v))
-		return fail(c, v, "'name' must be 1-64 characters of A-Z a-z 0-9 . _ -, not '%s'",
-			    shown(v, b, sizeof(b)));
+		return sluice_yfail(c, v, "'name' must be 1-64 characters of A-Z a-z 0-9 . _ -, not '%s'",
+			    sluice_yshown(v, b, sizeof(b)));
 	p->name = strdup(v->value);
 	if (!p->name)
-		return fail(c, v, "out of memory");
+		return sluice_yfail(c, v, "out of memory");
 
-	v = map_get(root, "mode", &kn);
+	v = sluice_ymap_get(root, "mode", &kn);
 	if (v) {
-		if (want_string(c, kn, v) < 0)
+		if (sluice_ywant_string(c, kn, v) < 0)
 			return -1;
 		if (strcmp(v->value, "enforce") == 0)
 			p->mode = SLUICE_MODE_ENFORCE;
 		else if (strcmp(v->value, "audit") == 0)
 			p->mode = SLUICE_MODE_AUDIT;
 		else
-			return fail(c, v, "mode must be audit or enforce, not '%s'", shown(v, b, sizeof(b)));
+			return sluice_yfail(c, v, "mode must be audit or enforce, not '%s'", sluice_yshown(v, b, sizeof(b)));
 	}
 
-	v = map_get(root, "dns", &kn);
+	v = sluice_ymap_get(root, "dns", &kn);
 	if (v && parse_dns(c, kn, v, p) < 0)
 		return -1;
 
@@ -1317,15 +951,15 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 		return -1;
 	if (sluice_cred_parse(c, root, p) < 0)
 		return -1;
-	v = map_get(root, "allow", &kn);
-	if (v && !is_null(v)) {
-		if (want_kind(c, kn, v, YN_SEQ) < 0)
+	v = sluice_ymap_get(root, "allow", &kn);
+	if (v && !sluice_yis_null(v)) {
+		if (sluice_ywant_kind(c, kn, v, YN_SEQ) < 0)
 			return -1;
 		if (v->n > SLUICE_POLICY_MAX_ENTRIES)
-			return fail(c, v, "too many allow entries (at most %u)", SLUICE_POLICY_MAX_ENTRIES);
+			return sluice_yfail(c, v, "too many allow entries (at most %u)", SLUICE_POLICY_MAX_ENTRIES);
 		p->entries = calloc(v->n ? v->n : 1, sizeof(*p->entries));
 		if (!p->entries)
-			return fail(c, v, "out of memory");
+			return sluice_yfail(c, v, "out of memory");
 		for (size_t i = 0; i < v->n; i++) {
 			struct sluice_entry *e = &p->entries[i];
 
@@ -1341,7 +975,7 @@ static int parse_policy(struct ctx *c, const struct ynode *root, struct sluice_p
 			if (i >= 0) {
 				const struct sluice_entry *e = &p->entries[i];
 
-				return fail(c, v->kids[i],
+				return sluice_yfail(c, v->kids[i],
 					    "duplicate entry: %s %s already allowed by allow[%zu] at line %u (merge them)",
 					    sluice_entry_kind_name(e->kind), strchr(e->name, ':') + 1, j,
 					    p->entries[j].line);
@@ -1362,28 +996,28 @@ int sluice_policy_load_buffer(const char *name, const char *buf, size_t len,
 	*out = NULL;
 	memset(c.err, 0, sizeof(*c.err));
 	if (!buf && len)
-		return fail_at(&c, 0, 0, "no policy text");
+		return sluice_yfail_at(&c, 0, 0, "no policy text");
 	if (len > SLUICE_POLICY_MAX_BYTES)
-		return fail_at(&c, 0, 0, "policy too large (more than %u bytes)", SLUICE_POLICY_MAX_BYTES);
+		return sluice_yfail_at(&c, 0, 0, "policy too large (more than %u bytes)", SLUICE_POLICY_MAX_BYTES);
 	if (len && memchr(buf, '\0', len))
-		return fail_at(&c, 0, 0, "NUL byte in policy file");
-	root = yaml_tree(&c, buf ? buf : "", len);
+		return sluice_yfail_at(&c, 0, 0, "NUL byte in policy file");
+	root = sluice_ytree(&c, buf ? buf : "", len);
 	if (!root)
 		return -1;
 	p = policy_new(c.file, NULL);
 	if (!p) {
-		ynode_free(root);
-		return fail_at(&c, 0, 0, "out of memory");
+		sluice_ynode_free(root);
+		return sluice_yfail_at(&c, 0, 0, "out of memory");
 	}
 	c.policy = p;
 	if (parse_policy(&c, root, p) < 0 || sluice_policy_compute_digest(p) < 0) {
 		if (!c.err->message[0])
-			fail_at(&c, 0, 0, "out of memory");
-		ynode_free(root);
+			sluice_yfail_at(&c, 0, 0, "out of memory");
+		sluice_ynode_free(root);
 		sluice_policy_free(p);
 		return -1;
 	}
-	ynode_free(root);
+	sluice_ynode_free(root);
 	*out = p;
 	return 0;
 }
@@ -1401,11 +1035,11 @@ int sluice_policy_load_file(const char *path, struct sluice_policy **out,
 	*out = NULL;
 	f = fopen(path, "re");
 	if (!f)
-		return fail_at(&c, 0, 0, "cannot open: %s", strerror(errno));
+		return sluice_yfail_at(&c, 0, 0, "cannot open: %s", strerror(errno));
 	buf = malloc(SLUICE_POLICY_MAX_BYTES + 1);
 	if (!buf) {
 		fclose(f);
-		return fail_at(&c, 0, 0, "out of memory");
+		return sluice_yfail_at(&c, 0, 0, "out of memory");
 	}
 	len = fread(buf, 1, SLUICE_POLICY_MAX_BYTES + 1, f);
 	if (ferror(f)) {
@@ -1413,12 +1047,12 @@ int sluice_policy_load_file(const char *path, struct sluice_policy **out,
 
 		fclose(f);
 		free(buf);
-		return fail_at(&c, 0, 0, "cannot read: %s", strerror(e));
+		return sluice_yfail_at(&c, 0, 0, "cannot read: %s", strerror(e));
 	}
 	fclose(f);
 	if (len > SLUICE_POLICY_MAX_BYTES) {
 		free(buf);
-		return fail_at(&c, 0, 0, "policy too large (more than %u bytes)", SLUICE_POLICY_MAX_BYTES);
+		return sluice_yfail_at(&c, 0, 0, "policy too large (more than %u bytes)", SLUICE_POLICY_MAX_BYTES);
 	}
 	rc = sluice_policy_load_buffer(path, buf, len, out, c.err);
 	free(buf);
@@ -1483,186 +1117,4 @@ const char *sluice_policy_error_str(const struct sluice_policy_error *err, char 
 	else
 		snprintf(buf, len, "%s: %s", err->file, err->message);
 	return buf;
-}
-
-/* --- matching -------------------------------------------------------------------- */
-
-bool sluice_ports_contain(const struct sluice_port_range *r, size_t n, uint16_t port)
-{
-	for (size_t i = 0; i < n; i++)
-		if (port >= r[i].lo && port <= r[i].hi)
-			return true;
-	return false;
-}
-
-bool sluice_entry_has_port(const struct sluice_entry *e, uint16_t port)
-{
-	return e && sluice_ports_contain(e->ports, e->n_ports, port);
-}
-
-const char *sluice_port_range_str(const struct sluice_port_range *r, char *buf, size_t len)
-{
-	if (r->lo == r->hi)
-		snprintf(buf, len, "%u", r->lo);
-	else
-		snprintf(buf, len, "%u-%u", r->lo, r->hi);
-	return buf;
-}
-
-const char *sluice_cidr_str(const struct sluice_entry *e, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (!inet_ntop(e->family, e->addr, a, sizeof(a)))
-		snprintf(a, sizeof(a), "?");
-	snprintf(buf, len, "%s/%u", a, e->prefix_len);
-	return buf;
-}
-
-bool sluice_host_match(const struct sluice_entry *entry, const char *host)
-{
-	const char *name;
-	size_t hl, nl;
-
-	if (!entry || !host || sluice_entry_expired(entry, -1))
-		return false;
-	if (entry->kind == SLUICE_ENTRY_URL)
-		return entry->url_host && strcmp(entry->url_host, host) == 0;
-	if (entry->kind != SLUICE_ENTRY_HOST || !entry->host)
-		return false;
-	name = entry->host;
-	if (!entry->wildcard)
-		return strcmp(name, host) == 0;
-	hl = strlen(host);
-	nl = strlen(name);
-	/* at least one label in front, joined on a '.' */
-	return hl > nl + 1 && host[hl - nl - 1] == '.' && host[0] != '.' &&
-	       strcmp(host + hl - nl, name) == 0;
-}
-
-const struct sluice_entry *sluice_policy_match_host(const struct sluice_policy *p,
-						    const char *host, uint16_t port)
-{
-	return sluice_policy_match_host_for(p, host, port, NULL);
-}
-
-const struct sluice_entry *sluice_policy_match_host_for(const struct sluice_policy *p, const char *host,
-							uint16_t port, const struct sluice_exe_id *who)
-{
-	if (!p || !host)
-		return NULL;
-	for (size_t i = 0; i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-
-		if (e->kind == SLUICE_ENTRY_HOST && sluice_entry_has_port(e, port) &&
-		    sluice_host_match(e, host) && sluice_entry_allows_program(e, who))
-			return e;
-	}
-	return NULL;
-}
-
-const struct sluice_entry *sluice_policy_match_url(const struct sluice_policy *p,
-						   const char *scheme, const char *host,
-						   uint16_t port, const char *method,
-						   const char *path)
-{
-	return sluice_policy_match_url_for(p, scheme, host, port, method, path, NULL);
-}
-
-const struct sluice_entry *sluice_policy_match_url_for(const struct sluice_policy *p, const char *scheme,
-						       const char *host, uint16_t port, const char *method,
-						       const char *path, const struct sluice_exe_id *who)
-{
-	if (!p || !scheme || !host || !method || !path)
-		return NULL;
-	for (size_t i = 0; i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-		bool method_ok = false;
-
-		if (e->kind != SLUICE_ENTRY_URL || e->url_port != port ||
-		    strcmp(e->url_scheme, scheme) != 0 || !sluice_host_match(e, host) ||
-		    !sluice_entry_allows_program(e, who))
-			continue;
-		for (size_t j = 0; j < e->n_methods; j++)
-			if (strcmp(e->methods[j], method) == 0)
-				method_ok = true;
-		if (method_ok && sluice_path_prefix_match(e->url_path, path))
-			return e;
-	}
-	return NULL;
-}
-
-bool sluice_policy_inspects(const struct sluice_policy *p, const char *host, uint16_t port)
-{
-	return sluice_policy_inspects_for(p, host, port, NULL);
-}
-
-bool sluice_policy_inspects_for(const struct sluice_policy *p, const char *host, uint16_t port,
-				const struct sluice_exe_id *who)
-{
-	if (!p || !host)
-		return false;
-	for (size_t i = 0; i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-
-		if (!sluice_entry_allows_program(e, who))
-			continue;
-		if (e->kind == SLUICE_ENTRY_URL && e->url_port == port &&
-		    strcmp(e->url_scheme, "https") == 0 && sluice_host_match(e, host))
-			return true;
-		if (e->kind == SLUICE_ENTRY_HOST && e->inspect && sluice_entry_has_port(e, port) &&
-		    sluice_host_match(e, host))
-			return true;
-	}
-	return false;
-}
-
-bool sluice_policy_has_inspection(const struct sluice_policy *p)
-{
-	for (size_t i = 0; p && i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-
-		if ((e->kind == SLUICE_ENTRY_URL && strcmp(e->url_scheme, "https") == 0) ||
-		    (e->kind == SLUICE_ENTRY_HOST && e->inspect))
-			return true;
-	}
-	return false;
-}
-
-bool sluice_policy_proxies_port(const struct sluice_policy *p, uint16_t port)
-{
-	if (!p)
-		return false;
-	for (size_t i = 0; i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-
-		if ((e->kind == SLUICE_ENTRY_HOST || e->kind == SLUICE_ENTRY_URL) &&
-		    sluice_entry_has_port(e, port))
-			return true;
-	}
-	return false;
-}
-
-bool sluice_policy_allows_name(const struct sluice_policy *p, const char *host)
-{
-	if (!p || !host)
-		return false;
-	for (size_t i = 0; i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-
-		if ((e->kind == SLUICE_ENTRY_HOST || e->kind == SLUICE_ENTRY_URL) &&
-		    sluice_host_match(e, host))
-			return true;
-	}
-	return false;
-}
-
-bool sluice_policy_allows_qtype(const struct sluice_policy *p, uint16_t qtype)
-{
-	if (!p)
-		return false;
-	for (size_t i = 0; i < p->n_dns_qtypes; i++)
-		if (p->dns_qtypes[i] == qtype)
-			return true;
-	return false;
 }

@@ -38,17 +38,28 @@ struct ctx {
 	struct sluice_policy *policy;
 };
 
-/* policy.c's node helpers, for policy_cred.c: fail (sets c->err, returns
- * -1), a node shown for a message, null / boolean tests, what a node is
- * ("a string", ...), a string value, known and unique keys, a key's value
- * (NULL when absent; *keynode its key). */
+/* policy_yaml.c: the tree of `len` bytes of YAML `buf` (exactly one
+ * document, no anchors, aliases or tags), NULL with c->err set; its
+ * release. */
+struct ynode *sluice_ytree(struct ctx *c, const char *buf, size_t len);
+void sluice_ynode_free(struct ynode *n);
+
+/* policy_yaml.c's node helpers: fail (sets c->err, returns -1; _at: at a
+ * line and column), a node shown for a message, null / integer / boolean
+ * tests, what a node is ("a string", ...), a string value, a mapping or
+ * sequence value, known and unique keys, a key's value (NULL when absent;
+ * *keynode its key). */
 __attribute__((format(printf, 3, 4)))
 int sluice_yfail(struct ctx *c, const struct ynode *n, const char *fmt, ...);
+__attribute__((format(printf, 4, 5)))
+int sluice_yfail_at(struct ctx *c, unsigned line, unsigned col, const char *fmt, ...);
 const char *sluice_yshown(const struct ynode *n, char *buf, size_t len);
 bool sluice_yis_null(const struct ynode *n);
+bool sluice_yis_int(const struct ynode *n);
 bool sluice_yis_bool(const struct ynode *n);
 const char *sluice_ykind(const struct ynode *n);
 int sluice_ywant_string(struct ctx *c, const struct ynode *key, const struct ynode *v);
+int sluice_ywant_kind(struct ctx *c, const struct ynode *key, const struct ynode *v, enum ynode_type t);
 int sluice_ycheck_keys(struct ctx *c, const struct ynode *map, const char *const *known, const char *where);
 const struct ynode *sluice_ymap_get(const struct ynode *map, const char *key, const struct ynode **keynode);
 
@@ -70,7 +81,7 @@ void sluice_fs_free(struct sluice_policy *p);
 int sluice_family_parse(struct ctx *c, const struct ynode *root, struct sluice_policy *p);
 void sluice_family_free(struct sluice_policy *p);
 
-/* policy.c: the `why:` of mapping `m` (an item of kind `what`: "host",
+/* policy_yaml.c: the `why:` of mapping `m` (an item of kind `what`: "host",
  * "family", ...): a string, not blank, no control byte, strdup()ed into
  * *out.  0 or -1 with c->err set. */
 int sluice_ywant_why(struct ctx *c, const struct ynode *m, const char *what, char **out);

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * sluice_maps.bpf.h - the maps of the egress filter (sluice.bpf.c, the only
+ * file that includes it): the allowlists, both policy generations'
+ * settings, counters, the ring buffer and the socket storages.  The wire
+ * types of their keys and values are in sluice.h; user space drives them
+ * by the names below (loader/sandbox.c).
+ */
+#ifndef SLUICE_MAPS_BPF_H
+#define SLUICE_MAPS_BPF_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_lpm4_key);
+	__type(value, struct sluice_cidr_rules);
+} sluice_allow4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_lpm6_key);
+	__type(value, struct sluice_cidr_rules);
+} sluice_allow6 SEC(".maps");
+
+/* Two banks (generation & 1) of a 65536-bit bitmap: ports of host/url entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * SLUICE_PORT_WORDS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sluice_proxy_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sluice_state);
+} sluice_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct sluice_genconf);
+} sluice_genconf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SLUICE_STAT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} sluice_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20); /* resized by the loader */
+} sluice_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sluice_orig);
+} sluice_sk_orig SEC(".maps");
+
+/*
+ * The backstop's memo (kernel-internal, never read by user space): the
+ * destination a TCP socket's connect was allowed to by a cidr entry, and the
+ * policy generation that allowed it.  The egress backstop passes a packet of
+ * that socket without the LPM lookup only if the packet's (family, address,
+ * protocol, port) and the current generation are exactly these: the memo of
+ * cidr_allowed4/6() for those inputs, so it answers what the lookup would.
+ * TCP only: its connect hook runs under the socket lock, so the record is
+ * never written by two connects at once (a UDP socket's connect is not
+ * serialised, and sendmsg judges per call: UDP keeps the lookup).
+ */
+struct sluice_judged {
+	__u32 daddr[4];     /* network byte order; IPv4 (and v4-mapped) in daddr[0] */
+	__u32 gen_plus1;    /* generation + 1; 0: nothing judged */
+	__u16 dport;        /* host byte order */
+	__u8  family;       /* SLUICE_AF_INET or SLUICE_AF_INET6 */
+	__u8  pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sluice_judged);
+} sluice_sk_judged SEC(".maps");
+
+/* sluice's own listeners (proxy, resolver): marked by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sluice_listener_mark);
+} sluice_listener_sk SEC(".maps");
+
+/* The sandbox's cgroup (index 0, set by the loader at attach): the LSM
+ * programs are global and ask whether the calling task is under it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sluice_cgroup SEC(".maps");
+
+/* Sockets made inside the sandbox (lsm/socket_post_create). */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC | BPF_F_CLONE);
+	__type(key, int);
+	__type(value, struct sluice_sk_owner);
+} sluice_sk_owner SEC(".maps");
+
+/* `unix:` entries of the policy (both generations). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_unix_key);
+	__type(value, __u32);
+} sluice_unix_allow SEC(".maps");
+
+/* Unix names refused without an event (glibc's NSS asks nscd on every
+ * lookup; the sandbox's names go to its resolver): exact keys with
+ * generation 0, set once by the loader (loader/sandbox.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 8);
+	__type(key, struct sluice_unix_key);
+	__type(value, __u32);
+} sluice_unix_quiet SEC(".maps");
+
+/* Programs of the cidr entries with `programs:` (struct sluice_prog_key,
+ * both generations); present: that entry allows that executable. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_prog_key);
+	__type(value, __u32);
+} sluice_prog_allow SEC(".maps");
+
+/* Redirected TCP flows, looked up (and deleted) by the proxy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sluice_flow_key);
+	__type(value, struct sluice_orig);
+} sluice_flows SEC(".maps");
+
+/* Sequence number of the next event; gaps are exactly the lost events. */
+__u64 sluice_seq = 0;
+
+#endif /* SLUICE_MAPS_BPF_H */

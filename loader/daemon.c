@@ -51,6 +51,7 @@
 #include "ctlsrv.h"
 #include "daemon_events.h"
 #include "daemon_dnsstats.h"
+#include "daemon_follow.h"
 #include "destroy.h"
 #include "events.h"
 #include "gc.h"
@@ -1211,6 +1212,7 @@ static json_object *do_status(json_object *req)
 	json_object_object_add(o, "boundary", D.boundary ? json_object_new_string(D.boundary_path) : NULL);
 	json_object_object_add(o, "sandboxes", arr);
 	json_object_object_add(o, "control", ctlsrv_stats_json());
+	json_object_object_add(o, "follow", daemon_follow_stats_json());
 	return o;
 }
 
@@ -1353,6 +1355,8 @@ static json_object *handle_request(json_object *req, struct ctlsrv_peer *peer)
 {
 	const char *cmd = req ? ctlsrv_str(req, "cmd") : NULL;
 
+	if (daemon_follow_handles(req))
+		return daemon_follow_request(req, peer, &user_ops);
 	if (peer->uid != 0 || daemon_user_handles(req))
 		return daemon_user_request(req, peer, &user_ops);
 
@@ -1458,6 +1462,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 	if (err)
 		log_warnx("daemon: SIGHUP: cannot reopen %s: %s (still writing to the old file)", D.events_path,
 			  strerror(-err));
+	daemon_follow_reopened();
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
 		char msg[512];
 
@@ -2046,6 +2051,8 @@ int cmd_daemon(int argc, char **argv)
 		log_warn("daemon: cannot serve %s", D.sock_path);
 		return 2;
 	}
+	if (daemon_follow_init(D.base, D.events_path, D.log.ocsf, user_emit) < 0)
+		log_warn("daemon: cannot serve followers of %s (sluice events --follow)", D.events_path);
 	tick = event_new(D.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &tv);
 	sigs[0] = evsignal_new(D.base, SIGTERM, on_signal, NULL);
@@ -2068,6 +2075,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	event_base_dispatch(D.base);
 	ctlsrv_stop();
+	daemon_follow_stop();
 
 	/* A clean stop keeps every sandbox filtered and pinned (fail closed);
 	 * `sluice detach` is how a filter is removed. */

@@ -76,7 +76,7 @@ static struct {
 	unsigned gen;               /* counts reopens of the file (SIGHUP) */
 	struct follower *list;      /* handed over */
 	unsigned n;                 /* followers, pending ones included */
-	uint64_t accepted, refused, closed, lines, dropped[DROP__MAX];
+	uint64_t accepted, refused, closed, lines, torn, dropped[DROP__MAX];
 	char buf[CHUNK];
 } G = { .ifd = -1, .wd = -1 };
 
@@ -139,6 +139,39 @@ static void drop(struct follower *f, enum drop why)
 
 /* ---- reading the file ------------------------------------------------ */
 
+/*
+ * Is p[0..len) (the newline excluded) one whole JSON object: `{`, strings
+ * closed, brackets balanced, the last byte closing the first?  A writer
+ * killed mid-line leaves a torn line that the next writer ends with a
+ * newline (evlog.h): it is never sent.  One pass, no allocation.
+ */
+static bool whole_object(const char *p, size_t len)
+{
+	int depth = 0;
+	bool in_str = false;
+
+	if (len < 2 || p[0] != '{')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char ch = p[i];
+
+		if (in_str) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_str = false;
+			continue;
+		}
+		if (ch == '"')
+			in_str = true;
+		else if (ch == '{' || ch == '[')
+			depth++;
+		else if ((ch == '}' || ch == ']') && --depth == 0)
+			return i == len - 1;
+	}
+	return false;
+}
+
 /* One whole line (newline included) of the file at offset `at`. */
 static void take_line(struct follower *f, const char *p, size_t len, off_t at)
 {
@@ -146,6 +179,10 @@ static void take_line(struct follower *f, const char *p, size_t len, off_t at)
 
 	if (len <= 1)
 		return;
+	if (!whole_object(p, len - 1)) {
+		G.torn++;
+		return;
+	}
 	if (f->sandbox[0] && !memmem(p, len, f->needle, f->needle_len))
 		return;
 	attach = f->sandbox[0] && memmem(p, len, ATTACH_NEEDLE, sizeof(ATTACH_NEEDLE) - 1);
@@ -206,7 +243,7 @@ static void at_end(struct follower *f)
 	if (f->gen == G.gen)
 		return;
 	f->gen = G.gen;
-	nfd = open(G.path, O_RDONLY | O_CLOEXEC);
+	nfd = open(G.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (nfd < 0 || fstat(nfd, &st) < 0 || (st.st_dev == f->dev && st.st_ino == f->ino)) {
 		if (nfd >= 0)
 			close(nfd);
@@ -459,12 +496,16 @@ json_object *daemon_follow_request(json_object *req, struct ctlsrv_peer *peer, c
 	if (!f)
 		return refuse("%s", "follow: out of memory");
 	f->fd = -1;
-	f->rfd = open(G.path, O_RDONLY | O_CLOEXEC);
+	f->rfd = open(G.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	G.n++;
 	if (f->rfd < 0 || fstat(f->rfd, &st) < 0) {
 		snprintf(msg, sizeof(msg), "follow: cannot read %s: %s", G.path, strerror(errno));
 		follower_free(f);
 		return refuse("%s", msg);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		follower_free(f);
+		return refuse("follow: the daemon's events destination %s is not a regular file", G.path);
 	}
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
@@ -542,6 +583,7 @@ json_object *daemon_follow_stats_json(void)
 	json_object_object_add(o, "dropped_stalled", json_object_new_uint64(G.dropped[DROP_STALLED]));
 	json_object_object_add(o, "dropped_behind", json_object_new_uint64(G.dropped[DROP_BEHIND]));
 	json_object_object_add(o, "lines_sent", json_object_new_uint64(G.lines));
+	json_object_object_add(o, "torn_lines_skipped", json_object_new_uint64(G.torn));
 	return o;
 }
 

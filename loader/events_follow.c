@@ -17,6 +17,7 @@
 
 #include <json-c/json.h>
 
+#include "cli.h"
 #include "daemon.h"
 #include "log.h"
 #include "ocsf.h"
@@ -184,6 +185,7 @@ int sluice_events_follow(const char *sandbox, bool has_since, uint64_t since, bo
 			}
 			json_object_put(resp);
 			answered = true;
+			sluice_cli_json_streamed();  /* -j: the lines are the output; no error document after them */
 			/* the stream has no deadline: lines come when they come */
 			{
 				struct timeval tv = { 0 };

@@ -176,6 +176,10 @@ def test_follow_since_replays_without_a_gap_then_goes_live(w):
         assert r.returncode == 2 and "--sandbox" in r.stderr, r
         r = d.ctl("events", "--follow", "--sandbox", name, "--since", "x3")
         assert r.returncode == 2 and "--since" in r.stderr, r
+        # -j: a refusal is the usual error document
+        r = d.ctl("-j", "events", "--follow", "--sandbox", "no/such")
+        doc = json.loads(r.stdout)
+        assert r.returncode == 2 and doc["ok"] is False and doc["command"] == "events", r
         W.SEEN.extend(f.lines)
     finally:
         if f:

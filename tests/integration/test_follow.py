@@ -11,6 +11,7 @@ Sandbox names carry this process's pid: the file may run beside others."""
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import time
@@ -293,4 +294,32 @@ def test_a_follower_that_never_reads_delays_nothing_and_is_dropped(w):
             fb.close()
         a.close()
         b.close()
+        d.close()
+
+
+def test_follow_carries_on_across_a_sighup_rotation(w):
+    """logrotate's way: the file is renamed, SIGHUP makes the daemon open a
+    new one; a follower reads the old one to its end, then the new one."""
+    name = "folhup-%d" % os.getpid()
+    d = Daemon(w)
+    a = Workload(w, "folhup")
+    f = None
+    try:
+        attach(d, a, name)
+        f = Follower(d, "--sandbox", name)
+        TE.wait_for(lambda: follow_stats(d)["followers"] == 1, "the follower served")
+        assert a.probe("tcp", "192.0.2.10", 8081) == "EPERM"
+        f.read_until(denied(8081), "the denial before the rotation")
+        os.rename(d.events, d.events + ".1")
+        d.proc.send_signal(signal.SIGHUP)
+        TE.wait_for(lambda: os.path.exists(d.events), "the reopened events file")
+        assert a.probe("tcp", "192.0.2.10", 8082) == "EPERM"
+        f.read_until(denied(8082), "the denial after the rotation")
+        assert denied(8082)(whole_lines_of(d.events, name)) and not denied(8081)(whole_lines_of(d.events, name))
+        got = [e["event.sequence"] for e in f.lines]
+        assert len(got) == len(set(got)), got
+    finally:
+        if f:
+            f.close()
+        a.close()
         d.close()

@@ -492,6 +492,18 @@ json_object *daemon_follow_request(json_object *req, struct ctlsrv_peer *peer, c
 		return refuse("%s", msg);
 	if (G.n >= DAEMON_FOLLOW_MAX)
 		return refuse("follow: %d followers already (the most the daemon serves at once)", DAEMON_FOLLOW_MAX);
+	if (peer->uid != 0) {
+		unsigned mine = 0, users = 0;
+
+		for (f = G.list; f; f = f->next) {
+			mine += f->uid == peer->uid;
+			users += f->uid != 0;
+		}
+		if (mine >= DAEMON_FOLLOW_PER_USER || users >= DAEMON_FOLLOW_MAX - DAEMON_FOLLOW_ROOT_KEPT)
+			return refuse("follow: uid %u follows %u sandbox(es) already (at most %d; members together %d)",
+				      (unsigned)peer->uid, mine, DAEMON_FOLLOW_PER_USER,
+				      DAEMON_FOLLOW_MAX - DAEMON_FOLLOW_ROOT_KEPT);
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return refuse("%s", "follow: out of memory");

@@ -20,7 +20,9 @@
  *    `sandbox-attach` line of NAME in the file (the counter starts again
  *    at a new attach of the same name), then the new ones.  Without it,
  *    the lines from now on.
- *  - Bounded: at most DAEMON_FOLLOW_MAX followers, each with an output
+ *  - Bounded: at most DAEMON_FOLLOW_MAX followers (a member of the user
+ *    group DAEMON_FOLLOW_PER_USER, and members together never the last
+ *    DAEMON_FOLLOW_ROOT_KEPT: root can always follow), each with an output
  *    buffer of DAEMON_FOLLOW_BUF bytes.  A follower that takes nothing for
  *    DAEMON_FOLLOW_STALL_MS while lines wait for it, or that falls more
  *    than DAEMON_FOLLOW_LAG_MAX bytes behind the file's end, is dropped
@@ -46,6 +48,8 @@ struct event_base;
 struct daemon_user_ops;
 
 #define DAEMON_FOLLOW_MAX      32
+#define DAEMON_FOLLOW_PER_USER 4                  /* a member of the user group: followers at once */
+#define DAEMON_FOLLOW_ROOT_KEPT 8                 /* of DAEMON_FOLLOW_MAX, kept for root's */
 #define DAEMON_FOLLOW_BUF      (1u << 20)          /* output buffer per follower, bytes */
 #define DAEMON_FOLLOW_STALL_MS 10000               /* nothing taken for this long, lines waiting: dropped */
 #define DAEMON_FOLLOW_LAG_MAX  (64ll << 20)        /* a live follower this far behind the file's end: dropped */

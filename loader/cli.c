@@ -42,6 +42,11 @@ void sluice_cli_json_print(json_object *o)
 	printed = true;
 }
 
+void sluice_cli_json_streamed(void)
+{
+	printed = true;
+}
+
 const char *sluice_cli_last_error(void)
 {
 	return last_error;

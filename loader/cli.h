@@ -30,6 +30,10 @@ bool sluice_cli_json(void);
  * '/' unescaped, and remember that the command printed one. */
 void sluice_cli_json_print(json_object *o);
 
+/* The command's output on stdout has begun (a stream of JSON lines, `events
+ * --follow`): no error document is added after it, whatever the exit. */
+void sluice_cli_json_streamed(void);
+
 /* The last warning logged (log_keep_last(): from the moment JSON output was
  * turned on), "" if none. */
 const char *sluice_cli_last_error(void);

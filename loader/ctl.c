@@ -33,6 +33,7 @@
 #include "log.h"
 #include "owner.h"
 #include "ocsf.h"
+#include "events_follow.h"
 
 static const char *sock_path(void)
 {
@@ -849,10 +850,10 @@ int cmd_events(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "follow", no_argument, NULL, 'f' }, { "sandbox", required_argument, NULL, 's' },
 		{ "file", required_argument, NULL, 'F' }, { "format", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },   { 0 },
+		{ "help", no_argument, NULL, 'h' },   { "since", required_argument, NULL, 'S' }, { 0 },
 	};
-	const char *sandbox = NULL, *file = SLUICE_STATE_DIR "/events.jsonl";
-	int follow = 0, ocsf = 0, c;
+	const char *sandbox = NULL, *file = SLUICE_STATE_DIR "/events.jsonl", *since = NULL;
+	int follow = 0, ocsf = 0, c, file_given = 0;
 	static char conv[2 * 4096 + 1024];
 	char *line = NULL, needle[128];
 	size_t cap = 0;
@@ -863,7 +864,8 @@ int cmd_events(int argc, char **argv)
 		switch (c) {
 		case 'f': follow = 1; break;
 		case 's': sandbox = optarg; break;
-		case 'F': file = optarg; break;
+		case 'F': file = optarg; file_given = 1; break;
+		case 'S': since = optarg; break;
 		case 'o':
 			if (strcmp(optarg, "ocsf") != 0 && strcmp(optarg, "ecs") != 0) {
 				log_warnx("events: --format must be ecs or ocsf, not '%s'", optarg);
@@ -872,14 +874,32 @@ int cmd_events(int argc, char **argv)
 			ocsf = strcmp(optarg, "ocsf") == 0;
 			break;
 		case 'h':
-			printf("usage: sluice events [--follow] [--sandbox NAME] [--file FILE] [--format ecs|ocsf]\n\n"
+			printf("usage: sluice events [--follow [--since SEQ]] [--sandbox NAME] [--file FILE] [--format ecs|ocsf]\n\n"
 			       "Print the daemon's JSON event lines (kernel denials, proxy and resolver logs).\n"
+			       "--follow: streamed by the daemon over its control socket as they are written\n"
+			       "(root: any sandbox or all; a member of the user group: a sandbox of its own);\n"
+			       "--since SEQ (with --sandbox): first the sandbox's lines from event.sequence SEQ.\n"
+			       "--follow --file FILE tails FILE instead.\n"
 			       "--format ocsf: each line as an OCSF %s event (4001 Network Activity, 4002 HTTP\n"
 			       "Activity, 4003 DNS Activity, 6002 Application Lifecycle; docs/events.md).\n",
 			       SLUICE_OCSF_VERSION);
 			return 0;
 		default: return 2;
 		}
+	}
+	if (since && (!follow || file_given || !sandbox)) {
+		log_warnx("events: --since SEQ needs --follow and --sandbox (event.sequence is per sandbox), not --file");
+		return 2;
+	}
+	if (follow && !file_given) {
+		char *end;
+		unsigned long long seq = since ? strtoull(since, &end, 10) : 0;
+
+		if (since && (!*since || *end || *since == '-')) {
+			log_warnx("events: --since wants an event.sequence (a number), not '%s'", since);
+			return 2;
+		}
+		return sluice_events_follow(sandbox, since != NULL, (uint64_t)seq, ocsf);
 	}
 	f = fopen(file, "re");
 	if (!f) {

@@ -144,6 +144,8 @@ static void client_close(struct client *c)
 {
 	list_unlink(c);
 	event_free(c->ev);
+	if (c->peer.keep)
+		c->peer.keep(-1, c->peer.keep_arg);  /* the answer never went: the keeper lets go */
 	close(c->fd);
 	for (unsigned i = 0; i < c->peer.n_fds; i++)
 		if (c->peer.fds[i] >= 0)
@@ -151,6 +153,24 @@ static void client_close(struct client *c)
 	free(c->out);
 	free(c);
 	C.st.clients--;
+}
+
+/* c's answer went whole: close it, or hand it to the handler's keeper. */
+static void client_done(struct client *c)
+{
+	void (*keep)(int, void *) = c->peer.keep;
+
+	if (!keep) {
+		client_close(c);
+		return;
+	}
+	list_unlink(c);
+	event_free(c->ev);
+	keep(c->fd, c->peer.keep_arg);
+	free(c->out);
+	free(c);
+	C.st.clients--;
+	C.st.kept++;
 }
 
 /* (Re)arm c's event for its phase: the nearer of the idle and total deadlines. */
@@ -242,11 +262,11 @@ static void client_answer(struct client *c, uint64_t now, bool too_long)
 	c->writing = true;
 	c->phase_ms = now;
 	touch(c, now);
-	if (client_flush(c, now) != 0) {
-		client_close(c);
-		return;
+	switch (client_flush(c, now)) {
+	case 1: client_done(c); return;
+	case 0: client_arm(c, now); return;
+	default: client_close(c); return;
 	}
-	client_arm(c, now);
 }
 
 /* recv() into c->in, keeping the descriptors sent with it (SCM_RIGHTS):
@@ -341,8 +361,11 @@ static void on_client(evutil_socket_t fd, short what, void *arg)
 		touch(c, now);
 		client_arm(c, now);
 		break;
+	case 1:
+		client_done(c); /* all sent */
+		break;
 	default:
-		client_close(c); /* all sent, or the client went away */
+		client_close(c); /* the client went away */
 	}
 }
 
@@ -566,6 +589,7 @@ json_object *ctlsrv_stats_json(void)
 	json_object_object_add(o, "too_long", json_object_new_uint64(C.st.too_long));
 	json_object_object_add(o, "cap_lowered", json_object_new_uint64(C.st.cap_lowered));
 	json_object_object_add(o, "accept_pauses", json_object_new_uint64(C.st.accept_pauses));
+	json_object_object_add(o, "kept", json_object_new_uint64(C.st.kept));
 	return o;
 }
 

@@ -46,6 +46,7 @@ struct ctlsrv_stats {
 	uint64_t too_long;          /* a request line over SLUICE_CTL_REQ_MAX */
 	uint64_t cap_lowered;       /* times EMFILE/ENFILE lowered max_clients to keep descriptors free */
 	uint64_t accept_pauses;     /* times the listener was paused (out of descriptors, other errors) */
+	uint64_t kept;              /* connections handed on after their answer (followers) */
 	unsigned clients;           /* open now */
 	unsigned max_clients;       /* the cap in force */
 };
@@ -61,6 +62,13 @@ struct ctlsrv_peer {
 	int fds[SLUICE_CTL_MAX_FDS];  /* in the order sent; a handler that keeps one sets it to -1,
 				       * ctlsrv closes the others after the answer */
 	unsigned n_fds;
+	/* A handler that keeps the connection (a follower, daemon_follow.h)
+	 * sets keep: once the answer is sent, ctlsrv calls keep(fd, keep_arg)
+	 * and forgets the client (the fd, non-blocking, is then the callee's,
+	 * free of ctlsrv's deadlines and cap).  A client gone before its answer
+	 * went gets keep(-1, keep_arg): free what keep_arg holds. */
+	void (*keep)(int fd, void *keep_arg);
+	void *keep_arg;
 };
 
 /* Answer one request (parsed JSON object; NULL: the line was not JSON) of

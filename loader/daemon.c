@@ -52,6 +52,7 @@
 #include "ctlsrv.h"
 #include "daemon_events.h"
 #include "daemon_dnsstats.h"
+#include "daemon_follow.h"
 #include "destroy.h"
 #include "events.h"
 #include "gc.h"
@@ -523,6 +524,8 @@ static json_object *handle_request(json_object *req, struct ctlsrv_peer *peer)
 {
 	const char *cmd = req ? ctlsrv_str(req, "cmd") : NULL;
 
+	if (daemon_follow_handles(req))
+		return daemon_follow_request(req, peer, &user_ops);
 	if (peer->uid != 0 || daemon_user_handles(req))
 		return daemon_user_request(req, peer, &user_ops);
 
@@ -600,6 +603,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 	if (err)
 		log_warnx("daemon: SIGHUP: cannot reopen %s: %s (still writing to the old file)", D.events_path,
 			  strerror(-err));
+	daemon_follow_reopened();
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
 		char msg[512];
 
@@ -885,6 +889,8 @@ static int start_serving(const struct ctlsrv_limits *ctl)
 		log_warn("daemon: cannot serve %s", D.sock_path);
 		return 2;
 	}
+	if (daemon_follow_init(D.base, D.events_path, D.log.ocsf, user_emit) < 0)
+		log_warn("daemon: cannot serve followers of %s (sluice events --follow)", D.events_path);
 	return 0;
 }
 
@@ -921,6 +927,7 @@ int cmd_daemon(int argc, char **argv)
 	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 	event_base_dispatch(D.base);
 	ctlsrv_stop();
+	daemon_follow_stop();
 
 	/* A clean stop keeps every sandbox filtered and pinned (fail closed);
 	 * `sluice detach` is how a filter is removed. */

@@ -14,6 +14,7 @@
 #include <event2/buffer.h>
 
 #include "daemon_events.h"
+#include "daemon_follow.h"
 #include "version.h"
 
 static int cmp_expiry(const void *a, const void *b)
@@ -125,6 +126,7 @@ json_object *do_status(json_object *req)
 	json_object_object_add(o, "boundary", D.boundary ? json_object_new_string(D.boundary_path) : NULL);
 	json_object_object_add(o, "sandboxes", arr);
 	json_object_object_add(o, "control", ctlsrv_stats_json());
+	json_object_object_add(o, "follow", daemon_follow_stats_json());
 	return o;
 }
 

@@ -503,6 +503,30 @@ json_object *daemon_user_request(json_object *req, struct ctlsrv_peer *peer, con
 		     "sandboxes)", cmd);
 }
 
+int daemon_user_may_follow(const struct ctlsrv_peer *peer, const char *sandbox, const struct daemon_user_ops *ops,
+			   char *msg, size_t msglen)
+{
+	char path[PATH_MAX];
+	struct urun *r;
+
+	if (peer->uid == 0)
+		return 0;
+	if (proc_cgroup(peer->pid, path, sizeof(path)) < 0 || ops->in_sandbox(path)) {
+		snprintf(msg, msglen, "permission denied: not from inside a sandbox");
+		return -1;
+	}
+	if (!sandbox) {
+		snprintf(msg, msglen, "permission denied: following every sandbox is root's (name one of yours: --sandbox)");
+		return -1;
+	}
+	r = find_run(sandbox);
+	if (!r || r->uid != peer->uid) {
+		snprintf(msg, msglen, "permission denied: no sandbox of yours named '%s'", sandbox);
+		return -1;
+	}
+	return 0;
+}
+
 bool daemon_user_reaped(pid_t pid, int status, const struct daemon_user_ops *ops)
 {
 	struct urun **pp, *r = NULL;

@@ -55,6 +55,15 @@ bool daemon_user_handles(json_object *req);
 json_object *daemon_user_request(json_object *req, struct ctlsrv_peer *peer, const struct daemon_user_ops *ops);
 
 /*
+ * May peer follow the lines of `sandbox` (NULL: every line; daemon_follow.h)?
+ * Root may.  A member of the user group: only a sandbox it runs, and not
+ * from inside any sandbox (nothing there speaks for its user).  Returns 0,
+ * or -1 with msg (the refusal, for the client).
+ */
+int daemon_user_may_follow(const struct ctlsrv_peer *peer, const char *sandbox, const struct daemon_user_ops *ops,
+			   char *msg, size_t msglen);
+
+/*
  * A child of the daemon ended (waitpid status): if it was a user's command,
  * tell the client ("exit N" / "signal N" on its status pipe), kill what is
  * left in its cgroup, remove the cgroup, then detach its sandbox.  Returns

@@ -13,6 +13,7 @@ import test_events as TE
 # OCSF (ocsf.h): each class's attributes a consumer may rely on
 OCSF_BASE = {"class_uid", "category_uid", "activity_id", "type_uid", "severity_id", "time", "metadata"}
 # the ECS fields ocsf.c maps to OCSF attributes; every other one must be under `unmapped`
+# (labels.KEY, any KEY: metadata.labels, checked apart)
 OCSF_MAPPED = {"@timestamp", "event.dataset", "event.outcome", "sluice.verdict", "network.type", "message",
                "event.id", "event.action", "event.sequence", "host.name", "host.id", "rule.ruleset", "rule.version",
                "rule.name", "event.reason", "process.pid", "process.name", "process.executable", "process.thread.id", "user.id",
@@ -73,7 +74,10 @@ def test_every_line_of_the_run_converts_to_ocsf(w):
             assert o["action_id"] == 2 and o["disposition_id"] == 2, o
         # nothing of the ECS line is lost: what is not mapped is unmapped, as is
         for k, v in ecs.items():
-            if k in o["unmapped"]:
+            if k.startswith("labels."):   # labels.KEY -> metadata.labels ["KEY:VALUE"]
+                assert "%s:%s" % (k[len("labels."):], v) in o["metadata"].get("labels", []), (k, o)
+                assert k not in o["unmapped"], (k, o)
+            elif k in o["unmapped"]:
                 assert o["unmapped"][k] == v, (k, o)
             else:
                 assert k in OCSF_MAPPED or o["unmapped"].get("sluice.truncated"), (k, ecs, o)

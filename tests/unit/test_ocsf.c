@@ -90,6 +90,26 @@ static void test_kernel_denial(void **state)
 	json_object_put(o);
 }
 
+/* labels.KEY -> metadata.labels ["KEY:VALUE", ...], in order, not unmapped;
+ * a line without labels has no metadata.labels. */
+static void test_labels(void **state)
+{
+	json_object *o = conv("{" ENV ",\"event.dataset\":\"sluice.kernel\",\"event.action\":\"egress-denied\","
+			      "\"labels.team\":\"payments\",\"labels.ticket\":\"sec:142\",\"sluice.verdict\":\"deny\"}",
+			      16384), *l = at(o, "metadata.labels");
+
+	assert_non_null(l);
+	assert_true(json_object_is_type(l, json_type_array));
+	assert_int_equal(json_object_array_length(l), 2);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(l, 0)), "team:payments");
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(l, 1)), "ticket:sec:142");
+	assert_null(at(o, "unmapped.labels.team"));
+	json_object_put(o);
+	o = conv("{" ENV ",\"event.dataset\":\"sluice.kernel\",\"event.action\":\"egress-denied\"}", 16384);
+	assert_null(at(o, "metadata.labels"));
+	json_object_put(o);
+}
+
 /* The proxy's request: HTTP Activity by method; a tunnel: Network Activity, Close. */
 static void test_proxy_lines(void **state)
 {
@@ -180,6 +200,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kernel_denial),
+		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_proxy_lines),
 		cmocka_unit_test(test_resolver_line),
 		cmocka_unit_test(test_lifecycle_and_limits),

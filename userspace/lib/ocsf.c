@@ -181,6 +181,28 @@ static void map_rows(json_object *ecs, json_object *out, const struct row *rows,
 	}
 }
 
+/* labels.KEY (ECS labels, --label) -> metadata.labels: ["KEY:VALUE", ...],
+ * OCSF's list of labels, in the line's order; each taken. */
+static void map_labels(json_object *ecs, json_object *out, json_object *taken)
+{
+	json_object *list = NULL;
+
+	json_object_object_foreach(ecs, key, val)
+	{
+		char kv[256];
+
+		if (strncmp(key, "labels.", 7) != 0 || !json_object_is_type(val, json_type_string))
+			continue;
+		if (!list)
+			list = json_object_new_array();
+		snprintf(kv, sizeof(kv), "%s:%s", key + 7, json_object_get_string(val));
+		json_object_array_add(list, json_object_new_string(kv));
+		json_object_object_add(taken, key, NULL);
+	}
+	if (list)
+		put(out, "metadata.labels", list);
+}
+
 static int http_activity(const char *method)
 {
 	static const char *const m[] = { "CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "TRACE", "PATCH" };
@@ -318,6 +340,7 @@ long sluice_ocsf_convert(const char *line, size_t len, char *out, size_t cap)
 			    json_object_new_int(is(json_object_get_string(v), "ipv6") ? 6 : 4));
 	}
 	map_rows(ecs, o, common_rows, taken);
+	map_labels(ecs, o, taken);
 	if (json_object_object_get_ex(ecs, "event.duration", &v)) {
 		/* ECS: ns; OCSF: ms */
 		put(o, "duration", json_object_new_int64(json_object_get_int64(v) / 1000000));

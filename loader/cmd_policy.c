@@ -195,6 +195,7 @@ static json_object *entry_json(const struct sluice_entry *e)
 		json_object_object_add(o, "methods", m);
 		if (e->credential)
 			json_object_object_add(o, "credential", jstr(e->credential));
+		json_object_object_add(o, "websocket", json_object_new_boolean(e->websocket));
 		break;
 	}
 	case SLUICE_ENTRY_CIDR:
@@ -303,7 +304,7 @@ static void print_table(const struct sluice_policy *p)
 			char m[64];
 
 			methods_str(e, m, sizeof(m));
-			snprintf(target, sizeof(target), "%s %s", m, target_str(e));
+			snprintf(target, sizeof(target), "%s%s %s", m, e->websocket ? "+websocket" : "", target_str(e));
 		} else {
 			snprintf(target, sizeof(target), "%s", target_str(e));
 		}
@@ -875,6 +876,27 @@ static void diff_programs(struct diff_out *d, const struct sluice_entry *e, cons
 	}
 }
 
+/* `websocket: true` on `e` and not on `other` (the same url target in the
+ * other policy, or NULL: none there): an upgrade opened (dir > 0) or
+ * closed (dir < 0) on that prefix. */
+static void diff_websocket(struct diff_out *d, const struct sluice_entry *e, const struct sluice_entry *other,
+			   int dir)
+{
+	char key[SLUICE_HOST_MAX + 2200], text[SLUICE_HOST_MAX + 2400];
+	json_object *o;
+
+	if (e->kind != SLUICE_ENTRY_URL || !e->websocket || (other && other->websocket))
+		return;
+	target_key(e, key, sizeof(key));
+	o = json_object_new_object();
+	json_object_object_add(o, "kind", jstr("websocket"));
+	json_object_object_add(o, "target", jstr(target_str(e)));
+	json_object_object_add(o, "rule", jstr(e->name));
+	json_object_object_add(o, "line", json_object_new_int((int)e->line));
+	snprintf(text, sizeof(text), "%s websocket upgrade  (%s, line %u)", key, e->name, e->line);
+	emit(d, dir > 0 ? d->opens : d->closes, dir > 0 ? '+' : '-', text, o);
+}
+
 static void diff_qtypes(struct diff_out *d, const struct sluice_policy *a,
 			const struct sluice_policy *b, int dir)
 {
@@ -1079,6 +1101,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 		target_key(&b->entries[i], key, sizeof(key));
 		diff_entry(&d, &b->entries[i], find_target(a, key), +1);
 		diff_programs(&d, &b->entries[i], find_target(a, key), +1);
+		diff_websocket(&d, &b->entries[i], find_target(a, key), +1);
 	}
 	diff_qtypes(&d, b, a, +1);
 	diff_credentials(&d, b, a, +1);
@@ -1101,6 +1124,7 @@ static int diff(bool json, const char *oldf, const char *newf)
 		target_key(&a->entries[i], key, sizeof(key));
 		diff_entry(&d, &a->entries[i], find_target(b, key), -1);
 		diff_programs(&d, &a->entries[i], find_target(b, key), -1);
+		diff_websocket(&d, &a->entries[i], find_target(b, key), -1);
 	}
 	diff_qtypes(&d, a, b, -1);
 	diff_credentials(&d, a, b, -1);

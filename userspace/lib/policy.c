@@ -984,12 +984,12 @@ static long first_duplicate(const struct sluice_policy *p, size_t *twin)
 static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
 {
 	static const char *const host_keys[] = { "host", "ports", "inspect", "programs", "why", NULL };
-	static const char *const url_keys[] = { "url", "methods", "credential", "programs", "why", NULL };
+	static const char *const url_keys[] = { "url", "methods", "credential", "programs", "websocket", "why", NULL };
 	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "programs", "why", NULL };
 	static const char *const unix_keys[] = { "unix", "programs", "why", NULL };   /* programs: refused in policy_prog.c */
 	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
-						  "protocol", "inspect", "credential", "programs", "why", "expires", "owner",
-						  "ticket", NULL };
+						  "protocol", "inspect", "credential", "programs", "websocket", "why", "expires",
+						  "owner", "ticket", NULL };
 	const struct ynode *kn = NULL, *v, *kind_key = NULL, *kind_val = NULL;
 	const char *kinds[] = { "host", "url", "cidr", "unix" };
 	char b[64];
@@ -1024,7 +1024,7 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 			const char *k = m->kids[i]->value;
 
 			if (strcmp(k, "ports") && strcmp(k, "why") && strcmp(k, "methods") &&
-			    strcmp(k, "protocol") && strcmp(k, "inspect") && strcmp(k, "programs") &&
+			    strcmp(k, "protocol") && strcmp(k, "inspect") && strcmp(k, "programs") && strcmp(k, "websocket") &&
 			    !sluice_entry_meta_key(k))
 				return fail(c, m->kids[i], "unknown key '%s' in allow entry",
 					    shown(m->kids[i], b, sizeof(b)));
@@ -1058,6 +1058,9 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 					    sluice_entry_kind_name(e->kind));
 			if (strcmp(k->value, "credential") == 0)
 				return fail(c, k, "'credential' is not allowed in a %s entry (only url entries carry one)",
+					    sluice_entry_kind_name(e->kind));
+			if (strcmp(k->value, "websocket") == 0)
+				return fail(c, k, "'websocket' is not allowed in a %s entry (only a url entry allows an upgrade)",
 					    sluice_entry_kind_name(e->kind));
 			if (strcmp(k->value, "methods") == 0 || strcmp(k->value, "protocol") == 0)
 				return fail(c, k, "'%s' is not allowed in a %s entry", k->value,
@@ -1136,6 +1139,8 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 		e->protocol = IPPROTO_TCP;
 	}
 	if (e->kind == SLUICE_ENTRY_URL && sluice_cred_parse_entry(c, m, e) < 0)
+		return -1;
+	if (e->kind == SLUICE_ENTRY_URL && sluice_ws_parse_entry(c, m, e) < 0)
 		return -1;
 	if (sluice_ywant_why(c, m, sluice_entry_kind_name(e->kind), &e->why) < 0)
 		return -1;

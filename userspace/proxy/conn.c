@@ -144,6 +144,7 @@ static void conn_log(struct conn *c)
 	r.sni = c->sni;
 	r.method = c->method;
 	r.inspected = c->inspected;
+	r.websocket = c->ws;
 	r.tls_version = c->tls_version;
 	r.tls_cipher = c->tls_cipher;
 	r.http_version = c->http_version;
@@ -356,6 +357,7 @@ static void request_reset(struct conn *c)
 	c->cred = NULL;
 	c->cred_name = c->cred_event = NULL;
 	c->severity_high = false;
+	c->ws = false;
 	c->rule_entry = NULL;
 	c->logged = c->failed = c->have_dst = c->reused = c->retried = c->req_ok = false;
 	c->answer_cached = false;
@@ -718,6 +720,10 @@ static void on_http_head(struct conn *c)
 	else
 		proxy_decide_url_for(px->policy, conn_who(c, &who), c->inspected ? "https" : "http",
 				     c->target->host, c->target->port, c->req->method, c->target->path, &d);
+	/* an upgrade to a WebSocket: only where the entry says so */
+	c->ws = c->kind == K_HTTP && proxy_ws_requested(c->req);
+	if (c->ws)
+		proxy_ws_decide(c->req, &d);
 	proxy_redecide_head(c, &d);   /* draining after a reload: the new policy too */
 	if (c->kind == K_HTTP) {
 		proxy_target_url(c->target, d.host, url, sizeof(url));
@@ -742,6 +748,7 @@ static void on_http_head(struct conn *c)
 		connect_established(c);
 		return;
 	}
+	c->req->websocket = c->ws;   /* forwarded with the upgrade (allowed, or audit mode) */
 	start_dial(c);
 }
 

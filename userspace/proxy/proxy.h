@@ -221,6 +221,7 @@ struct conn {
 	bool retried;                   /* ... went stale and the request was sent again on a new one */
 	bool answer_cached;             /* the name's answer came from the DNS cache */
 	bool req_ok;                    /* c->req parsed and valid (the framing is known) */
+	bool ws;                        /* the request asks to upgrade to a WebSocket (websocket.c) */
 	bool inspect;                   /* decided: TLS to terminate (proxy_decide_tls) */
 	bool inspected;                 /* the requests come from inside terminated TLS */
 	uint16_t tls_port;              /* inspected: the port the TLS connection was for */
@@ -382,6 +383,12 @@ void inspect_start(struct conn *c);
  * with the origin over it (verified), then http_start(); 502
  * upstream_cert_invalid when the origin's certificate does not verify. */
 void inspect_upstream(struct conn *c);
+
+/* websocket.c: the origin's 101 to an allowed WebSocket upgrade is out to
+ * the client: relay the bytes both ways (`from_client`: what the client
+ * sent after its request, first), then log one line (status 101, the
+ * bytes both ways) and finish c. */
+void ws_relay_start(struct conn *c, struct evbuffer *from_client);
 
 /* http.c: forward the parsed, allowed request (c->req, c->target, c->host)
  * over the connected upstream socket c->ufd; ends in conn_done,

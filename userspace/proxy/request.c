@@ -472,13 +472,14 @@ static bool in_list(const char *const *list, const char *name, size_t len)
 	return false;
 }
 
-/* Is `name` one of the comma-separated tokens of any Connection header? */
-static bool connection_lists(const struct proxy_header *h, size_t n, const char *name, size_t len)
+/* Is `token` (`tl` bytes) one of the comma-separated tokens of any header
+ * `name` (Connection, Upgrade)? */
+static bool header_lists(const struct proxy_header *h, size_t n, const char *name, const char *token, size_t tl)
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *v, *end;
 
-		if (!name_is(&h[i], "connection"))
+		if (!name_is(&h[i], name))
 			continue;
 		v = h[i].value;
 		end = v + h[i].value_len;
@@ -493,11 +494,17 @@ static bool connection_lists(const struct proxy_header *h, size_t n, const char 
 			tend = v;
 			while (tend > tok && (tend[-1] == ' ' || tend[-1] == '\t'))
 				tend--;
-			if ((size_t)(tend - tok) == len && strncasecmp(tok, name, len) == 0)
+			if ((size_t)(tend - tok) == tl && strncasecmp(tok, token, tl) == 0)
 				return true;
 		}
 	}
 	return false;
+}
+
+/* Is `name` one of the comma-separated tokens of any Connection header? */
+static bool connection_lists(const struct proxy_header *h, size_t n, const char *name, size_t len)
+{
+	return header_lists(h, n, "connection", name, len);
 }
 
 static bool is_framing(const char *name, size_t len)
@@ -1084,7 +1091,9 @@ int proxy_build_request_head_set(const struct proxy_request *req, const struct p
 		hb_u64(&b, req->content_length);
 		HB_LIT(&b, "\r\n");
 	}
-	if (!keep_alive)
+	if (req->websocket)
+		HB_LIT(&b, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+	else if (!keep_alive)
 		HB_LIT(&b, "Connection: close\r\n");
 	HB_LIT(&b, "\r\n");
 	return hb_finish(&b, out);
@@ -1142,8 +1151,28 @@ static bool response_needs_eof(const http_parser *p)
 	return true;
 }
 
+static int response_parse(struct proxy_response *r, const char *head, size_t head_len, bool head_request,
+			  bool ws, struct proxy_refusal *err);
+
 int proxy_response_parse(struct proxy_response *r, const char *head, size_t head_len,
 			 bool head_request, struct proxy_refusal *err)
+{
+	return response_parse(r, head, head_len, head_request, false, err);
+}
+
+int proxy_response_parse_ws(struct proxy_response *r, const char *head, size_t head_len,
+			    struct proxy_refusal *err)
+{
+	return response_parse(r, head, head_len, false, true, err);
+}
+
+bool proxy_ws_requested(const struct proxy_request *req)
+{
+	return header_lists(req->headers, req->n_headers, "upgrade", "websocket", 9);
+}
+
+static int response_parse(struct proxy_response *r, const char *head, size_t head_len, bool head_request,
+			  bool ws, struct proxy_refusal *err)
 {
 	enum http_errno e;
 	const char *eol;
@@ -1157,9 +1186,16 @@ int proxy_response_parse(struct proxy_response *r, const char *head, size_t head
 	if (e != HPE_OK && e != HPE_PAUSED)
 		return refuse(err, 502, "bad_upstream_response");
 	r->status = (int)r->parser.status_code;
-	if (r->status < 100 || r->status > 999 || r->status == 101)
+	if (r->status < 100 || r->status > 999)
 		return refuse(err, 502, "bad_upstream_response");
 	trim_values(r->headers, r->n_headers);
+	if (r->status == 101) {
+		/* only a switch to the WebSocket that was asked for */
+		if (!ws || !header_lists(r->headers, r->n_headers, "upgrade", "websocket", 9) ||
+		    !connection_lists(r->headers, r->n_headers, "upgrade", 7))
+			return refuse(err, 502, "bad_upstream_response");
+		r->upgrade = true;
+	}
 	/* the framing, read while the parser still holds the head's flags */
 	r->needs_eof = response_needs_eof(&r->parser);
 	r->keep_alive = !r->needs_eof && http_should_keep_alive(&r->parser) != 0;
@@ -1224,6 +1260,8 @@ int proxy_build_response_head(const struct proxy_response *r, bool keep_alive, s
 			continue;
 		hb_header(&b, h);
 	}
+	if (r->upgrade)
+		HB_LIT(&b, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
 	if (r->status >= 200) {
 		if (keep_alive)
 			HB_LIT(&b, "Connection: keep-alive\r\n");

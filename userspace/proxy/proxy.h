@@ -325,7 +325,24 @@ void proxy_redecide_free(struct proxy *px);
  * returns who.  For proxy_decide_*_for (request.h). */
 const struct sluice_exe_id *conn_who(const struct conn *c, struct sluice_exe_id *who);
 
+/* conn_log.c: write c's access-log line, once (c->logged); nothing when
+ * it was written already. */
+void conn_log(struct conn *c);
+
+/* dial.c: resolve c->host (or take the audit-mode IP literal), vet the
+ * answers, take a pooled connection or dial the candidates in turn; ends
+ * in conn_upstream_ready() or conn_fail().  May free `c`. */
+void conn_start_dial(struct conn *c);
+
+/* TCP_NODELAY on a socket (each write is a whole head or message, or as
+ * much as there is: send it now, not after the ACK of the previous one). */
+void proxy_set_nodelay(int fd);
+
 /* conn.c, also used by http.c.  Each of these may free `c`: call last. */
+
+/* c->ufd is connected to the vetted c->dst (dial.c): go on with the
+ * request (http_start, or upstream TLS first), or the tunnel. */
+void conn_upstream_ready(struct conn *c);
 
 /* Write the access-log line (once), close both sockets, free everything. */
 void conn_finish(struct conn *c);

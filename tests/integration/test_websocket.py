@@ -14,9 +14,11 @@ test world (api.example.com, 192.0.2.10).
 """
 import json
 import os
+import subprocess
 
 import test_proxy as TP
 import test_tls as T
+import world as W
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WS, WSS = 8090, 8490
@@ -275,3 +277,29 @@ def test_audit_mode_relays_what_enforce_refuses(w):
     line = TP.only(ws_lines(r), url__full="http://api.example.com:%d/plain/audit" % WS)
     assert line["sluice.verdict"] == "would_deny" and line["event.reason"] == "upgrade_not_supported", line
     assert line["http.response.status_code"] == 101, line
+
+
+def test_policy_check_and_diff_show_websocket(w):
+    base = "version: 1\nname: ws\nallow:\n  - url: http://chat.example.com/socket/\n%s    why: chat\n"
+    a = w.write("ws-a.yaml", base % "")
+    b = w.write("ws-b.yaml", base % "    websocket: true\n")
+    bad = w.write("ws-bad.yaml", base % "    methods: [POST]\n    websocket: true\n")
+
+    def cli(*args):
+        return subprocess.run([W.SLUICE, "policy"] + list(args), capture_output=True, text=True, timeout=30)
+    r = cli("check", "--json", b)
+    assert r.returncode == 0, r
+    out = json.loads(r.stdout)
+    assert out["files"][0]["entries"][0]["websocket"] is True, out
+    r = cli("check", b)
+    assert "GET,HEAD+websocket http://chat.example.com/socket/" in r.stdout, r
+    r = cli("diff", a, b)
+    assert r.returncode == 1 and "+ url http://chat.example.com/socket/ websocket upgrade" in r.stdout, r
+    assert r.stdout.index("websocket upgrade") < r.stdout.index("closes:"), r.stdout   # under opens
+    r = cli("diff", b, a)
+    assert "- url http://chat.example.com/socket/ websocket upgrade" in r.stdout, r
+    assert r.stdout.index("websocket upgrade") > r.stdout.index("closes:"), r.stdout
+    r = cli("diff", "--json", a, b)
+    assert [o["kind"] for o in json.loads(r.stdout)["opens"]] == ["websocket"], r.stdout
+    r = cli("check", bad)
+    assert r.returncode == 2 and bad + ":6:5:" in r.stderr and "needs GET" in r.stderr, r

@@ -110,7 +110,7 @@ static void print_table(const struct sluice_policy *p)
 			char m[64];
 
 			pol_methods_str(e, m, sizeof(m));
-			snprintf(target, sizeof(target), "%s %s", m, pol_target_str(e));
+			snprintf(target, sizeof(target), "%s%s %s", m, e->websocket ? "+websocket" : "", pol_target_str(e));
 		} else {
 			snprintf(target, sizeof(target), "%s", pol_target_str(e));
 		}

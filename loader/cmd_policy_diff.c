@@ -194,6 +194,27 @@ static void other_change(struct diff_out *d, const char *what, const char *old, 
 	emit(d, d->other, '~', text, o);
 }
 
+/* `websocket: true` on `e` and not on `other` (the same url target in the
+ * other policy, or NULL: none there): an upgrade opened (dir > 0) or
+ * closed (dir < 0) on that prefix. */
+static void diff_websocket(struct diff_out *d, const struct sluice_entry *e, const struct sluice_entry *other,
+			   int dir)
+{
+	char key[SLUICE_HOST_MAX + 2200], text[SLUICE_HOST_MAX + 2400];
+	json_object *o;
+
+	if (e->kind != SLUICE_ENTRY_URL || !e->websocket || (other && other->websocket))
+		return;
+	target_key(e, key, sizeof(key));
+	o = json_object_new_object();
+	json_object_object_add(o, "kind", jstr("websocket"));
+	json_object_object_add(o, "target", jstr(pol_target_str(e)));
+	json_object_object_add(o, "rule", jstr(e->name));
+	json_object_object_add(o, "line", json_object_new_int((int)e->line));
+	snprintf(text, sizeof(text), "%s websocket upgrade  (%s, line %u)", key, e->name, e->line);
+	emit(d, dir > 0 ? d->opens : d->closes, dir > 0 ? '+' : '-', text, o);
+}
+
 /*
  * What `e`'s `programs:` allow that those of `other` (the same target in
  * the other policy; NULL: none there, diff_entry() said it) do not:
@@ -420,6 +441,7 @@ static void diff_side(struct diff_out *d, const struct sluice_policy *this, cons
 		target_key(&this->entries[i], key, sizeof(key));
 		diff_entry(d, &this->entries[i], find_target(that, key), dir);
 		diff_programs(d, &this->entries[i], find_target(that, key), dir);
+		diff_websocket(d, &this->entries[i], find_target(that, key), dir);
 	}
 	diff_qtypes(d, this, that, dir);
 	diff_credentials(d, this, that, dir);

@@ -137,6 +137,7 @@ json_object *pol_entry_json(const struct sluice_entry *e)
 		json_object_object_add(o, "methods", m);
 		if (e->credential)
 			json_object_object_add(o, "credential", jstr(e->credential));
+		json_object_object_add(o, "websocket", json_object_new_boolean(e->websocket));
 		break;
 	}
 	case SLUICE_ENTRY_CIDR:

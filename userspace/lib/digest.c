@@ -208,6 +208,10 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 			}
 			sb_str(&b, "}");
 		}
+		/* "websocket" sorts between "valid" and "why"; only when true
+		 * (older policies keep their digest) */
+		if (e->kind == SLUICE_ENTRY_URL && e->websocket)
+			sb_str(&b, ",\"websocket\":true");
 		sb_str(&b, ",\"why\":");
 		sb_json(&b, e->why ? e->why : "");
 		sb_str(&b, "}");

@@ -609,7 +609,7 @@ static int entry_kind(struct ctx *c, const struct ynode *m, struct sluice_entry 
 			const char *k = m->kids[i]->value;
 
 			if (strcmp(k, "ports") && strcmp(k, "why") && strcmp(k, "methods") &&
-			    strcmp(k, "protocol") && strcmp(k, "inspect") && strcmp(k, "programs") &&
+			    strcmp(k, "protocol") && strcmp(k, "inspect") && strcmp(k, "programs") && strcmp(k, "websocket") &&
 			    !sluice_entry_meta_key(k))
 				return sluice_yfail(c, m->kids[i], "unknown key '%s' in allow entry",
 					    sluice_yshown(m->kids[i], b, sizeof(b)));
@@ -624,7 +624,7 @@ static int entry_kind(struct ctx *c, const struct ynode *m, struct sluice_entry 
 static int entry_keys_of_kind(struct ctx *c, const struct ynode *m, const struct sluice_entry *e)
 {
 	static const char *const host_keys[] = { "host", "ports", "inspect", "programs", "why", NULL };
-	static const char *const url_keys[] = { "url", "methods", "credential", "programs", "why", NULL };
+	static const char *const url_keys[] = { "url", "methods", "credential", "programs", "websocket", "why", NULL };
 	static const char *const cidr_keys[] = { "cidr", "ports", "protocol", "programs", "why", NULL };
 	static const char *const unix_keys[] = { "unix", "programs", "why", NULL };   /* programs: refused in policy_prog.c */
 	char b[64];
@@ -652,6 +652,9 @@ static int entry_keys_of_kind(struct ctx *c, const struct ynode *m, const struct
 				    sluice_entry_kind_name(e->kind));
 		if (strcmp(k->value, "credential") == 0)
 			return sluice_yfail(c, k, "'credential' is not allowed in a %s entry (only url entries carry one)",
+				    sluice_entry_kind_name(e->kind));
+		if (strcmp(k->value, "websocket") == 0)
+			return sluice_yfail(c, k, "'websocket' is not allowed in a %s entry (only a url entry allows an upgrade)",
 				    sluice_entry_kind_name(e->kind));
 		if (strcmp(k->value, "methods") == 0 || strcmp(k->value, "protocol") == 0)
 			return sluice_yfail(c, k, "'%s' is not allowed in a %s entry", k->value,
@@ -766,8 +769,8 @@ static int entry_meta(struct ctx *c, const struct ynode *m, struct sluice_entry 
 static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e)
 {
 	static const char *const entry_keys[] = { "host", "url", "cidr", "unix", "ports", "methods",
-						  "protocol", "inspect", "credential", "programs", "why", "expires", "owner",
-						  "ticket", NULL };
+						  "protocol", "inspect", "credential", "programs", "websocket", "why", "expires",
+						  "owner", "ticket", NULL };
 	const struct ynode *kind_key = NULL, *kind_val = NULL;
 
 	e->line = m->line;
@@ -782,6 +785,8 @@ static int parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry
 	    entry_options(c, m, e) < 0)
 		return -1;
 	if (e->kind == SLUICE_ENTRY_URL && sluice_cred_parse_entry(c, m, e) < 0)
+		return -1;
+	if (e->kind == SLUICE_ENTRY_URL && sluice_ws_parse_entry(c, m, e) < 0)
 		return -1;
 	if (sluice_ywant_why(c, m, sluice_entry_kind_name(e->kind), &e->why) < 0 || entry_meta(c, m, e) < 0)
 		return -1;

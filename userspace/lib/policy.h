@@ -71,6 +71,11 @@ struct sluice_entry {
 	char *url_path;
 	char **methods;
 	size_t n_methods;
+	/* `websocket: true` (userspace/lib/policy_ws.c): a GET this entry
+	 * allows may upgrade to a WebSocket (RFC 6455), which the proxy then
+	 * relays both ways.  false: an upgrade is refused (403
+	 * upgrade_not_supported). */
+	bool websocket;
 
 	/* SLUICE_ENTRY_CIDR: family AF_INET or AF_INET6, address in network
 	 * byte order (IPv4 in addr[0..3]), prefix length, and protocol

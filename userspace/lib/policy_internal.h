@@ -86,6 +86,11 @@ void sluice_family_free(struct sluice_policy *p);
  * *out.  0 or -1 with c->err set. */
 int sluice_ywant_why(struct ctx *c, const struct ynode *m, const char *what, char **out);
 
+/* policy_ws.c: `websocket:` of the url entry `m` (its methods parsed)
+ * into e->websocket: a plain boolean, and true only with GET among the
+ * methods.  0 or -1 with c->err set. */
+int sluice_ws_parse_entry(struct ctx *c, const struct ynode *m, struct sluice_entry *e);
+
 /* policy_tls.c: the `tls:` section of `root` into p->tls, and its
  * release.  0 or -1 with c->err set. */
 int sluice_tls_parse(struct ctx *c, const struct ynode *root, struct sluice_policy *p);

@@ -122,6 +122,8 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 		SL_STR(b, "tls.version", r->tls_version);
 		SL_STR(b, "tls.cipher", r->tls_cipher);
 	}
+	if (r->websocket)
+		SL_BOOL(b, "sluice.websocket", true);
 	SL_STR(b, "http.version", r->http_version);
 	SL_STR(b, "http.request.method", r->method);
 	if (r->status > 0)

@@ -33,6 +33,7 @@ struct proxy_log_rec {
 	const char *method;
 	int status;                   /* http.response.status_code, 0 = none */
 	bool inspected;               /* sluice.inspected: a request inside TLS the proxy terminated */
+	bool websocket;               /* sluice.websocket: the request asked to upgrade to a WebSocket */
 	const char *tls_version;      /* tls.version (of the client's session, e.g. "TLSv1.3") */
 	const char *tls_cipher;       /* tls.cipher */
 	const char *http_version;     /* http.version: "2" for a stream of an HTTP/2 connection;

@@ -2,13 +2,12 @@
 /*
  * conn.c - one client connection: recover its sandbox from the flow map,
  * classify (explicit HTTP proxy request, transparent TLS or HTTP), decide,
- * resolve and vet, dial, then hand over to http.c or relay.c.  Every path
- * ends in conn_finish(), which writes the access-log line once.
+ * have dial.c resolve, vet and dial, then hand over to http.c or relay.c.
+ * Every path ends in conn_finish(), which writes the access-log line
+ * (conn_log.c) once.
  */
 #include "proxy.h"
 
-#include <arpa/inet.h>
-#include <netinet/tcp.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -21,7 +20,6 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "accesslog.h"
 #include "dnscache.h"
 #include "flow.h"
 #include "log.h"
@@ -39,21 +37,11 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg);
 static void on_hello_read(evutil_socket_t fd, short what, void *arg);
 static void on_linger_read(evutil_socket_t fd, short what, void *arg);
 static void on_timer(evutil_socket_t fd, short what, void *arg);
-static void start_dial(struct conn *c);
 static void start_tunnel(struct conn *c);
 static void on_client_silent(evutil_socket_t fd, short what, void *arg);
 static void process_http(struct conn *c);
 #define KEEPALIVE_MAX_DEPTH 16   /* pipelined requests answered in one call chain */
 static void connect_established(struct conn *c);
-
-/* Every write is a whole head or message, or as much as there is: send it
- * now (a response must not wait for the ACK of the previous one). */
-static void set_nodelay(int fd)
-{
-	int one = 1;
-
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
 
 /* --- per-request structures ------------------------------------------------ */
 
@@ -96,86 +84,7 @@ static bool req_alloc(struct conn *c)
 	return c->req && c->target;
 }
 
-/* --- logging and teardown ------------------------------------------------ */
-
-static uint64_t elapsed_ns(const struct conn *c)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)(now.tv_sec - c->t_mono.tv_sec) * 1000000000ull +
-	       (uint64_t)(now.tv_nsec - c->t_mono.tv_nsec);
-}
-
-static const char *action_name(enum conn_kind k)
-{
-	switch (k) {
-	case K_HTTP: return "proxy-http";
-	case K_CONNECT: return "proxy-connect";
-	case K_TLS: return "proxy-tls";
-	default: return "proxy-connection";
-	}
-}
-
-static void conn_log(struct conn *c)
-{
-	struct proxy *px = c->px;
-	struct proxy_log_rec r;
-
-	if (c->logged)
-		return;
-	c->logged = true;
-	memset(&r, 0, sizeof(r));
-	r.start = c->t_real;
-	r.duration_ns = elapsed_ns(c);
-	r.action = action_name(c->kind);
-	if (c->failed)
-		r.outcome = "failure";
-	else if (c->verdict && strcmp(c->verdict, "would_deny") == 0)
-		r.outcome = "unknown";   /* audit: let through (as the kernel events say) */
-	else
-		r.outcome = "success";
-	r.reason = c->reason ? c->reason : c->deny_reason ? c->deny_reason : "allowed";
-	r.verdict = c->verdict;
-	if (c->have_orig)
-		r.form = c->form == PROXY_FORM_EXPLICIT ? "explicit" : "transparent";
-	r.url_full = c->url_full;
-	r.domain = c->host && c->host[0] ? c->host : NULL;
-	r.sni = c->sni;
-	r.method = c->method;
-	r.inspected = c->inspected;
-	r.tls_version = c->tls_version;
-	r.tls_cipher = c->tls_cipher;
-	r.http_version = c->http_version;
-	r.status = c->status;
-	r.tunnel = c->kind == K_TLS || (c->kind == K_CONNECT && c->status == 200);
-	r.req_bytes = c->req_bytes;
-	r.resp_bytes = c->resp_bytes;
-	r.src = &c->peer.sa;
-	r.dst = c->have_dst ? &c->dst.sa : NULL;
-	r.target_port = c->port;   /* a refused CONNECT: the port it asked for */
-	r.orig = c->have_orig ? &c->orig : NULL;
-	r.exe = c->exe;
-	r.rule = c->rule;
-	r.credential = c->cred ? c->cred->cr->name : c->cred_name;
-	r.cred_event = c->cred_event;
-	r.severity = c->severity_high ? 73 : 0;
-	r.rule_entry = c->rule_entry;
-	r.orig_dst_mismatch = c->orig_dst_mismatch;
-	r.reload_reason = c->reload_reason;
-	r.reload_digest = px->next_policy ? px->next_policy->digest : NULL;
-	if ((c->kind == K_HTTP || c->kind == K_CONNECT) && c->req_ok)
-		r.request_seq = c->h2_seq ? (int)c->h2_seq : (int)c->nreq + 1;
-	if (c->kind == K_HTTP && c->req_ok) {
-		if (c->have_dst)
-			r.upstream_conn = c->reused ? 2 : 1;
-	}
-	for (size_t i = 0; i < c->n_dropped && i < PROXY_DROPPED_MAX && i < PROXY_LOG_MAX_DROPPED; i++)
-		r.dropped[r.n_dropped++] = c->dropped[i];
-	/* a line that cannot be written is counted lost by the writer, which
-	 * says so on stderr once per state change */
-	proxy_log_write(&px->log, &r);
-}
+/* --- teardown (the line: conn_log.c) --------------------------------------- */
 
 void conn_finish(struct conn *c)
 {
@@ -356,6 +265,7 @@ static void request_reset(struct conn *c)
 	c->cred = NULL;
 	c->cred_name = c->cred_event = NULL;
 	c->severity_high = false;
+	c->ws = false;
 	c->rule_entry = NULL;
 	c->logged = c->failed = c->have_dst = c->reused = c->retried = c->req_ok = false;
 	c->answer_cached = false;
@@ -718,6 +628,10 @@ static void on_http_head(struct conn *c)
 	else
 		proxy_decide_url_for(px->policy, conn_who(c, &who), c->inspected ? "https" : "http",
 				     c->target->host, c->target->port, c->req->method, c->target->path, &d);
+	/* an upgrade to a WebSocket: only where the entry says so */
+	c->ws = c->kind == K_HTTP && proxy_ws_requested(c->req);
+	if (c->ws)
+		proxy_ws_decide(c->req, &d);
 	proxy_redecide_head(c, &d);   /* draining after a reload: the new policy too */
 	if (c->kind == K_HTTP) {
 		proxy_target_url(c->target, d.host, url, sizeof(url));
@@ -742,7 +656,8 @@ static void on_http_head(struct conn *c)
 		connect_established(c);
 		return;
 	}
-	start_dial(c);
+	c->req->websocket = c->ws;   /* forwarded with the upgrade (allowed, or audit mode) */
+	conn_start_dial(c);
 }
 
 static void on_tls_hello(struct conn *c, const struct sni_result *h)
@@ -782,7 +697,7 @@ static void on_tls_hello(struct conn *c, const struct sni_result *h)
 		inspect_start(c);
 		return;
 	}
-	start_dial(c);
+	conn_start_dial(c);
 }
 
 static void process_tls(struct conn *c)
@@ -888,29 +803,7 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 		process_http(c);
 }
 
-/* --- resolving, vetting, dialing ------------------------------------------- */
-
-static bool same_addr(const struct proxy_addr *a, const struct sluice_orig *o)
-{
-	if (o->family == SLUICE_AF_INET)
-		return a->family == AF_INET && memcmp(a->addr, &o->daddr[0], 4) == 0;
-	return a->family == AF_INET6 && memcmp(a->addr, o->daddr, 16) == 0;
-}
-
-static void note_dropped(struct conn *c, const struct proxy_addr *a, const char *why)
-{
-	char ip[INET6_ADDRSTRLEN], *s;
-
-	if (c->n_dropped >= PROXY_DROPPED_MAX)
-		return;
-	if (!inet_ntop(a->family, a->addr, ip, sizeof(ip)))
-		return;
-	if (asprintf(&s, "%s %s", ip, why ? why : "special") < 0)
-		return;
-	c->dropped[c->n_dropped++] = s;
-}
-
-static void dial_next(struct conn *c);
+/* --- the upstream is connected ----------------------------------------------- */
 
 /* CONNECT decided: "200", then read the ClientHello (PH_HELLO).  Nothing
  * is dialed yet (an inspected name: not before a request inside is
@@ -953,7 +846,7 @@ static void connect_established(struct conn *c)
 }
 
 /* c->ufd is connected to the vetted c->dst: go on with the request. */
-static void upstream_ready(struct conn *c)
+void conn_upstream_ready(struct conn *c)
 {
 	if (c->uev) {
 		event_free(c->uev);
@@ -983,246 +876,6 @@ static void upstream_ready(struct conn *c)
 		conn_close(c, "internal_error");
 		return;
 	}
-}
-
-static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn *c = arg;
-	int err = 0;
-	socklen_t el = sizeof(err);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
-		err = errno;
-	if (err) {
-		log_debug("connect to upstream failed: %s", strerror(err));
-		close(c->ufd);
-		c->ufd = -1;
-		c->have_dst = false;
-		dial_next(c);
-		return;
-	}
-	upstream_ready(c);
-}
-
-static void sa_of(const struct proxy_addr *a, uint16_t port, union proxy_sa *sa, socklen_t *sl)
-{
-	memset(sa, 0, sizeof(*sa));
-	if (a->family == AF_INET) {
-		sa->in.sin_family = AF_INET;
-		sa->in.sin_port = htons(port);
-		memcpy(&sa->in.sin_addr, a->addr, 4);
-		*sl = sizeof(sa->in);
-	} else {
-		sa->in6.sin6_family = AF_INET6;
-		sa->in6.sin6_port = htons(port);
-		memcpy(&sa->in6.sin6_addr, a->addr, 16);
-		*sl = sizeof(sa->in6);
-	}
-}
-
-/* An idle pooled connection to one of the vetted candidates, for the same
- * name and port (plain HTTP, or under terminated TLS a verified TLS session
- * to the origin for that name).  True when c->ufd is now one. */
-static bool take_pooled(struct conn *c)
-{
-	/* a request http.c may send again on a new connection if the pooled
-	 * one turns out closed needs no check before (saves a syscall) */
-	bool replayable;
-
-	if (!c->px->upool || c->kind != K_HTTP || !c->host || !c->req)
-		return false;
-	replayable = http_replayable(c);
-	for (size_t i = 0; i < c->cands->n; i++) {
-		union proxy_sa sa;
-		socklen_t sl;
-		int fd;
-
-		sa_of(&c->cands->a[i], c->port, &sa, &sl);
-		fd = proxy_upool_take(c->px->upool, &sa.sa, c->host, c->inspected, !replayable, &c->uio);
-		if (fd >= 0) {
-			c->ufd = fd;
-			c->dst = sa;
-			c->have_dst = true;
-			c->reused = true;
-			return true;
-		}
-	}
-	return false;
-}
-
-static void dial_next(struct conn *c)
-{
-	while (c->cands && c->cand_i < c->cands->n) {
-		const struct proxy_addr *a = &c->cands->a[c->cand_i++];
-		union proxy_sa sa;
-		socklen_t sl;
-		int fd;
-
-		sa_of(a, c->port, &sa, &sl);
-		fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			log_warn("upstream socket");
-			continue;
-		}
-		set_nodelay(fd);
-		if (connect(fd, &sa.sa, sl) == 0 || errno == EINPROGRESS) {
-			c->ufd = fd;
-			c->dst = sa;
-			c->have_dst = true;
-			if (c->uev)
-				event_free(c->uev);
-			c->uev = event_new(c->px->base, fd, EV_WRITE, on_connect_ready, c);
-			if (!c->uev) {
-				conn_fail(c, 503, "out_of_memory");
-				return;
-			}
-			event_add(c->uev, NULL);
-			return;
-		}
-		log_debug("connect to upstream failed at once: %s", strerror(errno));
-		close(fd);
-	}
-	conn_fail(c, 502, "connect_failed");
-}
-
-static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
-{
-	struct conn *c = arg;
-	struct proxy *px = c->px;
-	bool orig_seen = false;
-
-	c->lookup = NULL;
-	if (err) {
-		conn_fail(c, 502, "resolve_failed");
-		return;
-	}
-	if (res->n == 0) {
-		conn_fail(c, 502, "no_address");
-		return;
-	}
-	c->cands = calloc(1, sizeof(*c->cands));
-	if (!c->cands) {
-		conn_fail(c, 503, "out_of_memory");
-		return;
-	}
-	/* order: the client's own destination when it is a vetted answer,
-	 * then IPv4, then IPv6 */
-	for (int pass = 0; pass < 3; pass++) {
-		for (size_t i = 0; i < res->n; i++) {
-			const struct proxy_addr *a = &res->a[i];
-			bool is_orig = c->form == PROXY_FORM_TRANSPARENT && same_addr(a, &c->orig);
-			const char *why = NULL;
-
-			if (pass == 0 && is_orig)
-				orig_seen = true;
-			if ((pass == 0) != is_orig)
-				continue;
-			if (pass == 1 && a->family != AF_INET)
-				continue;
-			if (pass == 2 && a->family != AF_INET6)
-				continue;
-			if (!proxy_addr_dialable(a->family, a->addr, px->cfg.allow_private,
-						 px->cfg.n_allow_private, &why) &&
-			    !proxy_policy_cidr_allows(px->policy, a->family, a->addr, c->port)) {
-				note_dropped(c, a, why);
-				continue;
-			}
-			c->cands->a[c->cands->n++] = *a;
-		}
-	}
-	if (c->form == PROXY_FORM_TRANSPARENT && !c->ip_literal) {
-		c->orig_dst_mismatch = !orig_seen;
-		if (!orig_seen)
-			log_debug("orig_dst_mismatch: %s does not resolve to the client's destination", c->host);
-	}
-	if (c->cands->n == 0) {
-		conn_fail(c, 502, "no_public_address");
-		return;
-	}
-	/* a fresh answer with an address this request may dial: worth keeping
-	 * (the next requests vet it again) */
-	if (!c->answer_cached && !c->ip_literal && c->host)
-		proxy_dnscache_put(px->dnscache, c->host, res);
-	c->cand_i = 0;
-	c->phase = PH_CONNECT;
-	if (take_pooled(c)) {
-		upstream_ready(c);
-		return;
-	}
-	dial_next(c);
-}
-
-void conn_redial(struct conn *c)
-{
-	struct proxy_addr a;
-
-	/* the address was vetted for this request; a new connection to it */
-	memset(&a, 0, sizeof(a));
-	a.family = c->dst.sa.sa_family;
-	if (a.family == AF_INET)
-		memcpy(a.addr, &c->dst.in.sin_addr, 4);
-	else
-		memcpy(a.addr, &c->dst.in6.sin6_addr, 16);
-	http_upstream_reset(c);
-	if (c->ufd >= 0) {
-		close(c->ufd);
-		c->ufd = -1;
-	}
-	free(c->cands);
-	c->cands = calloc(1, sizeof(*c->cands));
-	if (!c->cands) {
-		c->failed = true;
-		c->reason = "out_of_memory";
-		conn_finish(c);
-		return;
-	}
-	c->cands->n = 1;
-	c->cands->a[0] = a;
-	c->cand_i = 0;
-	c->reused = false;
-	c->retried = true;
-	c->have_dst = false;
-	c->phase = PH_CONNECT;
-	event_del(c->timer);
-	event_add(c->timer, &c->px->tv_connect);
-	dial_next(c);
-}
-
-static void start_dial(struct conn *c)
-{
-	struct proxy *px = c->px;
-
-	c->phase = PH_RESOLVE;
-	event_del(c->timer);
-	event_add(c->timer, &px->tv_connect);
-	if (c->ip_literal) {
-		/* only in audit mode: an IP literal is dialed as is, if vetted */
-		struct proxy_addrs a;
-
-		memset(&a, 0, sizeof(a));
-		a.n = 1;
-		a.a[0].family = c->ip_family;
-		memcpy(a.a[0].addr, c->ip, 16);
-		on_resolved(c, 0, &a);
-		return;
-	}
-	if (!c->host) {
-		conn_fail(c, 503, "out_of_memory");
-		return;
-	}
-	{
-		struct proxy_addrs cached;
-
-		/* a kept answer is vetted again by on_resolved like a new one */
-		if (proxy_dnscache_get(px->dnscache, c->host, &cached)) {
-			c->answer_cached = true;
-			on_resolved(c, 0, &cached);
-			return;
-		}
-	}
-	c->lookup = proxy_dnscache_lookup(px->dnscache, c->host, on_resolved, c);
-	if (!c->lookup)
-		conn_fail(c, 502, "resolve_failed");
 }
 
 /* --- CONNECT: the tunnel's first bytes ---------------------------------------- */
@@ -1268,12 +921,12 @@ static void start_tunnel(struct conn *c)
 }
 
 /* A passthrough CONNECT whose first bytes were checked (or that has none):
- * dial now, then relay (upstream_ready).  The bytes read so far stay in
+ * dial now, then relay (conn_upstream_ready).  The bytes read so far stay in
  * c->buf and go first. */
 static void dial_tunnel(struct conn *c)
 {
 	conn_client_reading(c, false);
-	start_dial(c);
+	conn_start_dial(c);
 }
 
 static void on_client_silent(evutil_socket_t fd, short what, void *arg)
@@ -1373,7 +1026,7 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 	proxy_conn_track(px, c);
 	c->px = px;
 	c->cfd = fd;
-	set_nodelay(fd);
+	proxy_set_nodelay(fd);
 	c->ufd = -1;
 	c->verdict = "deny";
 	c->orig_dst_mismatch = -1;

@@ -749,6 +749,10 @@ int h2_start(struct proxy *px, int fd, const struct conn *outer, const char *tls
 		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_MAX_STREAMS },
 		{ NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)px->cfg.limits.max_head },
 		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+		/* never SETTINGS_ENABLE_CONNECT_PROTOCOL: no WebSocket over
+		 * HTTP/2 (RFC 8441), so a stream with :protocol is a
+		 * protocol error and a client uses HTTP/1.1 for it
+		 * (websocket.c, docs/proxy.md "WebSocket") */
 	};
 	int rv = -1;
 

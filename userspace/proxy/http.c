@@ -62,6 +62,7 @@ struct conn_http {
 	bool up_keep;                  /* the upstream was offered a persistent connection */
 	bool client_keep;              /* the client was told "keep-alive" */
 	bool client_eof;               /* the client half-closed after its request */
+	bool ws_switch;                /* the origin switched to the WebSocket: relay once cl_out is out */
 	size_t echo_scanned;           /* response bytes looked at for an echoed secret */
 	/* request body bytes looked at for a misdirected placeholder, the
 	 * last bytes of the previous part (a placeholder split between two
@@ -313,6 +314,11 @@ static bool flush_client(struct conn *c)
 	}
 	if (evbuffer_get_length(h->cl_out))
 		return true;
+	if (h->ws_switch) {
+		/* the 101 and the origin's first WebSocket bytes are out */
+		ws_relay_start(c, h->cl_in);
+		return false;
+	}
 	if (h->resp_done) {
 		http_complete(c);
 		return false;
@@ -517,8 +523,33 @@ static void response_done(struct conn *c)
 	flush_client(c);
 }
 
+/* The origin answered 101 to the WebSocket upgrade (its `hl`-byte head
+ * at the start of up_in): the 101 and what followed it go to the client,
+ * nothing more is read here; once they are out, ws_relay_start().
+ * Returns 2. */
+static int ws_switch(struct conn *c, size_t hl)
+{
+	struct conn_http *h = c->http;
+	size_t before = evbuffer_get_length(h->cl_out);
+
+	if (proxy_build_response_head(&h->resp, false, h->cl_out) < 0) {
+		http_abort(c, 503, "out_of_memory");
+		return -1;
+	}
+	h->sent_any = true;
+	evbuffer_drain(h->up_in, hl);
+	c->resp_bytes += (int64_t)(evbuffer_get_length(h->cl_out) - before + evbuffer_get_length(h->up_in));
+	evbuffer_add_buffer(h->cl_out, h->up_in);
+	c->status = 101;
+	h->resp_head_done = true;
+	h->ws_switch = true;
+	upstream_reading(c, false);
+	return 2;
+}
+
 /* Parse response heads (1xx ones are passed on, then the final one).
- * Returns 1 when the final head is through, 0 to wait, -1 when ended. */
+ * Returns 1 when the final head is through, 2 when the origin switched to
+ * a WebSocket (ws_switch), 0 to wait, -1 when ended. */
 static int read_response_head(struct conn *c)
 {
 	struct conn_http *h = c->http;
@@ -550,9 +581,18 @@ static int read_response_head(struct conn *c)
 		}
 		/* the head is ours to rewrite until it is parsed (pullup'd memory) */
 		redact_echo(c, (char *)p, hl);
-		if (proxy_response_parse(&h->resp, p, hl, h->head_request, &err) < 0) {
+		if ((c->req->websocket ? proxy_response_parse_ws(&h->resp, p, hl, &err)
+				       : proxy_response_parse(&h->resp, p, hl, h->head_request, &err)) < 0) {
 			http_abort(c, 502, err.reason);
 			return -1;
+		}
+		if (h->resp.upgrade)
+			return ws_switch(c, hl);
+		if (c->req->websocket && h->resp.status >= 200) {
+			/* the origin did not switch: its answer goes to the
+			 * client, the line says what happened */
+			c->failed = true;
+			c->reason = "upgrade_refused";
 		}
 		if (h->resp.status >= 200) {
 			/* the client connection may stay: it asked to, its request
@@ -588,6 +628,10 @@ static void process_response(struct conn *c)
 
 		if (r < 0)
 			return;   /* ended */
+		if (r == 2) {
+			flush_client(c);   /* then the relay */
+			return;
+		}
 		if (r == 0) {
 			if (evbuffer_get_length(h->cl_out))
 				flush_client(c);   /* a 1xx */

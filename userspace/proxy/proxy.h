@@ -224,6 +224,7 @@ struct conn {
 	bool retried;                   /* ... went stale and the request was sent again on a new one */
 	bool answer_cached;             /* the name's answer came from the DNS cache */
 	bool req_ok;                    /* c->req parsed and valid (the framing is known) */
+	bool ws;                        /* the request asks to upgrade to a WebSocket (websocket.c) */
 	bool inspect;                   /* decided: TLS to terminate (proxy_decide_tls) */
 	bool inspected;                 /* the requests come from inside terminated TLS */
 	uint16_t tls_port;              /* inspected: the port the TLS connection was for */
@@ -327,7 +328,24 @@ void proxy_redecide_free(struct proxy *px);
  * returns who.  For proxy_decide_*_for (request.h). */
 const struct sluice_exe_id *conn_who(const struct conn *c, struct sluice_exe_id *who);
 
+/* conn_log.c: write c's access-log line, once (c->logged); nothing when
+ * it was written already. */
+void conn_log(struct conn *c);
+
+/* dial.c: resolve c->host (or take the audit-mode IP literal), vet the
+ * answers, take a pooled connection or dial the candidates in turn; ends
+ * in conn_upstream_ready() or conn_fail().  May free `c`. */
+void conn_start_dial(struct conn *c);
+
+/* TCP_NODELAY on a socket (each write is a whole head or message, or as
+ * much as there is: send it now, not after the ACK of the previous one). */
+void proxy_set_nodelay(int fd);
+
 /* conn.c, also used by http.c.  Each of these may free `c`: call last. */
+
+/* c->ufd is connected to the vetted c->dst (dial.c): go on with the
+ * request (http_start, or upstream TLS first), or the tunnel. */
+void conn_upstream_ready(struct conn *c);
 
 /* Write the access-log line (once), close both sockets, free everything. */
 void conn_finish(struct conn *c);
@@ -385,6 +403,12 @@ void inspect_start(struct conn *c);
  * with the origin over it (verified), then http_start(); 502
  * upstream_cert_invalid when the origin's certificate does not verify. */
 void inspect_upstream(struct conn *c);
+
+/* websocket.c: the origin's 101 to an allowed WebSocket upgrade is out to
+ * the client: relay the bytes both ways (`from_client`: what the client
+ * sent after its request, first), then log one line (status 101, the
+ * bytes both ways) and finish c. */
+void ws_relay_start(struct conn *c, struct evbuffer *from_client);
 
 /* http.c: forward the parsed, allowed request (c->req, c->target, c->host)
  * over the connected upstream socket c->ufd; ends in conn_done,

@@ -52,6 +52,8 @@ static bool decide_next(const struct conn *c, struct proxy_decision *d)
 			return false;
 		proxy_decide_url_for(np, conn_who(c, &who), c->inspected ? "https" : "http", c->target->host,
 				     c->target->port, c->req->method, c->target->path, d);
+		if (c->ws)
+			proxy_ws_decide(c->req, d);
 		return true;
 	case K_CONNECT:
 		/* (the CONNECT host: the ClientHello's SNI had to equal it) */
@@ -157,12 +159,15 @@ void proxy_redecide_head(struct conn *c, struct proxy_decision *d)
 	if (!d->allow && !(px->mode == SLUICE_MODE_AUDIT && d->audit_ok))
 		return;
 	memset(&nd, 0, sizeof(nd));
-	if (c->kind == K_HTTP)
+	if (c->kind == K_HTTP) {
 		proxy_decide_url_for(px->next_policy, conn_who(c, &who), c->inspected ? "https" : "http",
 				     c->target->host, c->target->port, c->req->method, c->target->path, &nd);
-	else
+		if (c->ws)
+			proxy_ws_decide(c->req, &nd);
+	} else {
 		proxy_decide_tls_for(px->next_policy, conn_who(c, &who), d->host,
 				     c->kind == K_TLS ? c->orig.dport : c->target->port, &nd);
+	}
 	if (next_lets_through(px, &nd))
 		return;
 	c->reload_reason = nd.reason;

@@ -101,6 +101,9 @@ struct proxy_request {
 	bool keep_alive;               /* the client asks to keep the connection (HTTP/1.1
 					* without "Connection: close", or 1.0 with keep-alive) */
 	bool in_value;                 /* parser state: last callback was a header value */
+	bool websocket;                /* set by the caller once a WebSocket upgrade is allowed
+					* (websocket.c): the rebuilt head asks for it
+					* ("Connection: Upgrade", "Upgrade: websocket") */
 	/* body streaming (proxy_body_feed) */
 	proxy_body_cb body_cb;
 	void *body_arg;
@@ -312,6 +315,7 @@ struct proxy_response {
 	bool keep_alive;               /* the origin keeps the connection after this
 					* message (and it is delimited) */
 	bool in_value;
+	bool upgrade;                  /* 101 to a WebSocket (proxy_response_parse_ws) */
 	struct proxy_header headers[PROXY_MAX_HEADERS];
 	size_t n_headers;
 	const char *status_line;       /* first line of the head, without CRLF */
@@ -321,11 +325,37 @@ struct proxy_response {
 /*
  * Parse a response head (complete, as delimited by proxy_head_scan with
  * strict false).  1xx heads are complete messages: the caller forwards them
- * and parses the next head.  101 is refused (the proxy never forwards
- * Upgrade).  Returns 0 or -1 with *err (status 502, "bad_upstream_response").
+ * and parses the next head.  101 is refused (only the answer to a
+ * forwarded WebSocket upgrade may switch: proxy_response_parse_ws).  Returns 0 or -1 with *err (status 502, "bad_upstream_response").
  */
 int proxy_response_parse(struct proxy_response *r, const char *head, size_t head_len,
 			 bool head_request, struct proxy_refusal *err);
+
+/*
+ * proxy_response_parse() for the answer to a forwarded WebSocket upgrade
+ * (RFC 6455 4.1): a 101 is accepted when it switches to "websocket"
+ * (Upgrade: websocket, Connection: upgrade), and sets r->upgrade: the
+ * bytes after the head are the WebSocket's.  Any other 101 is 502
+ * "bad_upstream_response"; other statuses as proxy_response_parse().
+ */
+int proxy_response_parse_ws(struct proxy_response *r, const char *head, size_t head_len,
+			    struct proxy_refusal *err);
+
+/*
+ * Does the request ask to upgrade to a WebSocket: an Upgrade header one of
+ * whose comma-separated protocols is "websocket" (any case)?  Other
+ * upgrades (h2c) are not relayed: their Upgrade header is dropped as
+ * hop-by-hop and the request forwarded as plain HTTP.
+ */
+bool proxy_ws_requested(const struct proxy_request *req);
+
+/*
+ * A WebSocket upgrade that *d (the request's decision) allows is still
+ * refused (403 "upgrade_not_supported", audit_ok) unless the entry that
+ * allowed it says `websocket: true` (a host entry never does), the method
+ * is GET, the version HTTP/1.1 and the request has no body (RFC 6455 4.1).
+ */
+void proxy_ws_decide(const struct proxy_request *req, struct proxy_decision *d);
 
 /*
  * Feed response body bytes.  The body is forwarded raw (its framing

@@ -876,6 +876,39 @@ static __always_inline bool tcp_reply(struct __sk_buff *skb, __u32 l4off)
 /* Did this packet's socket connect to exactly this TCP destination under
  * this generation with a cidr entry's allowance (sluice_sk_judged)?
  * `daddr`: network byte order, IPv4 in [0] for SLUICE_AF_INET. */
+/*
+ * The upper-layer header of an IPv6 packet (data at the network header):
+ * skips the extension headers the sandbox's own stack puts first, at most
+ * SLUICE_IP6_EXTS of them: Hop-by-Hop (0; the kernel adds one with a Jumbo
+ * Payload option, RFC 2675, to every BIG TCP GSO packet over 64 KiB, kernel
+ * 5.19+, as on loopback's 64 KiB MTU), routing (43), destination options
+ * (60), each (hdr_ext_len + 1) * 8 bytes (RFC 8200 4.3-4.6).  Sets *proto
+ * (in: the fixed header's next header) to the protocol found and returns
+ * its offset; returns 0 with *proto still an extension header (a fragment,
+ * 44, included) when it reaches none: the caller judges such a packet
+ * without ports and drops it.
+ */
+#define SLUICE_IP6_EXTS 4
+static __always_inline __u32 ip6_l4_offset(struct __sk_buff *skb, __u8 *proto)
+{
+	__u32 off = sizeof(struct ipv6hdr);
+	__u8 nh = *proto;
+
+#pragma unroll
+	for (int i = 0; i < SLUICE_IP6_EXTS; i++) {
+		__u8 h[2]; /* next header, hdr_ext_len */
+
+		if (nh != 0 && nh != 43 && nh != 60)
+			break;
+		if (bpf_skb_load_bytes(skb, off, h, sizeof(h)))
+			return 0;
+		nh = h[0];
+		off += ((__u32)h[1] + 1) * 8;
+	}
+	*proto = nh;
+	return nh == 0 || nh == 43 || nh == 60 || nh == 44 ? 0 : off;
+}
+
 static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8 family, const __u32 *daddr,
 					  __u16 dport)
 {
@@ -931,11 +964,13 @@ int sluice_egress(struct __sk_buff *skb)
 		v.family = SLUICE_AF_INET6;
 		v.protocol = ip6.nexthdr;
 		__builtin_memcpy(v.daddr, &ip6.daddr, 16);
-		if (ip6.nexthdr == SLUICE_IPPROTO_TCP || ip6.nexthdr == SLUICE_IPPROTO_UDP) {
-			l4off = sizeof(ip6);
+		l4off = ip6_l4_offset(skb, &v.protocol);
+		if (l4off && (v.protocol == SLUICE_IPPROTO_TCP || v.protocol == SLUICE_IPPROTO_UDP)) {
 			if (bpf_skb_load_bytes(skb, l4off, ports, sizeof(ports)))
 				goto drop;
 			v.dport = bpf_ntohs(ports[1]);
+		} else {
+			l4off = 0;
 		}
 		if (is_v4mapped(v.daddr)) {
 			__u32 a4[4] = { v.daddr[3], 0, 0, 0 };

@@ -48,6 +48,7 @@ int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, char *err
 struct sluice_seccomp_refusal {
 	char syscall[32];
 	int family;                 /* socket(): the family asked for (AF_*); else -1 */
+	char abi[8];                /* "" the native ABI, else "i386", "x32", "arm" (sluice.syscall_abi) */
 	unsigned pid;               /* host pid namespace */
 	unsigned long long count;   /* refusals so far, this one included */
 };

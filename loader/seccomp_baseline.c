@@ -107,6 +107,7 @@ const char *sluice_seccomp_name(size_t i)
 struct family_ctx {
 	scmp_filter_ctx ctx;
 	uint32_t act;
+	unsigned flags;
 };
 
 static int add_family_rule(const struct sluice_seccomp_rule *rule, void *arg)
@@ -115,7 +116,8 @@ static int add_family_rule(const struct sluice_seccomp_rule *rule, void *arg)
 	struct scmp_arg_cmp cmp[2];
 	int nr = seccomp_syscall_resolve_name(rule->syscall);
 
-	if (rule->verdict != SLUICE_SECCOMP_REFUSE || nr == __NR_SCMP_ERROR)
+	if (rule->verdict != SLUICE_SECCOMP_REFUSE || nr == __NR_SCMP_ERROR ||
+	    (rule->io_uring && (fc->flags & SLUICE_SECCOMP_ALLOW_IO_URING)))
 		return 0; /* allowed by default; or no such call on any architecture of the filter */
 	for (unsigned i = 0; i < rule->n_args; i++)
 		cmp[i] = (struct scmp_arg_cmp){ .arg = rule->args[i].index, .op = rule->args[i].op,
@@ -123,14 +125,15 @@ static int add_family_rule(const struct sluice_seccomp_rule *rule, void *arg)
 	return seccomp_rule_add_array(fc->ctx, fc->act, nr, rule->n_args, cmp);
 }
 
-static int add_family_rules(scmp_filter_ctx ctx, uint32_t act, uint64_t allowed)
+static int add_family_rules(scmp_filter_ctx ctx, uint32_t act, uint64_t allowed, unsigned flags)
 {
-	struct family_ctx fc = { .ctx = ctx, .act = act };
+	struct family_ctx fc = { .ctx = ctx, .act = act, .flags = flags };
 
 	return sluice_seccomp_family_rules(allowed, add_family_rule, &fc);
 }
 
-static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool notify, uint64_t families)
+static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool notify, uint64_t families,
+		   unsigned flags)
 {
 	/* EPERM rows go to the monitor when there is one (it answers EPERM) */
 	uint32_t act = notify && r->err == EPERM ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)r->err);
@@ -159,7 +162,7 @@ static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool n
 		return r;
 	}
 	case COND_FAMILY:
-		return add_family_rules(ctx, act, families);
+		return add_family_rules(ctx, act, families, flags);
 	case COND_NONE:
 	default:
 		return seccomp_rule_add(ctx, act, nr, 0);
@@ -185,7 +188,7 @@ static int send_fd(int sock, int fd)
 
 /* The baseline (families_only: its socket() row alone, for the
  * egress-only profile; no_new_privs left to the caller). */
-static int apply(int monitor_sock, uint64_t families, bool families_only, char *err, size_t errlen)
+static int apply(int monitor_sock, uint64_t families, unsigned flags, bool families_only, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	uint32_t native = seccomp_arch_native();
@@ -211,7 +214,7 @@ static int apply(int monitor_sock, uint64_t families, bool families_only, char *
 
 		if (nr == __NR_SCMP_ERROR || (families_only && row->cond != COND_FAMILY))
 			continue; /* not a system call on any architecture of the filter */
-		r = add_row(ctx, row, nr, monitor_sock >= 0, families);
+		r = add_row(ctx, row, nr, monitor_sock >= 0, families, flags);
 		if (r < 0) {
 			snprintf(err, errlen, "seccomp: cannot add the rule for %s (%s): %s", row->name, row->group,
 				 strerror(-r));
@@ -245,14 +248,14 @@ fail:
 	return -1;
 }
 
-int sluice_seccomp_apply(int monitor_sock, uint64_t families, char *err, size_t errlen)
+int sluice_seccomp_apply(int monitor_sock, uint64_t families, unsigned flags, char *err, size_t errlen)
 {
-	return apply(monitor_sock, families, false, err, errlen);
+	return apply(monitor_sock, families, flags, false, err, errlen);
 }
 
-int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, char *err, size_t errlen)
+int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, unsigned flags, char *err, size_t errlen)
 {
-	return apply(monitor_sock, families, true, err, errlen);
+	return apply(monitor_sock, families, flags, true, err, errlen);
 }
 
 /* --- the monitor (the loader) ------------------------------------------ */

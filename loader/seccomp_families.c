@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/socket.h>
 
 /* socketcall(2)'s call numbers (linux/net.h) */
@@ -24,6 +25,7 @@ static int emit(sluice_seccomp_rule_fn fn, void *arg, const char *sc, enum sluic
 		.verdict = v,
 		.n_args = n,
 		.args = { { i0, op0, v0 }, { i1, op1, v1 } },
+		.io_uring = strncmp(sc, "io_uring_", 9) == 0,
 	};
 
 	return fn(&r, arg);

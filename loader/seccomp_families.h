@@ -26,6 +26,7 @@
 #ifndef SLUICE_SECCOMP_FAMILIES_H
 #define SLUICE_SECCOMP_FAMILIES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <seccomp.h>
@@ -47,6 +48,7 @@ struct sluice_seccomp_rule {
 	enum sluice_seccomp_verdict verdict;
 	unsigned n_args;            /* 0..2 */
 	struct sluice_seccomp_arg args[2];
+	bool io_uring;              /* an io_uring call (`sluice run --allow-io-uring` drops these) */
 };
 
 /* A rule receiver; returns 0 to go on, anything else stops the walk and is returned. */

@@ -58,8 +58,8 @@ def _outside(family):
     return json.loads(p.stdout)
 
 
-def _inside(w, family, paths=(), policy=POLICY, profile="egress-only"):
-    extra = ["--no-lsm"]
+def _inside(w, family, paths=(), policy=POLICY, profile="egress-only", extra=()):
+    extra = ["--no-lsm"] + list(extra)
     if profile == "sandbox":
         extra += ["--workdir", _BIN["dir"]]
     r = w.sluice_run([_binary(), str(family), "0"] + list(paths), policy=policy, extra=extra, profile=profile)
@@ -68,7 +68,7 @@ def _inside(w, family, paths=(), policy=POLICY, profile="egress-only"):
     assert start and start[0]["sluice.families_enforced_by"] in ("seccomp", "bpf_lsm+seccomp"), r.events
     got = json.loads(r.stdout.strip().splitlines()[-1])
     denied = [e for e in r.events if e.get("event.action") == "syscall-denied"]
-    return got, denied
+    return got, denied, start[0]
 
 
 def test_every_path_creates_the_socket_outside(w):
@@ -92,7 +92,7 @@ def _check_refused(w, profile):
         if out["native"] == "EAFNOSUPPORT":
             continue
         # at most five refusals are logged per run: the compat paths first, alone
-        got, denied = _inside(w, fam, ("i386", "socketcall", "x32", "io_uring"), profile=profile)
+        got, denied, _ = _inside(w, fam, ("i386", "socketcall", "x32", "io_uring"), profile=profile)
         assert got == {"i386": "EPERM", "socketcall": "EPERM", "x32": "EPERM", "io_uring": "EPERM"}, (fam, got)
         seen = {(e["sluice.syscall"], e.get("sluice.syscall_abi"), e.get("sluice.socket_family")) for e in denied}
         # x32 is refused by the filter even where the kernel has no x32 (ENOSYS outside)
@@ -100,7 +100,7 @@ def _check_refused(w, profile):
             (fam, seen)
         if out["io_uring"] == "created":
             assert ("io_uring_setup", None, None) in seen, (fam, seen)
-        got, _ = _inside(w, fam, ("native", "socketpair"), profile=profile)
+        got, _, _ = _inside(w, fam, ("native", "socketpair"), profile=profile)
         assert got == {"native": "EPERM", "socketpair": "EPERM"}, (fam, got)
 
 
@@ -122,12 +122,18 @@ def test_inet_through_i386_and_a_named_family_still_work(w):
     compat ABI: inet through the i386 socket call is created, and so is
     vsock once the policy names it.  socketcall(SYS_SOCKET) stays refused
     for every family (its arguments are in memory) and io_uring too."""
-    got, _ = _inside(w, AF_INET)
+    got, _, start = _inside(w, AF_INET)
     assert got["native"] == "created" and got["i386"] == "created", got
     assert got["socketcall"] == "EPERM" and got["io_uring"] == "EPERM", got
+    assert "io_uring allowed" not in start["message"], start
+    # --allow-io-uring (the kernel hook tests): io_uring left alone, and the start line says so
+    got, _, start = _inside(w, AF_INET, ("io_uring",), extra=["--allow-io-uring"])
+    assert "io_uring allowed" in start["message"], start
+    if _outside(AF_INET)["io_uring"] == "created":
+        assert got["io_uring"] == "created", got
     if _outside(AF_VSOCK)["native"] == "EAFNOSUPPORT":
         raise W.Skip("no AF_VSOCK in this kernel")
-    got, _ = _inside(w, AF_VSOCK, ("native", "i386", "x32"), policy=POLICY_VSOCK)
+    got, _, _ = _inside(w, AF_VSOCK, ("native", "i386", "x32"), policy=POLICY_VSOCK)
     assert got["native"] == "created" and got["i386"] == "created", got
     assert got["x32"] in ("created", "ENOSYS"), got   # named: the kernel's own answer
 

@@ -37,10 +37,13 @@ int sluice_seccomp_apply(int monitor_sock, uint64_t families, unsigned flags, ch
 					     * round the socket family rows: --allow-io-uring) */
 
 /*
- * The baseline's socket() row alone (the egress-only profile, where the
- * BPF LSM does not judge socket families): socket() of a family other than
- * unix, inet, inet6, netlink route/sock_diag and those of `families` (bit
- * AF_x set: the policy's families:) fails with EPERM.  Does not set
+ * The baseline's socket family row alone (the egress-only profile, where
+ * the BPF LSM does not judge socket families): socket() and socketpair() of
+ * a family other than unix, inet, inet6, netlink route/sock_diag and those
+ * of `families` (bit AF_x set: the policy's families:), on every ABI of
+ * the filter, i386 socketcall(SYS_SOCKET, SYS_SOCKETPAIR) and io_uring
+ * (unless flags has SLUICE_SECCOMP_ALLOW_IO_URING) fail with EPERM: the
+ * rules of seccomp_families.h.  Does not set
  * no_new_privs: call it while the thread still has CAP_SYS_ADMIN (or
  * after no_new_privs).  monitor_sock as sluice_seccomp_apply.  Returns 0,
  * or -1 with a message in err.

@@ -10,6 +10,7 @@
  * --json prints the same as one JSON document on stdout (json-c).
  */
 #include "cmd_policy.h"
+#include "cmd_seccomp.h"
 #include "cmd_sign.h"
 #include "cmd_suggest.h"
 
@@ -38,6 +39,7 @@ static void usage(FILE *f)
 		"       sluice policy suggest [--name NAME] [--against POLICY] [-o FILE] EVENTS.jsonl...\n"
 		"       sluice policy sign --key KEY POLICY...\n"
 		"       sluice policy verify --allowed-signers FILE POLICY...\n"
+		"       sluice policy seccomp [--base PROFILE.json] [-o FILE] POLICY\n"
 		"\n"
 		"check  validate policy files, print each digest (sha256), a table of what\n"
 		"       the policy lets out, and lint warnings.\n"
@@ -48,6 +50,8 @@ static void usage(FILE *f)
 		"       exit 0 no change, 1 changes, 2 errors\n"
 		"suggest  a policy from observed traffic (`sluice policy suggest --help`)\n"
 		"sign     sign a policy's digest (POLICY.sig); verify: check it (`sluice policy sign --help`)\n"
+		"seccomp  the OCI seccomp profile of the policy's families: for containers\n"
+		"         (`sluice policy seccomp --help`)\n"
 		"\n"
 		"options:\n"
 		"  --json         print one JSON document instead of text\n"
@@ -532,6 +536,8 @@ int cmd_policy(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "sign") == 0 || strcmp(argv[1], "verify") == 0)
 		return cmd_policy_sign(argc - 1, argv + 1);
+	if (strcmp(argv[1], "seccomp") == 0)
+		return cmd_policy_seccomp(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "diff") != 0) {
 		sluice_cli_error("sluice policy: unknown subcommand '%s'", argv[1]);
 		usage(stderr);

@@ -69,7 +69,10 @@ const char sluice_confine_usage[] =
 	"  --hide PATH          an empty read-only tmpfs over PATH (repeatable)\n"
 	"  --force-rw           allow --rw or --workdir on /etc, /usr, /bin, /sbin, /lib*, /boot, /proc,\n"
 	"                       /sys, /dev\n"
-	"  --require-landlock   fail (exit 2) if the kernel has no Landlock instead of going on without\n";
+	"  --require-landlock   fail (exit 2) if the kernel has no Landlock instead of going on without\n"
+	"  --allow-io-uring     let CMD use io_uring, which the seccomp filter refuses by default: its\n"
+	"                       IORING_OP_SOCKET makes sockets of any family past the filter's socket\n"
+	"                       rows (safe where the BPF LSM judges families; tests of the kernel hooks)\n";
 
 /* Directories no --rw and no --workdir may make writable without --force-rw
  * (and anything beneath them). */
@@ -124,6 +127,7 @@ int sluice_confine_option(struct sluice_confine *c, int opt, const char *arg, ch
 	case SLUICE_OPT_WORKDIR: c->workdir_arg = arg; return 0;
 	case SLUICE_OPT_FORCE_RW: c->force_rw = true; return 0;
 	case SLUICE_OPT_REQUIRE_LANDLOCK: c->require_landlock = true; return 0;
+	case SLUICE_OPT_ALLOW_IO_URING: c->allow_io_uring = true; return 0;
 	case SLUICE_OPT_RO: list = c->ro_arg; n = &c->n_ro; break;
 	case SLUICE_OPT_RW: list = c->rw_arg; n = &c->n_rw; break;
 	case SLUICE_OPT_HIDE: list = c->hide_arg; n = &c->n_hide; break;
@@ -468,15 +472,17 @@ const char *sluice_confine_describe(const struct sluice_confine *c, char *buf, s
 	char ll[32];
 
 	if (c->profile == SLUICE_PROFILE_EGRESS_ONLY) {
-		snprintf(buf, len, "profile egress-only, user root (0:0), host file system writable");
+		snprintf(buf, len, "profile egress-only, user root (0:0), host file system writable%s",
+			 c->allow_io_uring ? ", io_uring allowed" : "");
 		return buf;
 	}
 	if (c->landlock_abi)
 		snprintf(ll, sizeof(ll), "landlock ABI %d", c->landlock_abi);
 	else
 		snprintf(ll, sizeof(ll), "landlock unavailable");
-	snprintf(buf, len, "profile sandbox, user %s (%u:%u, %s), workdir %s, %s, seccomp baseline", c->user_name,
-		 (unsigned)c->uid, (unsigned)c->gid, c->user_source, c->workdir, ll);
+	snprintf(buf, len, "profile sandbox, user %s (%u:%u, %s), workdir %s, %s, seccomp baseline%s", c->user_name,
+		 (unsigned)c->uid, (unsigned)c->gid, c->user_source, c->workdir, ll,
+		 c->allow_io_uring ? " (io_uring allowed)" : "");
 	return buf;
 }
 
@@ -754,10 +760,17 @@ static int apply_landlock(const struct sluice_confine *c, char *err, size_t errl
 	return sluice_landlock_apply(c->landlock_abi, w, n, files, m, err, errlen);
 }
 
+static unsigned seccomp_flags(const struct sluice_confine *c)
+{
+	return c->allow_io_uring ? SLUICE_SECCOMP_ALLOW_IO_URING : 0;
+}
+
 int sluice_confine_enter(const struct sluice_confine *c, char *err, size_t errlen)
 {
 	if (c->profile == SLUICE_PROFILE_EGRESS_ONLY)
-		return c->families_seccomp ? sluice_seccomp_apply_families(c->seccomp_sock, c->families, err, errlen) : 0;
+		return c->families_seccomp ? sluice_seccomp_apply_families(c->seccomp_sock, c->families, seccomp_flags(c),
+									   err, errlen)
+					   : 0;
 	if (build_mounts(c, err, errlen) < 0)
 		return -1;
 	if (!c->root && drop_identity(c, err, errlen) < 0)
@@ -775,5 +788,5 @@ int sluice_confine_enter(const struct sluice_confine *c, char *err, size_t errle
 	}
 	if (c->landlock_abi > 0 && apply_landlock(c, err, errlen) < 0)
 		return -1;
-	return sluice_seccomp_apply(c->seccomp_sock, c->families, err, errlen);
+	return sluice_seccomp_apply(c->seccomp_sock, c->families, seccomp_flags(c), err, errlen);
 }

@@ -39,6 +39,7 @@ enum {
 	SLUICE_OPT_HIDE,
 	SLUICE_OPT_FORCE_RW,
 	SLUICE_OPT_REQUIRE_LANDLOCK,
+	SLUICE_OPT_ALLOW_IO_URING,
 };
 
 /* getopt_long entries for the options above, to splice into a command's table. */
@@ -50,7 +51,8 @@ enum {
 	{ "rw", required_argument, NULL, SLUICE_OPT_RW },                              \
 	{ "hide", required_argument, NULL, SLUICE_OPT_HIDE },                          \
 	{ "force-rw", no_argument, NULL, SLUICE_OPT_FORCE_RW },                        \
-	{ "require-landlock", no_argument, NULL, SLUICE_OPT_REQUIRE_LANDLOCK }
+	{ "require-landlock", no_argument, NULL, SLUICE_OPT_REQUIRE_LANDLOCK },             \
+	{ "allow-io-uring", no_argument, NULL, SLUICE_OPT_ALLOW_IO_URING }
 
 /* --help text for the options above (one block, ends with a newline). */
 extern const char sluice_confine_usage[];
@@ -70,6 +72,7 @@ struct sluice_confine {
 	char *ro_from[SLUICE_CONFINE_MAX_PATHS], *rw_from[SLUICE_CONFINE_MAX_PATHS];
 	char *hide_from[SLUICE_CONFINE_MAX_PATHS], *workdir_from;
 	bool force_rw, require_landlock, keep_caps;
+	bool allow_io_uring;            /* --allow-io-uring: the seccomp filter leaves io_uring alone */
 	int seccomp_sock;               /* a sluice_seccomp_monitor's command end, or -1 */
 	uint64_t families;              /* the policy's families: (bit AF_x), for the seccomp filter */
 	bool families_seccomp;          /* egress-only: install the socket family filter alone (the

@@ -22,6 +22,7 @@
 #include <json-c/json.h>
 
 #include "cgroup.h"
+#include "cmd_seccomp.h"
 #include "cli.h"
 #include "ctl_content.h"
 #include "kfeatures.h"
@@ -232,6 +233,7 @@ static void print_sandbox(json_object *s)
 	if (json_object_object_get_ex(s, "hooks", &hooks))
 		for (size_t i = 0; i < json_object_array_length(hooks); i++)
 			printf(" %s", json_object_get_string(json_object_array_get_idx(hooks, i)));
+	printf("\n  families    %s", sluice_seccomp_status_note(get_str(s, "families_enforced_by")));
 	printf("\n  counters    allowed %s, redirected %s, denied %s, would-deny %s, events lost %s, "
 	       "event lines lost %s\n",
 	       get_str(s, "allowed"), get_str(s, "redirected"), get_str(s, "denied"), get_str(s, "would_deny"),

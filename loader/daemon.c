@@ -46,6 +46,7 @@
 #include <json-c/json.h>
 
 #include "cgroup.h"
+#include "cmd_seccomp.h"
 #include "children.h"
 #include "credentials.h"
 #include "ctl_content.h"
@@ -329,12 +330,13 @@ static json_object *do_attach(json_object *req, const struct ctlsrv_peer *peer)
 	write_state(s, true);
 	s->next = D.sandboxes;
 	D.sandboxes = s;
-	daemon_emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s%s", s->name,
+	daemon_emit_signed(s, "sandbox-attach", "sandbox %s attached to %s: mode %s, policy %s (%.12s)%s%s%s%s", s->name,
 		    s->cgroup, s->mode, s->policy->name, s->policy->digest, s->signer.principal[0] ? ", signed by " : "",
 		    s->signer.principal,
 		    /* the container's runtime decides its files; say so, not nothing */
 		    s->policy->fs.present ? "; its filesystem section is not applied (it is sluice run's: "
-					    "attach confines the network only)" : "");
+					    "attach confines the network only)" : "",
+		    sluice_seccomp_attach_note(s->sb.cfg.have_lsm));
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "sandbox", sandbox_json(s));

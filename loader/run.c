@@ -298,6 +298,8 @@ static void write_refusals(struct run_state *st, struct sluice_seccomp_monitor *
 			SL_U64(l, "sluice.socket_family", (unsigned)r.family);
 		SL_U64(l, "process.pid", r.pid);
 		SL_STR(l, "sluice.syscall", r.syscall);
+		if (r.abi[0])
+			SL_STR(l, "sluice.syscall_abi", r.abi);
 		SL_U64(l, "sluice.syscalls_denied", r.count);
 		sluice_evlog_commit(&st->log);
 	}

@@ -22,15 +22,19 @@
 
 #include <seccomp.h>
 
+#include "seccomp_families.h"
+
 
 enum scmp_cond {
 	COND_NONE,          /* always refused */
 	COND_NEWUSER,       /* refused when arg0 (flags) has CLONE_NEWUSER */
 	COND_PERSONALITY,   /* refused for the flags that weaken the address space (ASLR off,
 			     * READ_IMPLIES_EXEC, page 0); the query 0xffffffff is allowed */
-	COND_FAMILY,        /* socket(): refused for every family but unix, inet, inet6,
-			     * netlink route/sock_diag and the policy's families: (what the
-			     * BPF LSM's socket_create allows where it loads) */
+	COND_FAMILY,        /* the socket family filter (seccomp_families.h: socket,
+			     * socketpair, socketcall, io_uring): every family but unix,
+			     * inet, inet6, netlink route/sock_diag and the policy's
+			     * families: refused (what the BPF LSM's socket_create allows
+			     * where it loads) */
 };
 
 struct scmp_row {
@@ -83,7 +87,8 @@ static const struct scmp_row sluice_seccomp_baseline[] = {
 	 * ENOSYS makes glibc and others fall back to clone (systemd does so) */
 	{ "clone3", "@namespace", COND_NONE, ENOSYS },
 	{ "personality", "@personality", COND_PERSONALITY, EPERM },
-	/* vsock (a VM's host), packet, xdp, bluetooth, can, ...: families no inet hook sees */
+	/* vsock (a VM's host), packet, xdp, bluetooth, can, ...: families no inet hook sees;
+	 * the rules of seccomp_families.c, for socketpair, socketcall and io_uring too */
 	{ "socket", "@network-families", COND_FAMILY, EPERM },
 };
 
@@ -97,34 +102,38 @@ const char *sluice_seccomp_name(size_t i)
 	return i < sluice_seccomp_count() ? sluice_seccomp_baseline[i].name : NULL;
 }
 
-/*
- * The socket() rules: refuse every family number but AF_UNIX (1), AF_INET
- * (2), AF_INET6 (10), AF_NETLINK (16) with NETLINK_ROUTE (0) or
- * NETLINK_SOCK_DIAG (4), and the families of `allowed` (bit AF_x;
- * netlink named: every protocol).  One comparison per argument and rule
- * (libseccomp 2.5), rules or'ed.  The same rule as
- * sluice_policy_allows_family() and the BPF LSM's socket_create.
- */
-static int add_family_rules(scmp_filter_ctx ctx, uint32_t act, int nr, uint64_t allowed)
-{
-	int r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_GT, 63));
+/* The socket family filter's refusals (seccomp_families.h); its ALLOW rules
+ * are the filter's default action already. */
+struct family_ctx {
+	scmp_filter_ctx ctx;
+	uint32_t act;
+	unsigned flags;
+};
 
-	for (unsigned f = 0; r == 0 && f < 64; f++) {
-		if (f == AF_UNIX || f == AF_INET || f == AF_INET6 || (allowed & (1ULL << f)))
-			continue;
-		if (f != AF_NETLINK) {
-			r = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_EQ, f));
-			continue;
-		}
-		for (unsigned p = 1; r == 0 && p < 4; p++)
-			r = seccomp_rule_add(ctx, act, nr, 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, p));
-		if (r == 0)
-			r = seccomp_rule_add(ctx, act, nr, 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_GT, 4));
-	}
-	return r;
+static int add_family_rule(const struct sluice_seccomp_rule *rule, void *arg)
+{
+	struct family_ctx *fc = arg;
+	struct scmp_arg_cmp cmp[2];
+	int nr = seccomp_syscall_resolve_name(rule->syscall);
+
+	if (rule->verdict != SLUICE_SECCOMP_REFUSE || nr == __NR_SCMP_ERROR ||
+	    (rule->io_uring && (fc->flags & SLUICE_SECCOMP_ALLOW_IO_URING)))
+		return 0; /* allowed by default; or no such call on any architecture of the filter */
+	for (unsigned i = 0; i < rule->n_args; i++)
+		cmp[i] = (struct scmp_arg_cmp){ .arg = rule->args[i].index, .op = rule->args[i].op,
+						.datum_a = rule->args[i].value };
+	return seccomp_rule_add_array(fc->ctx, fc->act, nr, rule->n_args, cmp);
 }
 
-static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool notify, uint64_t families)
+static int add_family_rules(scmp_filter_ctx ctx, uint32_t act, uint64_t allowed, unsigned flags)
+{
+	struct family_ctx fc = { .ctx = ctx, .act = act, .flags = flags };
+
+	return sluice_seccomp_family_rules(allowed, add_family_rule, &fc);
+}
+
+static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool notify, uint64_t families,
+		   unsigned flags)
 {
 	/* EPERM rows go to the monitor when there is one (it answers EPERM) */
 	uint32_t act = notify && r->err == EPERM ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)r->err);
@@ -153,7 +162,7 @@ static int add_row(scmp_filter_ctx ctx, const struct scmp_row *r, int nr, bool n
 		return r;
 	}
 	case COND_FAMILY:
-		return add_family_rules(ctx, act, nr, families);
+		return add_family_rules(ctx, act, families, flags);
 	case COND_NONE:
 	default:
 		return seccomp_rule_add(ctx, act, nr, 0);
@@ -179,7 +188,7 @@ static int send_fd(int sock, int fd)
 
 /* The baseline (families_only: its socket() row alone, for the
  * egress-only profile; no_new_privs left to the caller). */
-static int apply(int monitor_sock, uint64_t families, bool families_only, char *err, size_t errlen)
+static int apply(int monitor_sock, uint64_t families, unsigned flags, bool families_only, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	uint32_t native = seccomp_arch_native();
@@ -205,7 +214,7 @@ static int apply(int monitor_sock, uint64_t families, bool families_only, char *
 
 		if (nr == __NR_SCMP_ERROR || (families_only && row->cond != COND_FAMILY))
 			continue; /* not a system call on any architecture of the filter */
-		r = add_row(ctx, row, nr, monitor_sock >= 0, families);
+		r = add_row(ctx, row, nr, monitor_sock >= 0, families, flags);
 		if (r < 0) {
 			snprintf(err, errlen, "seccomp: cannot add the rule for %s (%s): %s", row->name, row->group,
 				 strerror(-r));
@@ -239,14 +248,14 @@ fail:
 	return -1;
 }
 
-int sluice_seccomp_apply(int monitor_sock, uint64_t families, char *err, size_t errlen)
+int sluice_seccomp_apply(int monitor_sock, uint64_t families, unsigned flags, char *err, size_t errlen)
 {
-	return apply(monitor_sock, families, false, err, errlen);
+	return apply(monitor_sock, families, flags, false, err, errlen);
 }
 
-int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, char *err, size_t errlen)
+int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, unsigned flags, char *err, size_t errlen)
 {
-	return apply(monitor_sock, families, true, err, errlen);
+	return apply(monitor_sock, families, flags, true, err, errlen);
 }
 
 /* --- the monitor (the loader) ------------------------------------------ */
@@ -295,11 +304,25 @@ static int recv_fd(int sock)
 	return fd;
 }
 
+#define X32_SYSCALL_BIT 0x40000000
+
+/* The name of a compat ABI for sluice.syscall_abi. */
+static const char *abi_name(uint32_t arch)
+{
+	switch (arch) {
+	case SCMP_ARCH_X86: return "i386";
+	case SCMP_ARCH_X32: return "x32";
+	case SCMP_ARCH_ARM: return "arm";
+	default: return "other";
+	}
+}
+
 static void *monitor_main(void *arg)
 {
 	struct sluice_seccomp_monitor *m = arg;
 	struct seccomp_notif *req = NULL;
 	struct seccomp_notif_resp *resp = NULL;
+	uint32_t native = seccomp_arch_native(), arch;
 	int nfd;
 
 	/* the command's end stays open in the sandbox's init: no EOF to wait for */
@@ -319,15 +342,21 @@ static void *monitor_main(void *arg)
 		resp->id = req->id;
 		resp->error = -EPERM;
 		seccomp_notify_respond(nfd, resp);
-		name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
+		arch = req->data.arch;
+		/* x32 shares x86-64's audit arch; its numbers carry __X32_SYSCALL_BIT */
+		if (arch == SCMP_ARCH_X86_64 && (req->data.nr & X32_SYSCALL_BIT))
+			arch = SCMP_ARCH_X32;
+		name = seccomp_syscall_resolve_num_arch(arch, req->data.nr);
 		pthread_mutex_lock(&m->lock);
 		m->refused++;
 		if (m->n_first < SLUICE_SECCOMP_LOGGED) {
 			struct sluice_seccomp_refusal *f = &m->first[m->n_first++];
 
 			snprintf(f->syscall, sizeof(f->syscall), "%s", name ? name : "unknown");
-			f->family = name && strcmp(name, "socket") == 0 ? (int)(uint32_t)req->data.args[0] : -1;
+			f->family = name && (strcmp(name, "socket") == 0 || strcmp(name, "socketpair") == 0)
+					    ? (int)(uint32_t)req->data.args[0] : -1;
 			f->pid = req->pid;
+			snprintf(f->abi, sizeof(f->abi), "%s", arch == native ? "" : abi_name(arch));
 			f->count = m->refused;
 		}
 		pthread_mutex_unlock(&m->lock);

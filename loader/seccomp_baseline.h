@@ -15,7 +15,8 @@
 #include <stdint.h>
 
 /*
- * Load the baseline into the calling thread (inherited by everything it
+ * Load the baseline into the calling thread (families: the policy's
+ * families:, bit AF_x; flags: SLUICE_SECCOMP_*) (inherited by everything it
  * forks and execs; no_new_privs is set).  Call last before exec: mount(2)
  * and friends are refused afterwards.  The native architecture and, on
  * x86-64 and arm64, the 32-bit ones too (so `int 0x80` is no way round).
@@ -29,18 +30,25 @@
  * plain EPERM, uncounted.
  * Returns 0, or -1 with a message in err.
  */
-int sluice_seccomp_apply(int monitor_sock, uint64_t families, char *err, size_t errlen);
+int sluice_seccomp_apply(int monitor_sock, uint64_t families, unsigned flags, char *err, size_t errlen);
+
+/* flags of sluice_seccomp_apply() and _apply_families() */
+#define SLUICE_SECCOMP_ALLOW_IO_URING 0x1u  /* leave io_uring alone (its IORING_OP_SOCKET is a way
+					     * round the socket family rows: --allow-io-uring) */
 
 /*
- * The baseline's socket() row alone (the egress-only profile, where the
- * BPF LSM does not judge socket families): socket() of a family other than
- * unix, inet, inet6, netlink route/sock_diag and those of `families` (bit
- * AF_x set: the policy's families:) fails with EPERM.  Does not set
+ * The baseline's socket family row alone (the egress-only profile, where
+ * the BPF LSM does not judge socket families): socket() and socketpair() of
+ * a family other than unix, inet, inet6, netlink route/sock_diag and those
+ * of `families` (bit AF_x set: the policy's families:), on every ABI of
+ * the filter, i386 socketcall(SYS_SOCKET, SYS_SOCKETPAIR) and io_uring
+ * (unless flags has SLUICE_SECCOMP_ALLOW_IO_URING) fail with EPERM: the
+ * rules of seccomp_families.h.  Does not set
  * no_new_privs: call it while the thread still has CAP_SYS_ADMIN (or
  * after no_new_privs).  monitor_sock as sluice_seccomp_apply.  Returns 0,
  * or -1 with a message in err.
  */
-int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, char *err, size_t errlen);
+int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, unsigned flags, char *err, size_t errlen);
 
 #define SLUICE_SECCOMP_LOGGED 5
 
@@ -48,6 +56,7 @@ int sluice_seccomp_apply_families(int monitor_sock, uint64_t families, char *err
 struct sluice_seccomp_refusal {
 	char syscall[32];
 	int family;                 /* socket(): the family asked for (AF_*); else -1 */
+	char abi[8];                /* "" the native ABI, else "i386", "x32", "arm" (sluice.syscall_abi) */
 	unsigned pid;               /* host pid namespace */
 	unsigned long long count;   /* refusals so far, this one included */
 };

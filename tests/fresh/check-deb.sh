@@ -55,7 +55,10 @@ cleanup() {
 	rm -f "$log" "$root.before" "$root.after"
 	exit $rc
 }
-trap cleanup EXIT INT TERM
+# on a signal, exit: the EXIT trap cleans up, once
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 in_root() { fresh_in_root "$root" "$1"; }
 quiet() { "$@" > "$log" 2>&1 || { tail -n 40 "$log"; return 1; }; }

@@ -19,13 +19,16 @@
 #   full (default)  `make test` exactly: the whole suite, ~25 min more.
 #   ci              `make test` narrowed to what the fresh root can show and
 #                   the CI machine cannot: INTEGRATION_TESTS=$FRESH_CI_TESTS
-#                   (below) and FUZZ_SMOKE_SECONDS=1.  The point of running
+#                   (below; $SLUICE_FRESH_CI_TESTS replaces the list), one
+#                   fuzz target (FUZZ_BINS: each one compiles the whole code
+#                   base with ASan, minutes on a loaded machine) run for a
+#                   second (FUZZ_SMOKE_SECONDS=1).  The point of running
 #                   tests here is that `make deps` installs every program and
 #                   library they need (the issue that made this check:
 #                   netavark without iptables); the suite's own logic runs
 #                   in full on the CI machine already (`make test`, `make
-#                   test SANITIZE=1`), so here it is the unit tests and the
-#                   fuzz targets (cmocka, libFuzzer: built and run) and the
+#                   test SANITIZE=1`), so here it is the unit tests and a
+#                   fuzz target (cmocka, libFuzzer: built and run) and the
 #                   integration files that drive the programs make deps
 #                   installs beyond the compiler, plus `dpkg-checkbuilddeps`
 #                   (make deb's build dependencies) and the lint tools.  What
@@ -38,7 +41,8 @@
 # `make demo` and the tests start sandboxes whose cgroups and pins are the
 # host's: they run under the host's suite lock (fresh_lock, at most
 # $SLUICE_FRESH_LOCK_WAIT s, default 600); when it stays busy they are left
-# out, and the last line says so.  Do not run check-fresh under that lock.
+# out, the last line says so and the exit status is 77.  Do not run
+# check-fresh under that lock.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -74,6 +78,8 @@ tests/integration/test_install.py"
 # test_tls_h2: curl over HTTP/2, python3-h2, python3-httpx, openssl
 # test_users: useradd, runuser, busybox-static; test_install: man-db, groff, bash-completion
 
+ci_tests=${SLUICE_FRESH_CI_TESTS:-$FRESH_CI_TESTS}
+
 # A SKIP in the root is fine only when it names a kernel or machine feature
 # (the host has the same kernel and skips it too); anything else is what a
 # missing package looks like.
@@ -93,7 +99,10 @@ cleanup() {
 	if [ $rc = 0 ] && [ -z "${SLUICE_FRESH_LOG:-}" ]; then rm -f "$log"; else echo "check-fresh: log $log" >&2; fi
 	exit $rc
 }
-trap cleanup EXIT INT TERM
+# on a signal, exit: the EXIT trap cleans up, once
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 in_root() { fresh_in_root "$root" "$1"; }
 quiet() { "$@" >> "$log" 2>&1 || { tail -n 30 "$log"; return 1; }; }
@@ -121,7 +130,8 @@ run_tests() {
 	case $tests in
 	full) in_root "make test" > "$out" 2>&1 || rc=$? ;;
 	ci)
-		in_root "make test INTEGRATION_TESTS='$FRESH_CI_TESTS' FUZZ_SMOKE_SECONDS=1" > "$out" 2>&1 || rc=$?
+		in_root "make test INTEGRATION_TESTS='$ci_tests' FUZZ_BINS=build/fuzz/fuzz_policy FUZZ_SMOKE_SECONDS=1" \
+			> "$out" 2>&1 || rc=$?
 		# make deb's build dependencies (debian/control) and the lint tools
 		in_root "dpkg-checkbuilddeps && command -v clang-tidy cppcheck lintian debootstrap" >> "$out" 2>&1 ||
 			{ echo "dpkg-checkbuilddeps or a lint tool failed" >> "$out"; rc=1; }
@@ -157,4 +167,5 @@ elif fresh_lock; then
 else
 	echo "check-fresh: NOT RUN: make demo and make test (they start sandboxes; the suite lock stayed busy)"
 	echo "check-fresh: passed up to make deps && make in $(($(date +%s) - t_start)) s, WITHOUT make demo and make test"
+	exit 77
 fi

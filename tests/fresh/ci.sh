@@ -10,10 +10,13 @@
 #     summary line) on another copy;
 #   - both copies share one apt download cache, so check-deb fetches nothing
 #     check-fresh fetched.
-# Everything (the base, the cache, the package) is removed at the end, also
-# on failure.  A Debian mirror that cannot be reached fails the run (CI
-# machines reach the package registries).  Needs root.  Prints how long each
-# step took.
+# Everything (the base, the cache, the package: on a tmpfs when there is
+# room) is removed at the end, also on failure.  What starts sandboxes runs
+# under the host's suite lock (lib.sh fresh_lock); when it stays busy that
+# part is left out and the last line says so (exit 0: the part that ran
+# passed; CI machines run nothing else that takes the lock).  A Debian
+# mirror that cannot be reached fails the run (CI machines reach the
+# package registries).  Needs root.  Prints how long each step took.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -27,13 +30,18 @@ if ! err=$(fresh_mirror_reachable "$mirror" 2>&1); then
 	exit 1
 fi
 
-dir=$(mktemp -d /var/tmp/sluice-fresh-ci.XXXXXX)
-chmod 0755 "$dir"
+fresh_private_ns "$0" "$@"
+
+# the base, the apt cache and the package: in memory when there is room
+# (fresh_use_tmpfs), removed at the end
+fresh_make_dir /var/tmp/sluice-fresh-ci
+dir=$fresh_dir
 debpid=
 cleanup() {
 	local rc=$?
 	set +e
-	if [ -n "$debpid" ]; then kill -- "$debpid" 2>/dev/null; wait "$debpid" 2>/dev/null; fi
+	if [ -n "$debpid" ]; then kill -- "-$debpid" 2>/dev/null; wait "$debpid" 2>/dev/null; fi
+	for ((i = ${#fresh_mounted[@]} - 1; i >= 0; i--)); do umount -R "${fresh_mounted[i]}" || umount -R -l "${fresh_mounted[i]}"; done
 	if grep -q " $dir" /proc/self/mounts; then
 		echo "check-fresh-ci: mounts left under $dir, not removing it" >&2
 		rc=1
@@ -42,12 +50,16 @@ cleanup() {
 	fi
 	exit $rc
 }
-trap cleanup EXIT INT TERM
+# on a signal, exit: the EXIT trap cleans up, once
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 t_start=$(date +%s)
 echo "check-fresh-ci: in $dir, mirror $mirror"
 # the package, built as `make check-deb` builds it, beside the debootstrap
-make --no-print-directory deb OUTPUT="$dir/out" > "$dir/deb.log" 2>&1 &
+# (a process group of its own: a failure or a signal ends all of it)
+setsid make --no-print-directory deb OUTPUT="$dir/out" > "$dir/deb.log" 2>&1 &
 debpid=$!
 quiet() { "$@" > "$dir/step.log" 2>&1 || { tail -n 30 "$dir/step.log"; return 1; }; }
 fresh_step "debootstrap bookworm (minbase), make deb beside it" quiet fresh_debootstrap "$dir/base" "$mirror"
@@ -55,7 +67,14 @@ mkdir -p "$dir/archives"
 mv "$dir/base/var/cache/apt/archives/"*.deb "$dir/archives/" 2>/dev/null || true
 
 export SLUICE_FRESH_BASE=$dir/base SLUICE_FRESH_APT_CACHE=$dir/archives
-SLUICE_FRESH_TESTS=ci bash tests/fresh/check-fresh.sh
+incomplete=
+rc=0
+SLUICE_FRESH_TESTS=ci bash tests/fresh/check-fresh.sh || rc=$?
+case $rc in
+0) ;;
+77) incomplete="make demo and make test in the root" ;;
+*) exit "$rc" ;;
+esac
 
 t0=$(date +%s)
 if ! wait "$debpid"; then
@@ -69,5 +88,14 @@ echo "== check-fresh-ci: make deb: waited $(($(date +%s) - t0)) s more for it"
 deb=$(ls "$dir"/out/deb/sluice_*.deb)
 SLUICE_DEB=$deb SLUICE_BUILD=${SLUICE_BUILD:-$PWD/build} python3 tests/integration/run.py tests/fresh/test_deb_root.py |
 	tee "$dir/deb-root.log"
-grep -q '^1 passed, 0 failed, 0 skipped$' "$dir/deb-root.log" || { echo "check-fresh-ci: check-deb did not pass"; exit 1; }
-echo "check-fresh-ci: passed in $(($(date +%s) - t_start)) s"
+if grep -q '^SKIP .*the suite lock stayed busy' "$dir/deb-root.log"; then
+	incomplete="${incomplete:+$incomplete, }check-deb's sluice run"
+elif ! grep -q '^1 passed, 0 failed, 0 skipped$' "$dir/deb-root.log"; then
+	echo "check-fresh-ci: check-deb did not pass"
+	exit 1
+fi
+if [ -n "$incomplete" ]; then
+	echo "check-fresh-ci: passed in $(($(date +%s) - t_start)) s, but WITHOUT $incomplete: they start sandboxes and the host's suite lock stayed busy"
+else
+	echo "check-fresh-ci: passed in $(($(date +%s) - t_start)) s"
+fi

@@ -10,6 +10,7 @@
 #   make deb      the Debian package in $(OUTPUT)/deb (dpkg-buildpackage, lintian)
 #   make check-fresh  the README's commands on a debootstrapped Debian 12 (slow)
 #   make check-deb    the .deb installed, run and purged on a debootstrapped Debian 12
+#   make check-fresh-ci  both on one debootstrap, the test command narrowed (what .ci/run runs)
 # Options: V=1 (show commands), SANITIZE=1 (ASan+UBSan user space, built in
 # build-san/ so that it never mixes with build/; `make test SANITIZE=1` runs
 # the whole suite on it and fails on any sanitizer report).
@@ -109,7 +110,7 @@ HELPERDIR   := $(LIBEXECDIR)/sluice
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all progs deps install uninstall deb check-fresh check-deb FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
+.PHONY: all progs deps install uninstall deb check-fresh check-deb check-fresh-ci FORCE test unit integration fuzz fuzz-smoke demo lint clean vmlinux bench
 
 # man pages: scdoc sources in man/, roff in $(OUTPUT)/man/
 MAN_SRCS  := $(wildcard man/*.scd)
@@ -358,6 +359,11 @@ deb:
 # slow (debootstrap, make deps, the whole suite); everything is removed after.
 check-fresh:
 	bash tests/fresh/check-fresh.sh
+
+# check-fresh (SLUICE_FRESH_TESTS=ci) and check-deb on one debootstrap
+# (tests/fresh/ci.sh): what .ci/run runs.
+check-fresh-ci: all
+	SLUICE_BUILD=$(abspath $(OUTPUT)) bash tests/fresh/ci.sh
 
 # The package on a debootstrapped Debian 12 (tests/fresh/check-deb.sh):
 # install with its dependencies, layout, binaries, `sluice run`, purge; about

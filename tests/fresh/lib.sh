@@ -35,14 +35,82 @@ fresh_mirror_reachable() {
 	curl -fsS -o /dev/null --max-time 20 "${1%/}/dists/bookworm/Release"
 }
 
+# Debootstrap a minbase bookworm into the directory $1 (empty or missing)
+# from the mirror $2.  dpkg there is told not to fsync (force-unsafe-io, in
+# /etc/dpkg/dpkg.cfg.d/ before debootstrap unpacks anything, so its own
+# dpkg and every later apt-get read it): the same files are installed, only
+# the flush to disk is left out, which is most of dpkg's time on a loaded
+# machine, and the root is thrown away afterwards anyway.
+fresh_debootstrap() {
+	mkdir -p "$1/etc/dpkg/dpkg.cfg.d"
+	chmod 0755 "$1"
+	echo force-unsafe-io > "$1/etc/dpkg/dpkg.cfg.d/sluice-fresh-unsafe-io"
+	debootstrap --variant=minbase bookworm "$1" "$2"
+}
+
+# Fill fresh_root: a copy of the root $SLUICE_FRESH_BASE debootstrapped
+# before (tests/fresh/ci.sh makes one for check-fresh and check-deb: one
+# debootstrap per run), else fresh_debootstrap from the mirror $1.  Output
+# to stdout/stderr.
+fresh_populate() {
+	if [ -n "${SLUICE_FRESH_BASE:-}" ]; then
+		cp -a "$SLUICE_FRESH_BASE/." "$fresh_root/"
+	else
+		fresh_debootstrap "$fresh_root" "$1"
+	fi
+}
+
+# Take the host's suite lock ($SLUICE_SUITE_LOCK, default
+# /tmp/sluice-suite.lock) on descriptor 9, waiting at most
+# $SLUICE_FRESH_LOCK_WAIT seconds (default 600).  Whatever starts sandboxes
+# in the root takes it: their cgroups and pins are the host's (the cgroup
+# and bpffs mounts are bound in), and a concurrent suite on the host counts
+# what appears there during its tests as left behind.  Returns 1 (says so)
+# when the lock stays busy.  Released by fresh_unlock or at exit.
+fresh_lock() {
+	local lock=${SLUICE_SUITE_LOCK:-/tmp/sluice-suite.lock} wait=${SLUICE_FRESH_LOCK_WAIT:-600}
+	exec 9> "$lock"
+	echo "== $fresh_what: taking the suite lock $lock (at most $wait s)"
+	if ! flock -w "$wait" 9; then
+		echo "== $fresh_what: the suite lock $lock stayed busy for $wait s"
+		exec 9>&-
+		return 1
+	fi
+}
+fresh_unlock() { exec 9>&-; }
+
 fresh_mounted=()
 fresh_root=
 
-# Make an empty root directory under /var/tmp into fresh_root (0755: apt's
-# _apt and nobody must be able to enter it).
+# Should the roots live in memory?  SLUICE_FRESH_TMPFS=1 yes, =0 no; unset:
+# yes when the machine has 8 GiB available (a root after `make deps` and
+# `make` is about 3 GB).  On a loaded disk dpkg's writes and removing the
+# root afterwards take minutes; on a tmpfs seconds, and the unmount frees it.
+fresh_use_tmpfs() {
+	case ${SLUICE_FRESH_TMPFS:-} in
+	1) return 0 ;;
+	0) return 1 ;;
+	esac
+	[ "$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)" -ge $((8 * 1024 * 1024)) ]
+}
+
+# Make an empty directory $1.XXXXXX (0755: apt's _apt and nobody must be
+# able to enter it), a tmpfs of at most $SLUICE_FRESH_TMPFS_SIZE (default
+# 10g) when fresh_use_tmpfs says so, added to fresh_mounted; print its path.
+# Call it in a private mount namespace (fresh_private_ns), not in $(...).
+fresh_make_dir() {
+	fresh_dir=$(mktemp -d "$1.XXXXXX")
+	chmod 0755 "$fresh_dir"
+	if fresh_use_tmpfs; then
+		mount -t tmpfs -o "mode=0755,size=${SLUICE_FRESH_TMPFS_SIZE:-10g}" sluice-fresh "$fresh_dir"
+		fresh_mounted+=("$fresh_dir")
+	fi
+}
+
+# Make an empty root directory under /var/tmp into fresh_root (fresh_make_dir).
 fresh_make_root() {
-	fresh_root=$(mktemp -d /var/tmp/sluice-fresh.XXXXXX)
-	chmod 0755 "$fresh_root"
+	fresh_make_dir /var/tmp/sluice-fresh
+	fresh_root=$fresh_dir
 }
 
 fresh_bind() {
@@ -64,6 +132,13 @@ fresh_mount_root() {
 	fresh_bind /dev
 	mount -t tmpfs -o mode=0755 tmpfs "$r/run" && fresh_mounted+=("$r/run")
 	mount -t tmpfs -o mode=1777 tmpfs "$r/tmp" && fresh_mounted+=("$r/tmp")
+	# the .debs apt fetches, shared by the checks of one run (tests/fresh/ci.sh):
+	# apt checks each against the mirror's signed index all the same
+	if [ -n "${SLUICE_FRESH_APT_CACHE:-}" ]; then
+		mkdir -p "$SLUICE_FRESH_APT_CACHE/partial" "$r/var/cache/apt/archives"
+		mount --bind "$SLUICE_FRESH_APT_CACHE" "$r/var/cache/apt/archives" &&
+			fresh_mounted+=("$r/var/cache/apt/archives")
+	fi
 }
 
 # Kill what still runs in the root, unmount everything under it, remove it.

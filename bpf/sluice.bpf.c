@@ -873,9 +873,6 @@ static __always_inline bool tcp_reply(struct __sk_buff *skb, __u32 l4off)
 	return o && (o->flags & SLUICE_ORIG_PASSIVE);
 }
 
-/* Did this packet's socket connect to exactly this TCP destination under
- * this generation with a cidr entry's allowance (sluice_sk_judged)?
- * `daddr`: network byte order, IPv4 in [0] for SLUICE_AF_INET. */
 /*
  * The upper-layer header of an IPv6 packet (data at the network header):
  * skips the extension headers the sandbox's own stack puts first, at most
@@ -909,6 +906,9 @@ static __always_inline __u32 ip6_l4_offset(struct __sk_buff *skb, __u8 *proto)
 	return nh == 0 || nh == 43 || nh == 60 || nh == 44 ? 0 : off;
 }
 
+/* Did this packet's socket connect to exactly this TCP destination under
+ * this generation with a cidr entry's allowance (sluice_sk_judged)?
+ * `daddr`: network byte order, IPv4 in [0] for SLUICE_AF_INET. */
 static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8 family, const __u32 *daddr,
 					  __u16 dport)
 {

@@ -40,12 +40,17 @@ fresh_mirror_reachable() {
 # /etc/dpkg/dpkg.cfg.d/ before debootstrap unpacks anything, so its own
 # dpkg and every later apt-get read it): the same files are installed, only
 # the flush to disk is left out, which is most of dpkg's time on a loaded
-# machine, and the root is thrown away afterwards anyway.
+# machine, and the root is thrown away afterwards anyway.  Prints what it
+# does.
 fresh_debootstrap() {
 	mkdir -p "$1/etc/dpkg/dpkg.cfg.d"
 	chmod 0755 "$1"
 	echo force-unsafe-io > "$1/etc/dpkg/dpkg.cfg.d/sluice-fresh-unsafe-io"
 	debootstrap --variant=minbase bookworm "$1" "$2"
+	# man-db's trigger re-indexes every manual page after each install (a
+	# minute and more of `make deps` on a loaded machine); `man` reads the
+	# pages without the index
+	echo 'man-db man-db/auto-update boolean false' | chroot "$1" debconf-set-selections
 }
 
 # Fill fresh_root: a copy of the root $SLUICE_FRESH_BASE debootstrapped

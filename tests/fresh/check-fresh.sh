@@ -39,7 +39,9 @@
 # every SKIP must name a kernel or machine feature (fresh_skip_ok), else the
 # check fails (netavark missing shows as "podman cannot create networks").
 #
-# `make demo` and the tests start sandboxes whose cgroups and pins are the
+# `make demo` and the tests run in a network namespace of their own (only lo:
+# lib.sh fresh_in_root_offline), so what podman's netavark and iptables do
+# there never changes the host's network.  They start sandboxes whose cgroups and pins are the
 # host's: they run under the host's suite lock (fresh_lock, at most
 # $SLUICE_FRESH_LOCK_WAIT s, default 600); when it stays busy they are left
 # out, the last line says so and the exit status is 77.  Do not run
@@ -109,6 +111,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 in_root() { fresh_in_root "$root" "$1"; }
+# what starts sandboxes and containers: in a network namespace of its own
+offline() { fresh_in_root_offline "$root" "$1"; }
 quiet() { "$@" >> "$log" 2>&1 || { tail -n 30 "$log"; return 1; }; }
 
 t_start=$(date +%s)
@@ -132,10 +136,10 @@ fresh_step "make deps && make" quiet in_root "make deps && make"
 run_tests() {
 	local out=$root.tests rc=0 line bad=0
 	case $tests in
-	full) in_root "make test" > "$out" 2>&1 || rc=$? ;;
+	full) offline "make test" > "$out" 2>&1 || rc=$? ;;
 	ci)
-		in_root "make test INTEGRATION_TESTS='$ci_tests' FUZZ_BINS=" > "$out" 2>&1 || rc=$?
-		in_root "SLUICE_BUILD=/src/build python3 tests/integration/run.py $FRESH_CI_PICKED" >> "$out" 2>&1 || rc=1
+		offline "make test INTEGRATION_TESTS='$ci_tests' FUZZ_BINS=" > "$out" 2>&1 || rc=$?
+		offline "SLUICE_BUILD=/src/build python3 tests/integration/run.py $FRESH_CI_PICKED" >> "$out" 2>&1 || rc=1
 		# libFuzzer and the sanitizer runtimes (libclang-rt-14-dev) with the
 		# fuzz targets' flags: linked and run (a fuzz target of the tree
 		# compiles the whole code base, minutes on a loaded machine)
@@ -166,11 +170,11 @@ run_tests() {
 }
 
 if [ "$tests" = none ]; then
-	fresh_step "make demo" quiet in_root "make demo"
+	fresh_step "make demo" quiet offline "make demo"
 	echo "check-fresh: SLUICE_FRESH_TESTS=none: make test left out"
 	echo "check-fresh: passed in $(($(date +%s) - t_start)) s"
 elif fresh_lock; then
-	fresh_step "make demo" quiet in_root "make demo"
+	fresh_step "make demo" quiet offline "make demo"
 	fresh_step "make test ($tests)" run_tests
 	fresh_unlock
 	echo "check-fresh: passed in $(($(date +%s) - t_start)) s"

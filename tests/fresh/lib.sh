@@ -1,8 +1,12 @@
+# shellcheck shell=bash
 # tests/fresh/lib.sh - what make check-fresh (check-fresh.sh) and make
 # check-deb (check-deb.sh) share: the Debian mirror, a debootstrapped
 # bookworm root with /proc, /sys (cgroup and bpffs under it) and /dev bound
 # in, commands run inside it, and its removal.  Sourced by bash scripts that
 # run as root in a private mount namespace of their own (fresh_private_ns).
+
+# the caller's name for its lines (fresh_step, fresh_lock): set it after sourcing
+fresh_what=${fresh_what:-fresh}
 
 # Re-exec the calling script in a mount namespace of its own: the root's
 # mounts never show in the host's /proc/mounts (concurrent test runs would
@@ -40,12 +44,17 @@ fresh_mirror_reachable() {
 # /etc/dpkg/dpkg.cfg.d/ before debootstrap unpacks anything, so its own
 # dpkg and every later apt-get read it): the same files are installed, only
 # the flush to disk is left out, which is most of dpkg's time on a loaded
-# machine, and the root is thrown away afterwards anyway.
+# machine, and the root is thrown away afterwards anyway.  Prints what it
+# does.
 fresh_debootstrap() {
 	mkdir -p "$1/etc/dpkg/dpkg.cfg.d"
 	chmod 0755 "$1"
 	echo force-unsafe-io > "$1/etc/dpkg/dpkg.cfg.d/sluice-fresh-unsafe-io"
 	debootstrap --variant=minbase bookworm "$1" "$2"
+	# man-db's trigger re-indexes every manual page after each install (a
+	# minute and more of `make deps` on a loaded machine); `man` reads the
+	# pages without the index
+	echo 'man-db man-db/auto-update boolean false' | chroot "$1" debconf-set-selections
 }
 
 # Fill fresh_root: a copy of the root $SLUICE_FRESH_BASE debootstrapped
@@ -154,7 +163,7 @@ fresh_cleanup() {
 		umount -R "${fresh_mounted[i]}" 2>/dev/null || umount -R -l "${fresh_mounted[i]}"
 	done
 	# anything the commands mounted under the root (netns files, ...)
-	grep -o " $r[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	grep -o " ${r}[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
 	if grep -q " $r" /proc/self/mounts; then
 		echo "fresh: mounts left under $r, not removing it" >&2
 		return 1
@@ -174,6 +183,15 @@ fresh_in_root() {
 			HOME=/root TERM=dumb LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
 			/bin/bash -c "umount -l /.oldroot && rmdir /.oldroot && { cd /src 2>/dev/null || cd /; } && $1"
 	' "$1" "$2"
+}
+
+# fresh_in_root in a network namespace of its own with only lo (up): for
+# what starts sandboxes and containers.  The tests make every network they
+# use themselves; podman's netavark, iptables and the worlds' veths then
+# change that namespace, never the host's, and nothing can leave the
+# machine.
+fresh_in_root_offline() {
+	unshare -n bash -c 'ip link set lo up && . tests/fresh/lib.sh && fresh_in_root "$0" "$1"' "$1" "$2"
 }
 
 # Run "$@" as a named step, saying how long it took.

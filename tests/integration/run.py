@@ -6,7 +6,7 @@ line).  A test is a function test_<name>(world) in such a file; each file
 gets one fresh World (network namespaces + servers) torn down after it.
 Helpers: world.Skip (the kernel or machine lacks a feature: reported as
 skipped, never as passed), plain assert for checks.  A filter -k SUBSTR
-runs only matching tests.  Ends with the line "N passed, N failed, N skipped".
+runs only matching tests (repeated: the tests matching any of them).  Ends with the line "N passed, N failed, N skipped".
 Needs root.
 """
 import glob
@@ -24,10 +24,10 @@ import world as W  # noqa: E402
 
 def main():
     args = sys.argv[1:]
-    only = None
-    if "-k" in args:
+    only = []
+    while "-k" in args:
         i = args.index("-k")
-        only = args[i + 1]
+        only.append(args[i + 1])
         del args[i:i + 2]
     files = args or sorted(glob.glob(os.path.join(HERE, "test_*.py")))
     if os.geteuid() != 0:
@@ -47,7 +47,7 @@ def main():
         tests = [(n, getattr(mod, n)) for n in dir(mod) if n.startswith("test_") and callable(getattr(mod, n))]
         tests.sort(key=lambda t: t[1].__code__.co_firstlineno)
         if only:
-            tests = [t for t in tests if only in t[0] or only in name]
+            tests = [t for t in tests if any(o in t[0] or o in name for o in only)]
         if not tests:
             continue
         print("== %s" % name, flush=True)

@@ -224,6 +224,24 @@ def test_follow_by_a_member_only_its_own_sandbox(w):
             assert all(e.get("sluice.sandbox") == name for e in own.lines)
         finally:
             own.close()
+        # a member holds at most 4 followers at once
+        TE.wait_for(lambda: follow_stats(s.d)["followers"] == 0, "the member's follower gone")
+        script = ("import json, socket, sys\n"
+                  "held = []\n"
+                  "for i in range(5):\n"
+                  "    c = socket.socket(socket.AF_UNIX)\n"
+                  "    c.connect(sys.argv[1])\n"
+                  "    c.sendall((json.dumps({'cmd': 'follow', 'sandbox': sys.argv[2]}) + '\\n').encode())\n"
+                  "    c.settimeout(20)\n"
+                  "    got = b''\n"
+                  "    while b'\\n' not in got:\n"
+                  "        got += c.recv(4096)\n"
+                  "    print(got.split(b'\\n')[0].decode(), flush=True)\n"
+                  "    held.append(c)\n")
+        r = s.u.as_user(s.u.member, ["python3", "-c", script, s.env["SLUICE_CONTROL_SOCK"], name], s.env, timeout=60)
+        answers = [json.loads(l) for l in r.stdout.splitlines()]
+        assert [x["ok"] for x in answers] == [True] * 4 + [False], r
+        assert "at most 4" in answers[4]["error"], answers[4]
         refused = follow_stats(s.d)["refused"]
         assert refused >= 2, refused
     finally:

@@ -152,10 +152,16 @@ vmlinux:
 $(OUTPUT):
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.o: %.c $(SKELS) | $(OUTPUT)
+$(OUTPUT)/%.o: %.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+
+# An object that includes a skeleton waits for that one only (libbpf-bootstrap
+# style); the .d files keep it rebuilt when the skeleton changes.  A new
+# `#include "X.skel.h"` needs its line here.
+$(OUTPUT)/loader/sandbox.o: $(OUTPUT)/sluice.skel.h
+$(OUTPUT)/loader/destroy.o: $(OUTPUT)/sluice_destroy.skel.h
 
 # children.c is rebuilt when the helpers' directory changes (PREFIX=...)
 $(OUTPUT)/helperdir.stamp: FORCE | $(OUTPUT)

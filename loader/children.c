@@ -300,223 +300,145 @@ static int ca_pipe(const char *pem, int *rfd)
 	return 0;
 }
 
-pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
-			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
-{
-	int ready[2], cafd = -1, secfd = -1, upfd = -1;
-	char capbuf[16], secbuf[16], upbuf[16];
-	pid_t pid;
+/* The command line of one child as it is built: argv points into the
+ * buffers here; keep[] are the descriptors it inherits across exec; the
+ * pipes and memfd made for it, closed by child_cmd_close(). */
+struct child_cmd {
 	char *argv[96];
-	char fdbuf[8][16], logfd[16], policyfd[32], seqfd[16];
+	int argc;
+	char num[16][16];           /* descriptor numbers as text */
+	int n_num;
+	char policyfd[32];
 	char labelbuf[SLUICE_LABELS_MAX][SLUICE_LABEL_KEY_MAX + SLUICE_LABEL_VALUE_MAX + 2];
-	int argc = 0, nfd = 0;
-	int fds[6];
-	const char *base = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
-	int is_proxy = strstr(base, "proxy") != NULL;
+	int keep[16];
+	int n_keep;
+	int ready[2], cafd, upfd, secfd;
+};
 
-	if (pipe2(ready, O_CLOEXEC) < 0) {
-		snprintf(msg, msglen, "pipe: %s", strerror(errno));
-		return -errno;
-	}
-	argv[argc++] = (char *)binary;
-#define ADDFD(flag, fd)                                                   \
-	do {                                                              \
-		if ((fd) >= 0) {                                          \
-			fds[nfd] = (fd);                                  \
-			snprintf(fdbuf[nfd], sizeof(fdbuf[nfd]), "%d", (fd)); \
-			argv[argc++] = (flag);                            \
-			argv[argc++] = fdbuf[nfd];                        \
-			nfd++;                                            \
-		}                                                         \
-	} while (0)
-	if (is_proxy) {
-		ADDFD("--listen-fd", l->proxy4);
-		ADDFD("--listen-fd", l->proxy6);
-		if (o->flow_map) {
-			argv[argc++] = "--flow-map";
-			argv[argc++] = (char *)o->flow_map;
+static void cmd_arg(struct child_cmd *c, const char *flag, const char *value)
+{
+	c->argv[c->argc++] = (char *)flag;
+	c->argv[c->argc++] = (char *)value;
+}
+
+/* `flag N` for the descriptor fd, which the child inherits. */
+static void cmd_fd(struct child_cmd *c, const char *flag, int fd)
+{
+	snprintf(c->num[c->n_num], sizeof(c->num[c->n_num]), "%d", fd);
+	cmd_arg(c, flag, c->num[c->n_num++]);
+	c->keep[c->n_keep++] = fd;
+}
+
+static void child_cmd_close(struct child_cmd *c)
+{
+	int *fds[] = { &c->ready[0], &c->ready[1], &c->cafd, &c->upfd, &c->secfd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
 		}
-	} else {
-		ADDFD("--udp-fd", l->dns_udp4);
-		ADDFD("--udp-fd", l->dns_udp6);
-		ADDFD("--tcp-fd", l->dns_tcp4);
-		ADDFD("--tcp-fd", l->dns_tcp6);
-	}
-#undef ADDFD
-	if (o->policy_fd > 0) {
-		snprintf(policyfd, sizeof(policyfd), "/dev/fd/%d", o->policy_fd);
-		argv[argc++] = "--policy";
-		argv[argc++] = policyfd;
-	} else if (o->policy_path) {
-		argv[argc++] = "--policy";
-		argv[argc++] = (char *)o->policy_path;
-	}
-	if (o->policy_digest) {
-		argv[argc++] = "--policy-digest";
-		argv[argc++] = (char *)o->policy_digest;
-	}
-	if (is_proxy && o->policy_next) {
-		argv[argc++] = "--policy-next";
-		argv[argc++] = (char *)o->policy_next;
-	}
-	if (o->netns_path) {
-		argv[argc++] = "--netns";
-		argv[argc++] = (char *)o->netns_path;
-	}
-	if (o->sandbox) {
-		argv[argc++] = "--sandbox";
-		argv[argc++] = (char *)o->sandbox;
-	}
-	if (o->log_fd > 0) {
-		snprintf(logfd, sizeof(logfd), "%d", o->log_fd);
-		argv[argc++] = "--log-fd";
-		argv[argc++] = logfd;
-	}
-	if (o->seq_fd > 0) {
-		snprintf(seqfd, sizeof(seqfd), "%d", o->seq_fd);
-		argv[argc++] = "--seq-fd";
-		argv[argc++] = seqfd;
-	}
-	for (size_t i = 0; o->labels && i < o->labels->n && i < SLUICE_LABELS_MAX; i++) {
-		snprintf(labelbuf[i], sizeof(labelbuf[i]), "%s=%s", o->labels->key[i], o->labels->value[i]);
-		argv[argc++] = "--label";
-		argv[argc++] = labelbuf[i];
-	}
-	if (o->upstream_dns) {
-		argv[argc++] = "--upstream-dns";
-		argv[argc++] = (char *)o->upstream_dns;
-	}
-	if (o->mode) {
-		argv[argc++] = "--mode";
-		argv[argc++] = (char *)o->mode;
-	}
-	if (o->container_id) {
-		argv[argc++] = "--container-id";
-		argv[argc++] = (char *)o->container_id;
-	}
-	if (o->container_name) {
-		argv[argc++] = "--container-name";
-		argv[argc++] = (char *)o->container_name;
-	}
-	if (o->container_runtime) {
-		argv[argc++] = "--container-runtime";
-		argv[argc++] = (char *)o->container_runtime;
-	}
-	if (o->ocsf) {
-		argv[argc++] = "--events-format";
-		argv[argc++] = "ocsf";
-	}
-	if (is_proxy && o->ca) {
-		int err = ca_pipe(o->ca, &cafd);
+}
 
+/* The options every child takes: its sockets, the flow map, the policy,
+ * where it runs and logs, the labels and container fields, the mode. */
+static void cmd_common(struct child_cmd *c, bool is_proxy, const struct sluice_listeners *l,
+		       const struct sluice_child_opts *o)
+{
+	const int sock[] = { l->proxy4, l->proxy6, l->dns_udp4, l->dns_udp6, l->dns_tcp4, l->dns_tcp6 };
+	const char *flag[] = { "--listen-fd", "--listen-fd", "--udp-fd", "--udp-fd", "--tcp-fd", "--tcp-fd" };
+
+	for (int i = is_proxy ? 0 : 2; i < (is_proxy ? 2 : 6); i++)
+		if (sock[i] >= 0)
+			cmd_fd(c, flag[i], sock[i]);
+	if (is_proxy && o->flow_map)
+		cmd_arg(c, "--flow-map", o->flow_map);
+	if (o->policy_fd > 0) {
+		snprintf(c->policyfd, sizeof(c->policyfd), "/dev/fd/%d", o->policy_fd);
+		cmd_arg(c, "--policy", c->policyfd);
+		c->keep[c->n_keep++] = o->policy_fd;
+	} else if (o->policy_path) {
+		cmd_arg(c, "--policy", o->policy_path);
+	}
+	if (o->policy_digest)
+		cmd_arg(c, "--policy-digest", o->policy_digest);
+	if (is_proxy && o->policy_next)
+		cmd_arg(c, "--policy-next", o->policy_next);
+	if (o->netns_path)
+		cmd_arg(c, "--netns", o->netns_path);
+	if (o->sandbox)
+		cmd_arg(c, "--sandbox", o->sandbox);
+	if (o->log_fd > 0)
+		cmd_fd(c, "--log-fd", o->log_fd);
+	if (o->seq_fd > 0)
+		cmd_fd(c, "--seq-fd", o->seq_fd);
+	for (size_t i = 0; o->labels && i < o->labels->n && i < SLUICE_LABELS_MAX; i++) {
+		snprintf(c->labelbuf[i], sizeof(c->labelbuf[i]), "%s=%s", o->labels->key[i], o->labels->value[i]);
+		cmd_arg(c, "--label", c->labelbuf[i]);
+	}
+	if (o->upstream_dns)
+		cmd_arg(c, "--upstream-dns", o->upstream_dns);
+	if (o->mode)
+		cmd_arg(c, "--mode", o->mode);
+	if (o->container_id)
+		cmd_arg(c, "--container-id", o->container_id);
+	if (o->container_name)
+		cmd_arg(c, "--container-name", o->container_name);
+	if (o->container_runtime)
+		cmd_arg(c, "--container-runtime", o->container_runtime);
+	if (o->ocsf)
+		cmd_arg(c, "--events-format", "ocsf");
+}
+
+/* What is handed over as content: the sandbox CA and the upstream CAs
+ * (proxy) in pipes, the credentials in a sealed memfd.  Returns 0, or
+ * -errno with msg set. */
+static int cmd_content(struct child_cmd *c, bool is_proxy, const struct sluice_child_opts *o, char *msg,
+		       size_t msglen)
+{
+	int err;
+
+	if (is_proxy && o->ca) {
+		err = ca_pipe(o->ca, &c->cafd);
 		if (err < 0) {
 			snprintf(msg, msglen, "cannot hand the sandbox CA to the proxy: %s", strerror(-err));
-			close(ready[0]);
-			close(ready[1]);
 			return err;
 		}
-		snprintf(capbuf, sizeof(capbuf), "%d", cafd);
-		argv[argc++] = "--ca-fd";
-		argv[argc++] = capbuf;
+		cmd_fd(c, "--ca-fd", c->cafd);
 	}
 	if (is_proxy && o->upstream_ca && o->upstream_ca[0]) {
-		int err = ca_pipe(o->upstream_ca, &upfd);
-
+		err = ca_pipe(o->upstream_ca, &c->upfd);
 		if (err < 0) {
 			snprintf(msg, msglen, "cannot hand the upstream CA certificates to the proxy: %s", strerror(-err));
-			close(ready[0]);
-			close(ready[1]);
-			if (cafd >= 0)
-				close(cafd);
 			return err;
 		}
-		snprintf(upbuf, sizeof(upbuf), "%d", upfd);
-		argv[argc++] = "--upstream-ca-fd";
-		argv[argc++] = upbuf;
+		cmd_fd(c, "--upstream-ca-fd", c->upfd);
 	}
 	if (o->secrets && o->secrets->n) {
 		/* content, not paths: the proxy never opens a secret file */
-		secfd = sluice_secrets_to_memfd(o->secrets, is_proxy);
-		if (secfd < 0) {
-			snprintf(msg, msglen, "cannot hand the credentials over: %s", strerror(-secfd));
-			close(ready[0]);
-			close(ready[1]);
-			if (cafd >= 0)
-				close(cafd);
-			if (upfd >= 0)
-				close(upfd);
-			return secfd;
+		c->secfd = sluice_secrets_to_memfd(o->secrets, is_proxy);
+		if (c->secfd < 0) {
+			err = c->secfd;
+			snprintf(msg, msglen, "cannot hand the credentials over: %s", strerror(-err));
+			return err;
 		}
-		snprintf(secbuf, sizeof(secbuf), "%d", secfd);
-		argv[argc++] = "--secrets-fd";
-		argv[argc++] = secbuf;
+		cmd_fd(c, "--secrets-fd", c->secfd);
 	}
-	if (!is_proxy && o->stats_fd > 0) {
-		snprintf(fdbuf[6], sizeof(fdbuf[6]), "%d", o->stats_fd);
-		argv[argc++] = "--stats-fd";
-		argv[argc++] = fdbuf[6];
-	}
-	snprintf(fdbuf[7], sizeof(fdbuf[7]), "%d", ready[1]);
-	argv[argc++] = "--ready-fd";
-	argv[argc++] = fdbuf[7];
-	for (int i = 0; o->extra && o->extra[i] && argc < 94; i++)
-		argv[argc++] = o->extra[i];
-	argv[argc] = NULL;
+	return 0;
+}
 
-	pid = fork();
-	if (pid < 0) {
-		int err = errno;
-
-		snprintf(msg, msglen, "fork: %s", strerror(err));
-		close(ready[0]);
-		close(ready[1]);
-		if (cafd >= 0)
-			close(cafd);
-		if (upfd >= 0)
-			close(upfd);
-		if (secfd >= 0)
-			close(secfd);
-		return -err;
-	}
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		/* the listeners and the ready pipe stay open across exec */
-		for (int i = 0; i < nfd; i++)
-			fcntl(fds[i], F_SETFD, 0);
-		fcntl(ready[1], F_SETFD, 0);
-		if (o->log_fd > 0)
-			fcntl(o->log_fd, F_SETFD, 0);
-		if (cafd >= 0)
-			fcntl(cafd, F_SETFD, 0);
-		if (upfd >= 0)
-			fcntl(upfd, F_SETFD, 0);
-		if (secfd >= 0)
-			fcntl(secfd, F_SETFD, 0);
-		if (o->policy_fd > 0)
-			fcntl(o->policy_fd, F_SETFD, 0);
-		if (o->seq_fd > 0)
-			fcntl(o->seq_fd, F_SETFD, 0);
-		if (!is_proxy && o->stats_fd > 0)
-			fcntl(o->stats_fd, F_SETFD, 0);
-		execv(binary, argv);
-		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
-		_exit(127);
-	}
-	close(ready[1]);
-	if (cafd >= 0)
-		close(cafd);
-	if (upfd >= 0)
-		close(upfd);
-	if (secfd >= 0)
-		close(secfd);
-
-	struct pollfd p = { .fd = ready[0], .events = POLLIN };
+/* Wait up to timeout_ms for the child's "ready" on the pipe (closed
+ * here); a child that does not say it is killed.  Returns pid, or -EIO
+ * with msg set. */
+static pid_t child_wait_ready(const char *binary, pid_t pid, int rfd, int timeout_ms, char *msg, size_t msglen)
+{
+	struct pollfd p = { .fd = rfd, .events = POLLIN };
 	char buf[16] = "";
 	int r = poll(&p, 1, timeout_ms);
 
 	if (r > 0)
-		r = (int)read(ready[0], buf, sizeof(buf) - 1);
-	close(ready[0]);
+		r = (int)read(rfd, buf, sizeof(buf) - 1);
+	close(rfd);
 	if (r <= 0 || strncmp(buf, "ready", 5) != 0) {
 		int status;
 
@@ -526,4 +448,53 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		return -EIO;
 	}
 	return pid;
+}
+
+pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
+			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
+{
+	struct child_cmd c = { .cafd = -1, .upfd = -1, .secfd = -1 };
+	const char *base = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
+	bool is_proxy = strstr(base, "proxy") != NULL;
+	pid_t pid;
+	int err;
+
+	if (pipe2(c.ready, O_CLOEXEC) < 0) {
+		snprintf(msg, msglen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	c.argv[c.argc++] = (char *)binary;
+	cmd_common(&c, is_proxy, l, o);
+	err = cmd_content(&c, is_proxy, o, msg, msglen);
+	if (err < 0) {
+		child_cmd_close(&c);
+		return err;
+	}
+	if (!is_proxy && o->stats_fd > 0)
+		cmd_fd(&c, "--stats-fd", o->stats_fd);
+	cmd_fd(&c, "--ready-fd", c.ready[1]);
+	for (int i = 0; o->extra && o->extra[i] && c.argc < 94; i++)
+		c.argv[c.argc++] = o->extra[i];
+	c.argv[c.argc] = NULL;
+
+	pid = fork();
+	if (pid < 0) {
+		err = errno;
+		snprintf(msg, msglen, "fork: %s", strerror(err));
+		child_cmd_close(&c);
+		return -err;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* the listeners, the ready pipe and what was handed over stay open across exec */
+		for (int i = 0; i < c.n_keep; i++)
+			fcntl(c.keep[i], F_SETFD, 0);
+		execv(binary, c.argv);
+		fprintf(stderr, "sluice: cannot execute %s: %s\n", binary, strerror(errno));
+		_exit(127);
+	}
+	err = c.ready[0];
+	c.ready[0] = -1;
+	child_cmd_close(&c);
+	return child_wait_ready(binary, pid, err, timeout_ms, msg, msglen);
 }

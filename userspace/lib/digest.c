@@ -114,131 +114,193 @@ static void sb_programs(struct sbuf *b, const struct sluice_entry *e)
 	sb_str(b, "]");
 }
 
+/* ,"url":"scheme://host:port/path" (the port always written: http://h:80/p). */
+static void sb_url(struct sbuf *b, const struct sluice_entry *e)
+{
+	size_t n = strlen(e->url_scheme) + strlen(e->url_host) + strlen(e->url_path) + 16;
+	char *u;
+
+	sb_str(b, ",\"url\":");
+	u = malloc(n);
+	if (!u) {
+		b->oom = true;
+		return;
+	}
+	snprintf(u, n, "%s://%s:%u%s", e->url_scheme, e->url_host, e->url_port, e->url_path);
+	sb_json(b, u);
+	free(u);
+}
+
+/* ,"valid":{owner, ticket, until}: change control, only when set (older
+ * policies keep their digest); "valid" sorts after every other key but "why". */
+static void sb_valid(struct sbuf *b, const struct sluice_entry *e)
+{
+	const char *sep = "";
+	char t[64];
+
+	if (!e->expires && !e->owner && !e->ticket)
+		return;
+	sb_str(b, ",\"valid\":{");
+	if (e->owner) {
+		sb_str(b, "\"owner\":");
+		sb_json(b, e->owner);
+		sep = ",";
+	}
+	if (e->ticket) {
+		sb_str(b, sep);
+		sb_str(b, "\"ticket\":");
+		sb_json(b, e->ticket);
+		sep = ",";
+	}
+	if (e->expires) {
+		sb_str(b, sep);
+		sb_str(b, "\"until\":");
+		sb_json(b, sluice_rfc3339_str(e->expires, t, sizeof(t)));
+	}
+	sb_str(b, "}");
+}
+
+/* One allow entry, its keys in byte order by kind, then valid and why. */
+static void sb_entry(struct sbuf *b, const struct sluice_entry *e, bool first)
+{
+	char t[SLUICE_HOST_MAX + 64];
+
+	sb_str(b, first ? "{" : ",{");
+	switch (e->kind) {
+	case SLUICE_ENTRY_HOST:   /* host, [inspect,] ports, [programs,] why */
+		snprintf(t, sizeof(t), "%s%s", e->wildcard ? "*." : "", e->host);
+		sb_str(b, "\"host\":");
+		sb_json(b, t);
+		/* written only when true, so that policies from before
+		 * `inspect` existed keep their digest */
+		sb_str(b, e->inspect ? ",\"inspect\":true," : ",");
+		sb_ports(b, e);
+		sb_programs(b, e);
+		break;
+	case SLUICE_ENTRY_URL:    /* [credential,] methods, [programs,] url, why */
+		if (e->credential) {
+			sb_str(b, "\"credential\":");
+			sb_json(b, e->credential);
+			sb_str(b, ",");
+		}
+		sb_str(b, "\"methods\":[");
+		for (size_t j = 0; j < e->n_methods; j++) {
+			if (j)
+				sb_str(b, ",");
+			sb_json(b, e->methods[j]);
+		}
+		sb_str(b, "]");
+		sb_programs(b, e);
+		sb_url(b, e);
+		break;
+	case SLUICE_ENTRY_CIDR:   /* cidr, ports, [programs,] protocol, why */
+		sb_str(b, "\"cidr\":");
+		sb_json(b, sluice_cidr_str(e, t, sizeof(t)));
+		sb_str(b, ",");
+		sb_ports(b, e);
+		sb_programs(b, e);
+		sb_str(b, ",\"protocol\":");
+		sb_json(b, e->protocol == IPPROTO_UDP ? "udp" : "tcp");
+		break;
+	case SLUICE_ENTRY_UNIX:   /* unix, why: "@name" for an abstract name */
+		sb_str(b, "\"unix\":");
+		snprintf(t, sizeof(t), "%s%s", e->unix_abstract ? "@" : "", e->unix_path);
+		sb_json(b, t);
+		break;
+	}
+	sb_valid(b, e);
+	/* "websocket" sorts between "valid" and "why"; only when true
+	 * (older policies keep their digest) */
+	if (e->kind == SLUICE_ENTRY_URL && e->websocket)
+		sb_str(b, ",\"websocket\":true");
+	sb_str(b, ",\"why\":");
+	sb_json(b, e->why ? e->why : "");
+	sb_str(b, "}");
+}
+
+/* ],"credentials":[...] (written only when there are some, so that
+ * policies from before them keep their digest): allow_plain_http (when
+ * true), env (when set), header, name; never the file or the secret. */
+static void sb_credentials(struct sbuf *b, const struct sluice_policy *p)
+{
+	if (!p->n_credentials)
+		return;
+	sb_str(b, "],\"credentials\":[");
+	for (size_t i = 0; i < p->n_credentials; i++) {
+		const struct sluice_credential *cr = &p->credentials[i];
+
+		sb_str(b, i ? ",{" : "{");
+		if (cr->allow_plain_http)
+			sb_str(b, "\"allow_plain_http\":true,");
+		if (cr->env) {
+			sb_str(b, "\"env\":");
+			sb_json(b, cr->env);
+			sb_str(b, ",");
+		}
+		sb_str(b, "\"header\":");
+		sb_json(b, cr->header);
+		sb_str(b, ",\"name\":");
+		sb_json(b, cr->name);
+		sb_str(b, "}");
+	}
+}
+
+/* ,"families":[{family, why}] (only when written, as filesystem), in
+ * family order. */
+static void sb_families(struct sbuf *b, const struct sluice_policy *p)
+{
+	if (!p->families.present)
+		return;
+	sb_str(b, ",\"families\":[");
+	for (size_t i = 0; i < p->families.n; i++) {
+		sb_str(b, i ? ",{\"family\":" : "{\"family\":");
+		sb_json(b, p->families.items[i].name);
+		sb_str(b, ",\"why\":");
+		sb_json(b, p->families.items[i].why);
+		sb_str(b, "}");
+	}
+	sb_str(b, "]");
+}
+
+/* ,"filesystem":{hide, read_only, read_write, workdir} (only when
+ * written, so that policies from before it keep their digest); lists in
+ * file order (bind mounts are made in that order). */
+static void sb_filesystem(struct sbuf *b, const struct sluice_policy *p)
+{
+	static const char *const names[] = { "hide", "read_only", "read_write" };
+	const struct sluice_fs_path *lists[] = { p->fs.hide, p->fs.read_only, p->fs.read_write };
+	const size_t ns[] = { p->fs.n_hide, p->fs.n_read_only, p->fs.n_read_write };
+
+	if (!p->fs.present)
+		return;
+	sb_str(b, ",\"filesystem\":{");
+	for (int k = 0; k < 3; k++) {
+		sb_str(b, k ? ",\"" : "\"");
+		sb_str(b, names[k]);
+		sb_str(b, "\":[");
+		for (size_t i = 0; i < ns[k]; i++) {
+			if (i)
+				sb_str(b, ",");
+			sb_json(b, lists[k][i].path);
+		}
+		sb_str(b, "]");
+	}
+	sb_str(b, ",\"workdir\":");
+	sb_json(b, p->fs.workdir.path ? p->fs.workdir.path : "");
+	sb_str(b, "}");
+}
+
 char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 {
 	struct sbuf b = { 0 };
-	char t[SLUICE_HOST_MAX + 64];
 
 	if (!p)
 		return NULL;
 	/* keys in byte order: allow, credentials, dns, families, filesystem, mode, name, tls, version */
 	sb_str(&b, "{\"allow\":[");
-	for (size_t i = 0; i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-
-		sb_str(&b, i ? ",{" : "{");
-		switch (e->kind) {
-		case SLUICE_ENTRY_HOST:   /* host, [inspect,] ports, [programs,] why */
-			snprintf(t, sizeof(t), "%s%s", e->wildcard ? "*." : "", e->host);
-			sb_str(&b, "\"host\":");
-			sb_json(&b, t);
-			/* written only when true, so that policies from before
-			 * `inspect` existed keep their digest */
-			sb_str(&b, e->inspect ? ",\"inspect\":true," : ",");
-			sb_ports(&b, e);
-			sb_programs(&b, e);
-			break;
-		case SLUICE_ENTRY_URL:    /* [credential,] methods, [programs,] url, why */
-			if (e->credential) {
-				sb_str(&b, "\"credential\":");
-				sb_json(&b, e->credential);
-				sb_str(&b, ",");
-			}
-			sb_str(&b, "\"methods\":[");
-			for (size_t j = 0; j < e->n_methods; j++) {
-				if (j)
-					sb_str(&b, ",");
-				sb_json(&b, e->methods[j]);
-			}
-			sb_str(&b, "]");
-			sb_programs(&b, e);
-			sb_str(&b, ",\"url\":");
-			{
-				/* the port always written: http://h:80/p */
-				size_t n = strlen(e->url_scheme) + strlen(e->url_host) +
-					   strlen(e->url_path) + 16;
-				char *u = malloc(n);
-
-				if (!u) {
-					b.oom = true;
-					break;
-				}
-				snprintf(u, n, "%s://%s:%u%s", e->url_scheme, e->url_host, e->url_port,
-					 e->url_path);
-				sb_json(&b, u);
-				free(u);
-			}
-			break;
-		case SLUICE_ENTRY_CIDR:   /* cidr, ports, [programs,] protocol, why */
-			sb_str(&b, "\"cidr\":");
-			sb_json(&b, sluice_cidr_str(e, t, sizeof(t)));
-			sb_str(&b, ",");
-			sb_ports(&b, e);
-			sb_programs(&b, e);
-			sb_str(&b, ",\"protocol\":");
-			sb_json(&b, e->protocol == IPPROTO_UDP ? "udp" : "tcp");
-			break;
-		case SLUICE_ENTRY_UNIX:   /* unix, why: "@name" for an abstract name */
-			sb_str(&b, "\"unix\":");
-			snprintf(t, sizeof(t), "%s%s", e->unix_abstract ? "@" : "", e->unix_path);
-			sb_json(&b, t);
-			break;
-		}
-		/* change control, only when set (older policies keep their
-		 * digest); "valid" sorts after every other key but "why" */
-		if (e->expires || e->owner || e->ticket) {
-			const char *sep = "";
-
-			sb_str(&b, ",\"valid\":{");
-			if (e->owner) {
-				sb_str(&b, "\"owner\":");
-				sb_json(&b, e->owner);
-				sep = ",";
-			}
-			if (e->ticket) {
-				sb_str(&b, sep);
-				sb_str(&b, "\"ticket\":");
-				sb_json(&b, e->ticket);
-				sep = ",";
-			}
-			if (e->expires) {
-				sb_str(&b, sep);
-				sb_str(&b, "\"until\":");
-				sb_json(&b, sluice_rfc3339_str(e->expires, t, sizeof(t)));
-			}
-			sb_str(&b, "}");
-		}
-		/* "websocket" sorts between "valid" and "why"; only when true
-		 * (older policies keep their digest) */
-		if (e->kind == SLUICE_ENTRY_URL && e->websocket)
-			sb_str(&b, ",\"websocket\":true");
-		sb_str(&b, ",\"why\":");
-		sb_json(&b, e->why ? e->why : "");
-		sb_str(&b, "}");
-	}
-	/* credentials (written only when there are some, so that policies
-	 * from before them keep their digest): allow_plain_http (when true),
-	 * env (when set), header, name; never the file or the secret */
-	if (p->n_credentials) {
-		sb_str(&b, "],\"credentials\":[");
-		for (size_t i = 0; i < p->n_credentials; i++) {
-			const struct sluice_credential *cr = &p->credentials[i];
-
-			sb_str(&b, i ? ",{" : "{");
-			if (cr->allow_plain_http)
-				sb_str(&b, "\"allow_plain_http\":true,");
-			if (cr->env) {
-				sb_str(&b, "\"env\":");
-				sb_json(&b, cr->env);
-				sb_str(&b, ",");
-			}
-			sb_str(&b, "\"header\":");
-			sb_json(&b, cr->header);
-			sb_str(&b, ",\"name\":");
-			sb_json(&b, cr->name);
-			sb_str(&b, "}");
-		}
-	}
+	for (size_t i = 0; i < p->n_entries; i++)
+		sb_entry(&b, &p->entries[i], i == 0);
+	sb_credentials(&b, p);
 	sb_str(&b, "],\"dns\":{\"on_deny\":");
 	sb_json(&b, p->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain");
 	sb_str(&b, ",\"qtypes\":[");
@@ -248,43 +310,8 @@ char *sluice_policy_canonical(const struct sluice_policy *p, size_t *len)
 		sb_uint(&b, p->dns_qtypes[i]);
 	}
 	sb_str(&b, "]}");
-	/* families (only when written, as filesystem): family, why; in
-	 * family order */
-	if (p->families.present) {
-		sb_str(&b, ",\"families\":[");
-		for (size_t i = 0; i < p->families.n; i++) {
-			sb_str(&b, i ? ",{\"family\":" : "{\"family\":");
-			sb_json(&b, p->families.items[i].name);
-			sb_str(&b, ",\"why\":");
-			sb_json(&b, p->families.items[i].why);
-			sb_str(&b, "}");
-		}
-		sb_str(&b, "]");
-	}
-	/* filesystem (only when written, so that policies from before it keep
-	 * their digest): hide, read_only, read_write, workdir; lists in file
-	 * order (bind mounts are made in that order) */
-	if (p->fs.present) {
-		static const char *const names[] = { "hide", "read_only", "read_write" };
-		const struct sluice_fs_path *lists[] = { p->fs.hide, p->fs.read_only, p->fs.read_write };
-		const size_t ns[] = { p->fs.n_hide, p->fs.n_read_only, p->fs.n_read_write };
-
-		sb_str(&b, ",\"filesystem\":{");
-		for (int k = 0; k < 3; k++) {
-			sb_str(&b, k ? ",\"" : "\"");
-			sb_str(&b, names[k]);
-			sb_str(&b, "\":[");
-			for (size_t i = 0; i < ns[k]; i++) {
-				if (i)
-					sb_str(&b, ",");
-				sb_json(&b, lists[k][i].path);
-			}
-			sb_str(&b, "]");
-		}
-		sb_str(&b, ",\"workdir\":");
-		sb_json(&b, p->fs.workdir.path ? p->fs.workdir.path : "");
-		sb_str(&b, "}");
-	}
+	sb_families(&b, p);
+	sb_filesystem(&b, p);
 	sb_str(&b, ",\"mode\":");
 	sb_json(&b, p->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	sb_str(&b, ",\"name\":");

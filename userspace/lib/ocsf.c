@@ -239,62 +239,46 @@ static int lifecycle_activity(const char *action)
 	return 99;
 }
 
-long sluice_ocsf_convert(const char *line, size_t len, char *out, size_t cap)
+/* The OCSF class of an ECS line (by event.dataset and event.action) and
+ * its activity (by the method, the verdict, the outcome or the action). */
+static void ocsf_class(json_object *ecs, int *cls, int *act)
 {
-	struct json_tokener *tok = json_tokener_new();
-	json_object *ecs = tok ? json_tokener_parse_ex(tok, line, (int)len) : NULL;
-	json_object *o, *taken, *unmapped, *v;
-	const char *ds, *action, *verdict, *outcome;
-	int cls, cat, act, sev;
-	long rc = -1;
+	const char *ds = str_of(ecs, "event.dataset"), *action = str_of(ecs, "event.action");
+	const char *verdict = str_of(ecs, "sluice.verdict"), *outcome = str_of(ecs, "event.outcome");
 
-	json_tokener_free(tok);
-	if (!ecs || !json_object_is_type(ecs, json_type_object)) {
-		json_object_put(ecs);
-		return -1;
-	}
-	o = json_object_new_object();
-	taken = json_object_new_object();
-	ds = str_of(ecs, "event.dataset");
-	action = str_of(ecs, "event.action");
-	verdict = str_of(ecs, "sluice.verdict");
-	outcome = str_of(ecs, "event.outcome");
-
-	/* the class and its activity */
 	if (is(ds, "sluice.proxy") && is(action, "proxy-http")) {
-		cls = CLASS_HTTP;
-		act = http_activity(str_of(ecs, "http.request.method"));
+		*cls = CLASS_HTTP;
+		*act = http_activity(str_of(ecs, "http.request.method"));
 	} else if (is(ds, "sluice.resolver")) {
-		cls = CLASS_DNS;
-		act = 6;   /* Traffic: the query and its answer */
+		*cls = CLASS_DNS;
+		*act = 6;   /* Traffic: the query and its answer */
 	} else if (is(ds, "sluice.kernel") || is(ds, "sluice.proxy")) {
-		cls = CLASS_NETWORK;
+		*cls = CLASS_NETWORK;
 		if (is(verdict, "deny"))
-			act = 5;   /* Refuse */
+			*act = 5;   /* Refuse */
 		else if (is(verdict, "would_deny"))
-			act = 1;   /* Open: audit mode let it through */
+			*act = 1;   /* Open: audit mode let it through */
 		else if (is(outcome, "failure"))
-			act = 4;   /* Fail */
+			*act = 4;   /* Fail */
 		else if (is(ds, "sluice.proxy"))
-			act = 2;   /* Close: a tunnel's line is written when it ends */
+			*act = 2;   /* Close: a tunnel's line is written when it ends */
 		else
-			act = 99;  /* a report (events_lost) */
+			*act = 99;  /* a report (events_lost) */
 	} else {
-		cls = CLASS_APP_LIFECYCLE;
-		act = lifecycle_activity(action);
+		*cls = CLASS_APP_LIFECYCLE;
+		*act = lifecycle_activity(action);
 	}
-	cat = cls / 1000;
-	json_object_object_add(o, "class_uid", json_object_new_int(cls));
-	json_object_object_add(o, "category_uid", json_object_new_int(cat));
-	json_object_object_add(o, "activity_id", json_object_new_int(act));
-	json_object_object_add(o, "type_uid", json_object_new_int64((int64_t)cls * 100 + act));
-	json_object_object_add(taken, "event.dataset", NULL);
-	/* mapped to status_id, action_id, protocol_ver_id below */
-	json_object_object_add(taken, "event.outcome", NULL);
-	json_object_object_add(taken, "sluice.verdict", NULL);
-	json_object_object_add(taken, "network.type", NULL);
+}
 
-	/* time, severity, status, the Security Control profile */
+/* time, severity, status, action and disposition, metadata and its
+ * profiles, and app (lifecycle) or connection_info (the network classes). */
+static void ocsf_envelope(json_object *ecs, json_object *o, json_object *taken, int cls)
+{
+	const char *verdict = str_of(ecs, "sluice.verdict"), *outcome = str_of(ecs, "event.outcome");
+	json_object *v;
+	int sev;
+
+	/* the Security Control profile */
 	{
 		long long ms = rfc3339_ms(str_of(ecs, "@timestamp"));
 
@@ -339,6 +323,95 @@ long sluice_ocsf_convert(const char *line, size_t len, char *out, size_t cap)
 			put(o, "connection_info.protocol_ver_id",
 			    json_object_new_int(is(json_object_get_string(v), "ipv6") ? 6 : 4));
 	}
+}
+
+/* The DNS class's own fields: rcode_id, the query's packet_uid, the
+ * answers, and the hostname dns_query requires. */
+static void ocsf_dns(json_object *ecs, json_object *o, json_object *taken)
+{
+	const char *rc_s = str_of(ecs, "dns.response_code");
+	json_object *answers, *a, *v;
+
+	json_object_object_add(o, "rcode_id", json_object_new_int(rcode_id(rc_s)));
+	if (json_object_object_get_ex(ecs, "dns.id", &v))
+		put(o, "query.packet_uid", json_object_new_int(atoi(json_object_get_string(v))));
+	json_object_object_add(taken, "dns.id", NULL);
+	if (json_object_object_get_ex(ecs, "dns.answers", &answers) && json_object_is_type(answers, json_type_array)) {
+		json_object *list = json_object_new_array();
+
+		for (size_t i = 0; i < json_object_array_length(answers); i++) {
+			json_object *src = json_object_array_get_idx(answers, i), *dst = json_object_new_object(), *f;
+
+			if (json_object_object_get_ex(src, "data", &f))
+				json_object_object_add(dst, "rdata", json_object_get(f));
+			if (json_object_object_get_ex(src, "type", &f))
+				json_object_object_add(dst, "type", json_object_get(f));
+			if (json_object_object_get_ex(src, "class", &f))
+				json_object_object_add(dst, "class", json_object_get(f));
+			if (json_object_object_get_ex(src, "ttl", &f))
+				json_object_object_add(dst, "ttl", json_object_get(f));
+			json_object_array_add(list, dst);
+		}
+		json_object_object_add(o, "answers", list);
+		json_object_object_add(taken, "dns.answers", NULL);
+	}
+	a = json_object_object_get(o, "query");
+	if (!a || !json_object_object_get_ex(a, "hostname", NULL))
+		/* dns_query requires hostname: a malformed query has none */
+		put(o, "query.hostname", json_object_new_string(""));
+}
+
+/* o as one line into out (cap bytes); too big, with its unmapped fields
+ * replaced by "sluice.truncated": true.  Returns the length, or -1 when
+ * even that does not fit. */
+static long ocsf_write(json_object *o, char *out, size_t cap)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	size_t n = strlen(s);
+
+	if (n >= cap) {
+		/* too big for a line: the unmapped fields go, said so */
+		json_object *mark = json_object_new_object();
+
+		json_object_object_add(mark, "sluice.truncated", json_object_new_boolean(1));
+		json_object_object_add(o, "unmapped", mark);
+		s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		n = strlen(s);
+	}
+	if (n >= cap)
+		return -1;
+	memcpy(out, s, n + 1);
+	return (long)n;
+}
+
+long sluice_ocsf_convert(const char *line, size_t len, char *out, size_t cap)
+{
+	struct json_tokener *tok = json_tokener_new();
+	json_object *ecs = tok ? json_tokener_parse_ex(tok, line, (int)len) : NULL;
+	json_object *o, *taken, *unmapped, *v;
+	int cls, cat, act;
+	long rc;
+
+	json_tokener_free(tok);
+	if (!ecs || !json_object_is_type(ecs, json_type_object)) {
+		json_object_put(ecs);
+		return -1;
+	}
+	o = json_object_new_object();
+	taken = json_object_new_object();
+	ocsf_class(ecs, &cls, &act);
+	cat = cls / 1000;
+	json_object_object_add(o, "class_uid", json_object_new_int(cls));
+	json_object_object_add(o, "category_uid", json_object_new_int(cat));
+	json_object_object_add(o, "activity_id", json_object_new_int(act));
+	json_object_object_add(o, "type_uid", json_object_new_int64((int64_t)cls * 100 + act));
+	json_object_object_add(taken, "event.dataset", NULL);
+	/* mapped to status_id, action_id, protocol_ver_id below */
+	json_object_object_add(taken, "event.outcome", NULL);
+	json_object_object_add(taken, "sluice.verdict", NULL);
+	json_object_object_add(taken, "network.type", NULL);
+
+	ocsf_envelope(ecs, o, taken, cls);
 	map_rows(ecs, o, common_rows, taken);
 	map_labels(ecs, o, taken);
 	if (json_object_object_get_ex(ecs, "event.duration", &v)) {
@@ -355,38 +428,8 @@ long sluice_ocsf_convert(const char *line, size_t len, char *out, size_t cap)
 	if (cls == CLASS_HTTP && !json_object_object_get(o, "http_request"))
 		/* an inspected connection that ended before a request: none to describe */
 		json_object_object_add(o, "http_request", json_object_new_object());
-	if (cls == CLASS_DNS) {
-		const char *rc_s = str_of(ecs, "dns.response_code");
-		json_object *answers, *a;
-
-		json_object_object_add(o, "rcode_id", json_object_new_int(rcode_id(rc_s)));
-		if (json_object_object_get_ex(ecs, "dns.id", &v))
-			put(o, "query.packet_uid", json_object_new_int(atoi(json_object_get_string(v))));
-		json_object_object_add(taken, "dns.id", NULL);
-		if (json_object_object_get_ex(ecs, "dns.answers", &answers) && json_object_is_type(answers, json_type_array)) {
-			json_object *list = json_object_new_array();
-
-			for (size_t i = 0; i < json_object_array_length(answers); i++) {
-				json_object *src = json_object_array_get_idx(answers, i), *dst = json_object_new_object(), *f;
-
-				if (json_object_object_get_ex(src, "data", &f))
-					json_object_object_add(dst, "rdata", json_object_get(f));
-				if (json_object_object_get_ex(src, "type", &f))
-					json_object_object_add(dst, "type", json_object_get(f));
-				if (json_object_object_get_ex(src, "class", &f))
-					json_object_object_add(dst, "class", json_object_get(f));
-				if (json_object_object_get_ex(src, "ttl", &f))
-					json_object_object_add(dst, "ttl", json_object_get(f));
-				json_object_array_add(list, dst);
-			}
-			json_object_object_add(o, "answers", list);
-			json_object_object_add(taken, "dns.answers", NULL);
-		}
-		a = json_object_object_get(o, "query");
-		if (!a || !json_object_object_get_ex(a, "hostname", NULL))
-			/* dns_query requires hostname: a malformed query has none */
-			put(o, "query.hostname", json_object_new_string(""));
-	}
+	if (cls == CLASS_DNS)
+		ocsf_dns(ecs, o, taken);
 	if (cls != CLASS_APP_LIFECYCLE && !json_object_object_get(o, "dst_endpoint") &&
 	    !json_object_object_get(o, "src_endpoint"))
 		/* network classes want one endpoint: the sandbox, by name */
@@ -400,24 +443,7 @@ long sluice_ocsf_convert(const char *line, size_t len, char *out, size_t cap)
 			json_object_object_add(unmapped, key, json_object_get(val));
 	}
 	json_object_object_add(o, "unmapped", unmapped);
-	{
-		const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-		size_t n = strlen(s);
-
-		if (n >= cap) {
-			/* too big for a line: the unmapped fields go, said so */
-			json_object *mark = json_object_new_object();
-
-			json_object_object_add(mark, "sluice.truncated", json_object_new_boolean(1));
-			json_object_object_add(o, "unmapped", mark);
-			s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-			n = strlen(s);
-		}
-		if (n < cap) {
-			memcpy(out, s, n + 1);
-			rc = (long)n;
-		}
-	}
+	rc = ocsf_write(o, out, cap);
 	json_object_put(o);
 	json_object_put(taken);
 	json_object_put(ecs);

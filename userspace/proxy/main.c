@@ -23,6 +23,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "child_start.h"
 #include "dnscache.h"
 #include "flow.h"
 #include "labels.h"
@@ -297,7 +298,11 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 			  strerror(-err));
 }
 
-int main(int argc, char **argv)
+/* Parse the options into cfg (and the descriptors and labels that are
+ * not configuration).  Returns -1 to go on, or the exit status (0 after
+ * --help or -V, 2 for a usage error); bad values are fatal. */
+static int parse_options(int argc, char **argv, struct proxy_config *cfg, int *secrets_fd, int *seq_fd,
+			 struct sluice_labels *labels)
 {
 	static const struct option opts[] = {
 		{ "listen-fd", required_argument, NULL, 'F' },
@@ -341,16 +346,9 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct proxy px;
-	struct proxy_config *cfg = &px.cfg;
-	struct sluice_policy_error perr;
-	struct event *sigs[4];
-	int c, secrets_fd = -1, seq_fd = -1;
-	static struct sluice_labels labels;
 	char lerr[256];
+	int c;
 
-	log_init("sluice-proxy", 0);
-	proxy_config_defaults(cfg);
 	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
@@ -364,7 +362,7 @@ int main(int argc, char **argv)
 			cfg->listen_addrs[cfg->n_listen_addrs++] = optarg;
 			break;
 		case 'm': cfg->flow_map = optarg; break;
-		case 'S': secrets_fd = (int)parse_uint("--secrets-fd", optarg, 0, INT_MAX); break;
+		case 'S': *secrets_fd = (int)parse_uint("--secrets-fd", optarg, 0, INT_MAX); break;
 		case 'p': cfg->policy_path = optarg; break;
 		case 'g': cfg->policy_digest = optarg; break;
 		case 'q': cfg->policy_next = optarg; break;
@@ -375,9 +373,9 @@ int main(int argc, char **argv)
 		case 'R': cfg->container_runtime = optarg; break;
 		case 'l': cfg->log_path = optarg; break;
 		case 'G': cfg->log_fd = (int)parse_uint("--log-fd", optarg, 1, INT_MAX); break;
-		case 'E': seq_fd = (int)parse_uint("--seq-fd", optarg, 0, INT_MAX); break;
+		case 'E': *seq_fd = (int)parse_uint("--seq-fd", optarg, 0, INT_MAX); break;
 		case 'B':
-			if (sluice_label_add(&labels, optarg, lerr, sizeof(lerr)) < 0) {
+			if (sluice_label_add(labels, optarg, lerr, sizeof(lerr)) < 0) {
 				fprintf(stderr, "sluice-proxy: --label: %s\n", lerr);
 				return 2;
 			}
@@ -431,24 +429,140 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	return -1;
+}
+
+/* The connections' timeouts, and the event loop: its epoll changelist
+ * (an fd whose events are removed and added again within one loop turn,
+ * a request handed from one phase to the next, costs one epoll_ctl or
+ * none instead of two) and one common-timeout queue per duration (every
+ * connection's timer uses one of these few: O(1) per re-arm, and the
+ * idle timer is re-armed on every read, instead of one heap). */
+static void make_loop(struct proxy *px)
+{
+	const struct proxy_config *cfg = &px->cfg;
+	struct timeval *tvs[] = { &px->tv_header, &px->tv_idle, &px->tv_connect, &px->tv_linger, &px->tv_keepalive };
+	struct event_config *ec;
+
+	ms_to_tv(cfg->header_timeout_ms, &px->tv_header);
+	ms_to_tv(cfg->idle_timeout_ms, &px->tv_idle);
+	px->tv_idle_plain = px->tv_idle;
+	ms_to_tv(cfg->connect_timeout_ms, &px->tv_connect);
+	ms_to_tv(cfg->linger_ms, &px->tv_linger);
+	ms_to_tv(cfg->keepalive_timeout_ms, &px->tv_keepalive);
+	ms_to_tv(cfg->upstream_idle_ms, &px->tv_upstream_idle);
+	ec = event_config_new();
+	if (!ec)
+		fatalx("event_config_new failed");
+	event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	px->base = event_base_new_with_config(ec);
+	event_config_free(ec);
+	if (!px->base)
+		fatalx("event_base_new failed");
+	for (size_t i = 0; i < sizeof(tvs) / sizeof(tvs[0]); i++) {
+		const struct timeval *ct = event_base_init_common_timeout(px->base, tvs[i]);
+
+		if (ct)
+			*tvs[i] = *ct;
+	}
+}
+
+/* The policy (--policy, or the built-in one that allows nothing) and the mode in force. */
+static void load_policy(struct proxy *px)
+{
+	const struct proxy_config *cfg = &px->cfg;
+	struct sluice_policy_error perr;
+
+	if (cfg->policy_path) {
+		if (sluice_policy_load_expect(cfg->policy_path, cfg->policy_digest, &px->policy, &perr) < 0) {
+			char buf[600];
+
+			fatalx("%s", sluice_policy_error_str(&perr, buf, sizeof(buf)));
+		}
+	} else {
+		px->policy = sluice_policy_default();
+		if (!px->policy)
+			fatalx("cannot build the default policy");
+	}
+	px->mode = cfg->mode >= 0 ? (enum sluice_mode)cfg->mode : px->policy->mode;
+}
+
+/* What only this process may hold: the sandbox CA's key and the
+ * credentials' secrets live in its memory only, so nothing may read that
+ * memory (no core dumps, no ptrace by non-root, no /proc/PID/mem). */
+static void load_secrets(struct proxy *px, int secrets_fd)
+{
+	const char *why = NULL;
+
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		fatal("prctl(PR_SET_DUMPABLE)");
+	/* the credentials' secrets, as content from the loader */
+	if (proxy_creds_init(px, secrets_fd, &why) < 0)
+		fatalx("credentials: %s", why);
+	why = NULL;
+	if (proxy_tls_init(px, &why) < 0)
+		fatalx("TLS inspection: %s", why);
+}
+
+/* SIGTERM, SIGINT, SIGQUIT (on_signal) and SIGHUP (on_hup) on the loop. */
+static void add_signals(struct proxy *px, struct event *sigs[4])
+{
+	sigs[0] = evsignal_new(px->base, SIGTERM, on_signal, px);
+	sigs[1] = evsignal_new(px->base, SIGINT, on_signal, px);
+	sigs[2] = evsignal_new(px->base, SIGHUP, on_hup, px);
+	sigs[3] = evsignal_new(px->base, SIGQUIT, on_signal, px);
+	for (int i = 0; i < 4; i++)
+		if (!sigs[i] || event_add(sigs[i], NULL) < 0)
+			fatalx("cannot install signal handlers");
+}
+
+/* Everything main made, freed once the loop has ended. */
+static void proxy_free(struct proxy *px, struct event *sigs[4])
+{
+	for (size_t i = 0; i < px->n_listeners; i++)
+		evconnlistener_free(px->listeners[i]);
+	for (int i = 0; i < 4; i++)
+		event_free(sigs[i]);
+	if (px->drain_tick)
+		event_free(px->drain_tick);
+	if (px->drain_deadline)
+		event_free(px->drain_deadline);
+	proxy_upool_free(px->upool);
+	tls_pump_free_all();
+	proxy_dnscache_free(px->dnscache);
+	evdns_base_free(px->dns, 1);
+	event_base_free(px->base);
+	sluice_child_loss_summary(&px->log);
+	proxy_tls_free(px);
+	proxy_creds_free(px);
+	proxy_redecide_free(px);
+	sluice_policy_free(px->policy);
+	close(px->flow_fd);
+	if (px->reserve_fd >= 0)
+		close(px->reserve_fd);
+}
+
+int main(int argc, char **argv)
+{
+	static struct proxy px;
+	static struct sluice_labels labels;
+	struct proxy_config *cfg = &px.cfg;
+	struct event *sigs[4];
+	int r, secrets_fd = -1, seq_fd = -1;
+
+	log_init("sluice-proxy", 0);
+	proxy_config_defaults(cfg);
+	r = parse_options(argc, argv, cfg, &secrets_fd, &seq_fd, &labels);
+	if (r >= 0)
+		return r;
 	log_init("sluice-proxy", cfg->verbose);
 	if (!cfg->n_listen_fds && !cfg->n_listen_addrs)
 		fatalx("nothing to serve: give --listen-fd N or --listen ADDR:PORT");
 	if (!cfg->flow_map)
 		fatalx("--flow-map is required: without it no client can be attributed to a sandbox");
-
 	/* Before any socket of our own: upstream dials and DNS leave from the
 	 * sandbox's network. */
-	if (cfg->netns) {
-		int nfd = open(cfg->netns, O_RDONLY | O_CLOEXEC);
-
-		if (nfd < 0)
-			fatal("--netns %s", cfg->netns);
-		if (setns(nfd, CLONE_NEWNET) < 0)
-			fatal("setns %s", cfg->netns);
-		close(nfd);
-	}
-
+	sluice_child_join_netns(cfg->netns);
 	signal(SIGPIPE, SIG_IGN);   /* splice() to a closed socket raises it */
 	{
 		unsigned nofile = raise_nofile();
@@ -459,33 +573,8 @@ int main(int argc, char **argv)
 		px.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		log_debug("descriptor limit %u: at most %u client connections", nofile, px.fd_cap);
 	}
-
-	if (cfg->log_fd > 0 && cfg->log_path)
-		fatalx("--log and --log-fd: give one");
-	if (cfg->log_fd > 0) {
-		if (fcntl(cfg->log_fd, F_SETFD, FD_CLOEXEC) < 0)
-			fatal("--log-fd %d", cfg->log_fd);
-		px.log_fd = cfg->log_fd;
-	} else if (cfg->log_path) {
-		px.log_fd = open(cfg->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-		if (px.log_fd < 0)
-			fatal("--log %s", cfg->log_path);
-	} else {
-		px.log_fd = STDOUT_FILENO;
-	}
-
-	if (cfg->policy_path) {
-		if (sluice_policy_load_expect(cfg->policy_path, cfg->policy_digest, &px.policy, &perr) < 0) {
-			char buf[600];
-
-			fatalx("%s", sluice_policy_error_str(&perr, buf, sizeof(buf)));
-		}
-	} else {
-		px.policy = sluice_policy_default();
-		if (!px.policy)
-			fatalx("cannot build the default policy");
-	}
-	px.mode = cfg->mode >= 0 ? (enum sluice_mode)cfg->mode : px.policy->mode;
+	px.log_fd = sluice_child_log_fd(cfg->log_path, cfg->log_fd);
+	load_policy(&px);
 	{
 		struct sluice_envelope env = {
 			.sandbox = cfg->sandbox, .policy_name = px.policy->name, .policy_digest = px.policy->digest,
@@ -493,85 +582,15 @@ int main(int argc, char **argv)
 			.container_id = cfg->container_id, .container_name = cfg->container_name,
 			.container_runtime = cfg->container_runtime,
 		};
-		char dest[32];
 
-		if (!cfg->log_path)
-			snprintf(dest, sizeof(dest), px.log_fd == STDOUT_FILENO ? "stdout" :
-				 px.log_fd == STDERR_FILENO ? "stderr" : "fd %d", px.log_fd);
-		sluice_evlog_init(&px.log, px.log_fd, cfg->log_path ? cfg->log_path : dest, "sluice-proxy", &env);
-		if (seq_fd >= 0) {
-			int err;
-
-			(void)fcntl(seq_fd, F_SETFD, FD_CLOEXEC);
-			err = sluice_evlog_share_seq(&px.log, seq_fd);
-			if (err < 0) {
-				fprintf(stderr, "sluice-proxy: --seq-fd %d: not a line counter: %s\n", seq_fd,
-					strerror(-err));
-				return 2;
-			}
-		}
+		if (sluice_child_evlog(&px.log, px.log_fd, cfg->log_path, "sluice-proxy", &env, seq_fd) < 0)
+			return 2;
 	}
-
-	/* the sandbox CA: its key lives in this process's memory only, so
-	 * nothing may read that memory (no core dumps, no ptrace by
-	 * non-root, no /proc/PID/mem) */
-	if (prctl(PR_SET_DUMPABLE, 0) < 0)
-		fatal("prctl(PR_SET_DUMPABLE)");
-	{
-		/* the credentials' secrets, as content from the loader (the
-		 * same no-dump rule keeps them out of core files) */
-		const char *why = NULL;
-
-		if (proxy_creds_init(&px, secrets_fd, &why) < 0)
-			fatalx("credentials: %s", why);
-	}
-	{
-		const char *why = NULL;
-
-		if (proxy_tls_init(&px, &why) < 0)
-			fatalx("TLS inspection: %s", why);
-	}
-
+	load_secrets(&px, secrets_fd);
 	px.flow_fd = proxy_flow_open(cfg->flow_map);
 	if (px.flow_fd < 0)
 		fatal("--flow-map %s", cfg->flow_map);
-
-	ms_to_tv(cfg->header_timeout_ms, &px.tv_header);
-	ms_to_tv(cfg->idle_timeout_ms, &px.tv_idle);
-	px.tv_idle_plain = px.tv_idle;
-	ms_to_tv(cfg->connect_timeout_ms, &px.tv_connect);
-	ms_to_tv(cfg->linger_ms, &px.tv_linger);
-	ms_to_tv(cfg->keepalive_timeout_ms, &px.tv_keepalive);
-	ms_to_tv(cfg->upstream_idle_ms, &px.tv_upstream_idle);
-
-	{
-		/* epoll changelist: an fd whose events are removed and added again
-		 * within one loop turn (a request handed from one phase to the
-		 * next) costs one epoll_ctl, or none, instead of two */
-		struct event_config *ec = event_config_new();
-
-		if (!ec)
-			fatalx("event_config_new failed");
-		event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-		px.base = event_base_new_with_config(ec);
-		event_config_free(ec);
-	}
-	if (!px.base)
-		fatalx("event_base_new failed");
-	{
-		/* every connection's timer uses one of these few durations:
-		 * libevent keeps each as a queue (O(1) per re-arm, and the idle
-		 * timer is re-armed on every read) instead of one heap */
-		struct timeval *tvs[] = { &px.tv_header, &px.tv_idle, &px.tv_connect, &px.tv_linger,
-					  &px.tv_keepalive };
-
-		for (size_t i = 0; i < sizeof(tvs) / sizeof(tvs[0]); i++) {
-			const struct timeval *ct = event_base_init_common_timeout(px.base, tvs[i]);
-
-			if (ct)
-				*tvs[i] = *ct;
-		}
-	}
+	make_loop(&px);
 	setup_dns(&px);
 	px.dnscache = proxy_dnscache_new(px.dns, cfg->dns_cache_entries, cfg->dns_max_ttl);
 	if (!px.dnscache)
@@ -586,52 +605,15 @@ int main(int argc, char **argv)
 		add_listener(&px, cfg->listen_fds[i]);
 	for (size_t i = 0; i < cfg->n_listen_addrs; i++)
 		add_listener(&px, listen_on(cfg->listen_addrs[i]));
-
-	sigs[0] = evsignal_new(px.base, SIGTERM, on_signal, &px);
-	sigs[1] = evsignal_new(px.base, SIGINT, on_signal, &px);
-	sigs[2] = evsignal_new(px.base, SIGHUP, on_hup, &px);
-	sigs[3] = evsignal_new(px.base, SIGQUIT, on_signal, &px);
-	if (!sigs[0] || !sigs[1] || !sigs[2] || !sigs[3] || event_add(sigs[0], NULL) < 0 ||
-	    event_add(sigs[1], NULL) < 0 || event_add(sigs[2], NULL) < 0 || event_add(sigs[3], NULL) < 0)
-		fatalx("cannot install signal handlers");
+	add_signals(&px, sigs);
 
 	log_debug("serving %zu listener(s), policy %s (%s), mode %s", px.n_listeners,
 		  px.policy->name ? px.policy->name : "?", px.policy->digest,
 		  px.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
-	if (cfg->ready_fd >= 0) {
-		if (write(cfg->ready_fd, "ready\n", 6) != 6)
-			log_warn("--ready-fd %d", cfg->ready_fd);
-		close(cfg->ready_fd);
-	}
+	sluice_child_ready(cfg->ready_fd);
 
 	event_base_dispatch(px.base);
 
-	for (size_t i = 0; i < px.n_listeners; i++)
-		evconnlistener_free(px.listeners[i]);
-	event_free(sigs[0]);
-	event_free(sigs[1]);
-	event_free(sigs[2]);
-	event_free(sigs[3]);
-	if (px.drain_tick)
-		event_free(px.drain_tick);
-	if (px.drain_deadline)
-		event_free(px.drain_deadline);
-	proxy_upool_free(px.upool);
-	tls_pump_free_all();
-	proxy_dnscache_free(px.dnscache);
-	evdns_base_free(px.dns, 1);
-	event_base_free(px.base);
-	if (sluice_evlog_lost_total(&px.log)) {
-		char summary[512];
-
-		log_warnx("%s", sluice_evlog_loss_summary(&px.log, summary, sizeof(summary)));
-	}
-	proxy_tls_free(&px);
-	proxy_creds_free(&px);
-	proxy_redecide_free(&px);
-	sluice_policy_free(px.policy);
-	close(px.flow_fd);
-	if (px.reserve_fd >= 0)
-		close(px.reserve_fd);
+	proxy_free(&px, sigs);
 	return 0;
 }

@@ -19,6 +19,7 @@
 
 #include <event2/event.h>
 
+#include "child_start.h"
 #include "evlog.h"
 #include "labels.h"
 #include "log.h"
@@ -156,7 +157,23 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 		log_warnx("SIGHUP: cannot reopen %s: %s (still writing to the old file)", h->path, strerror(-err));
 }
 
-int main(int argc, char **argv)
+/* The command line (what each option means: usage()). */
+struct opts {
+	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp, n_tcp, n_listen;
+	const char *listen_addrs[MAX_FDS];
+	const char *policy_path, *policy_digest, *netns, *sandbox, *log_path, *upstream, *mode;
+	const char *ctr_id, *ctr_name, *ctr_runtime;
+	int secrets_fd, seq_fd, stats_fd, ready_fd, log_fd, verbose;
+	struct sluice_labels labels;
+	struct netaddr_cidr allow[MAX_ALLOW];
+	size_t n_allow;
+	long timeout_ms, cache_size, cache_ttl;
+	unsigned denied_rate;
+};
+
+/* Parse the options into o.  Returns -1 to go on, or the exit status
+ * (0 after --help or -V, 2 for a usage error); bad values are fatal. */
+static int parse_options(int argc, char **argv, struct opts *o)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
 	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT,
@@ -192,62 +209,43 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp = 0, n_tcp = 0, n_listen = 0;
-	const char *listen_addrs[MAX_FDS];
-	const char *policy_path = NULL, *policy_digest = NULL, *netns = NULL, *sandbox = NULL, *log_path = NULL;
-	int secrets_fd = -1, seq_fd = -1, stats_fd = -1;
-	struct sluice_dns_stats *stats = NULL;
-	const char *ctr_id = NULL, *ctr_name = NULL, *ctr_runtime = NULL;
-	static struct sluice_secrets placeholders;
-	static struct sluice_labels labels;
-	const char *upstream = NULL, *mode = NULL;
-	struct netaddr_cidr allow[MAX_ALLOW];
-	size_t n_allow = 0;
-	int ready_fd = -1, log_fd = 0, verbose = 0, c, i;
-	struct sluice_policy *policy = NULL;
-	struct sluice_policy_error perr;
-	struct rsv_server_cfg cfg;
-	struct rsv_server *srv;
-	struct event_base *base;
-	struct event *sigs[4];
-	static struct hup_log hup_log;
-	char nsbuf[256], upbuf[64], listen_desc[512] = "", errbuf[600];
-	static struct sluice_evlog evlog;
-	unsigned ulen;
-	long timeout_ms = 2000, cache_size = 4096, cache_ttl = 300;
-	unsigned denied_rate = RSV_DENIED_RATE;
-	struct rsv_fair *fair;
+	char errbuf[600];
+	int c;
 
-	log_init("sluice-resolver", 0);
+	o->secrets_fd = o->seq_fd = o->stats_fd = o->ready_fd = -1;
+	o->timeout_ms = 2000;
+	o->cache_size = 4096;
+	o->cache_ttl = 300;
+	o->denied_rate = RSV_DENIED_RATE;
 	while ((c = getopt_long(argc, argv, "vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case O_UDP:
 		case O_TCP:
-			if ((c == O_UDP ? n_udp : n_tcp) >= MAX_FDS)
+			if ((c == O_UDP ? o->n_udp : o->n_tcp) >= MAX_FDS)
 				fatalx("too many --%s-fd", c == O_UDP ? "udp" : "tcp");
 			if (c == O_UDP)
-				udp_fds[n_udp++] = parse_int(optarg, 0, INT_MAX, "--udp-fd");
+				o->udp_fds[o->n_udp++] = parse_int(optarg, 0, INT_MAX, "--udp-fd");
 			else
-				tcp_fds[n_tcp++] = parse_int(optarg, 0, INT_MAX, "--tcp-fd");
+				o->tcp_fds[o->n_tcp++] = parse_int(optarg, 0, INT_MAX, "--tcp-fd");
 			break;
 		case O_LISTEN:
-			if (n_listen >= MAX_FDS)
+			if (o->n_listen >= MAX_FDS)
 				fatalx("too many --listen");
-			listen_addrs[n_listen++] = optarg;
+			o->listen_addrs[o->n_listen++] = optarg;
 			break;
-		case O_POLICY: policy_path = optarg; break;
-		case O_POLICY_DIGEST: policy_digest = optarg; break;
-		case O_SECRETS: secrets_fd = parse_int(optarg, 0, INT_MAX, "--secrets-fd"); break;
-		case O_NETNS: netns = optarg; break;
-		case O_SANDBOX: sandbox = optarg; break;
-		case O_CTR_ID: ctr_id = optarg; break;
-		case O_CTR_NAME: ctr_name = optarg; break;
-		case O_CTR_RUNTIME: ctr_runtime = optarg; break;
-		case O_LOG: log_path = optarg; break;
-		case O_LOG_FD: log_fd = parse_int(optarg, 1, INT_MAX, "--log-fd"); break;
-		case O_SEQ_FD: seq_fd = parse_int(optarg, 0, INT_MAX, "--seq-fd"); break;
+		case O_POLICY: o->policy_path = optarg; break;
+		case O_POLICY_DIGEST: o->policy_digest = optarg; break;
+		case O_SECRETS: o->secrets_fd = parse_int(optarg, 0, INT_MAX, "--secrets-fd"); break;
+		case O_NETNS: o->netns = optarg; break;
+		case O_SANDBOX: o->sandbox = optarg; break;
+		case O_CTR_ID: o->ctr_id = optarg; break;
+		case O_CTR_NAME: o->ctr_name = optarg; break;
+		case O_CTR_RUNTIME: o->ctr_runtime = optarg; break;
+		case O_LOG: o->log_path = optarg; break;
+		case O_LOG_FD: o->log_fd = parse_int(optarg, 1, INT_MAX, "--log-fd"); break;
+		case O_SEQ_FD: o->seq_fd = parse_int(optarg, 0, INT_MAX, "--seq-fd"); break;
 		case O_LABEL:
-			if (sluice_label_add(&labels, optarg, errbuf, sizeof(errbuf)) < 0) {
+			if (sluice_label_add(&o->labels, optarg, errbuf, sizeof(errbuf)) < 0) {
 				fprintf(stderr, "sluice-resolver: --label: %s\n", errbuf);
 				return 2;
 			}
@@ -259,35 +257,35 @@ int main(int argc, char **argv)
 			}
 			sluice_evlog_use_ocsf(strcmp(optarg, "ocsf") == 0);
 			break;
-		case O_UPSTREAM: upstream = optarg; break;
-		case O_READY: ready_fd = parse_int(optarg, 0, INT_MAX, "--ready-fd"); break;
+		case O_UPSTREAM: o->upstream = optarg; break;
+		case O_READY: o->ready_fd = parse_int(optarg, 0, INT_MAX, "--ready-fd"); break;
 		case O_MODE:
 			if (strcmp(optarg, "audit") != 0 && strcmp(optarg, "enforce") != 0)
 				fatalx("--mode: audit or enforce, not %s", optarg);
-			mode = optarg;
+			o->mode = optarg;
 			break;
 		case O_ALLOW:
-			if (n_allow >= MAX_ALLOW)
+			if (o->n_allow >= MAX_ALLOW)
 				fatalx("too many --allow-private-answers");
-			if (netaddr_cidr_parse(optarg, &allow[n_allow]) < 0)
+			if (netaddr_cidr_parse(optarg, &o->allow[o->n_allow]) < 0)
 				fatalx("--allow-private-answers: not a CIDR (host bits must be zero): %s",
 				       optarg);
-			n_allow++;
+			o->n_allow++;
 			break;
 		case O_DENIED_RATE:
-			denied_rate = (unsigned)parse_int(optarg, 0, 1000000, "--denied-rate");
+			o->denied_rate = (unsigned)parse_int(optarg, 0, 1000000, "--denied-rate");
 			break;
 		case O_TIMEOUT:
-			timeout_ms = parse_int(optarg, 10, 60000, "--upstream-timeout-ms");
+			o->timeout_ms = parse_int(optarg, 10, 60000, "--upstream-timeout-ms");
 			break;
 		case O_CACHE_SIZE:
-			cache_size = parse_int(optarg, 0, 1 << 20, "--cache-size");
+			o->cache_size = parse_int(optarg, 0, 1 << 20, "--cache-size");
 			break;
 		case O_CACHE_TTL:
-			cache_ttl = parse_int(optarg, 0, 86400, "--cache-max-ttl");
+			o->cache_ttl = parse_int(optarg, 0, 86400, "--cache-max-ttl");
 			break;
-		case O_STATS_FD: stats_fd = parse_int(optarg, 0, INT_MAX, "--stats-fd"); break;
-		case 'v': verbose = 1; break;
+		case O_STATS_FD: o->stats_fd = parse_int(optarg, 0, INT_MAX, "--stats-fd"); break;
+		case 'v': o->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': sluice_version_print(stdout, "sluice-resolver"); return 0;
 		default: usage(stderr); return 2;
@@ -297,81 +295,180 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	log_init("sluice-resolver", verbose);
-	if (n_udp + n_tcp + n_listen == 0)
-		fatalx("nothing to serve on: give --udp-fd/--tcp-fd or --listen (see --help)");
-
-	/* First of all: enter the sandbox's network, so that every socket
-	 * made from now on (upstream queries) leaves from there. */
-	if (netns) {
-		int fd = open(netns, O_RDONLY | O_CLOEXEC);
-
-		if (fd < 0)
-			fatal("--netns %s", netns);
-		if (setns(fd, CLONE_NEWNET) < 0)
-			fatal("setns %s", netns);
-		close(fd);
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
 	}
+	return -1;
+}
 
-	if (policy_path) {
-		if (sluice_policy_load_expect(policy_path, policy_digest, &policy, &perr) < 0)
+/* The policy (--policy, or the built-in one that allows nothing) and what
+ * the server decides with: mode, private answers, placeholders, tunnel
+ * state, cache and timeouts. */
+static struct sluice_policy *load_policy(const struct opts *o, struct rsv_server_cfg *cfg,
+					 struct sluice_secrets *placeholders)
+{
+	struct sluice_policy *policy = NULL;
+	struct sluice_policy_error perr;
+	char errbuf[600];
+
+	if (o->policy_path) {
+		if (sluice_policy_load_expect(o->policy_path, o->policy_digest, &policy, &perr) < 0)
 			fatalx("%s", sluice_policy_error_str(&perr, errbuf, sizeof(errbuf)));
 	} else {
 		policy = sluice_policy_default();
 		if (!policy)
 			fatalx("out of memory");
 	}
-
-	rsv_server_cfg_default(&cfg);
-	cfg.ctx.policy = policy;
-	cfg.ctx.mode = mode ? (strcmp(mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE)
-			    : policy->mode;
-	cfg.ctx.allow_private = allow;
-	cfg.ctx.n_allow_private = n_allow;
-	if (secrets_fd >= 0) {
-		if (sluice_secrets_from_fd(secrets_fd, &placeholders) < 0)
+	rsv_server_cfg_default(cfg);
+	cfg->ctx.policy = policy;
+	cfg->ctx.mode = o->mode ? (strcmp(o->mode, "audit") == 0 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE)
+				: policy->mode;
+	cfg->ctx.allow_private = o->allow;
+	cfg->ctx.n_allow_private = o->n_allow;
+	if (o->secrets_fd >= 0) {
+		if (sluice_secrets_from_fd(o->secrets_fd, placeholders) < 0)
 			fatalx("--secrets-fd: malformed hand-over");
-		cfg.ctx.placeholders = &placeholders;
+		cfg->ctx.placeholders = placeholders;
 	}
-	cfg.ctx.tunnel = rsv_tunnel_new(policy->n_entries, NULL);
-	if (!cfg.ctx.tunnel)
+	cfg->ctx.tunnel = rsv_tunnel_new(policy->n_entries, NULL);
+	if (!cfg->ctx.tunnel)
 		fatalx("out of memory");
-	cfg.lc.sandbox = sandbox;
-	cfg.lc.policy = policy;
-	cfg.lc.mode = cfg.ctx.mode;
-	cfg.timeout_ms = (unsigned)timeout_ms;
-	cfg.cache_size = (unsigned)cache_size;
-	cfg.cache_max_ttl = (unsigned)cache_ttl;
+	cfg->lc.sandbox = o->sandbox;
+	cfg->lc.policy = policy;
+	cfg->lc.mode = cfg->ctx.mode;
+	cfg->timeout_ms = (unsigned)o->timeout_ms;
+	cfg->cache_size = (unsigned)o->cache_size;
+	cfg->cache_max_ttl = (unsigned)o->cache_ttl;
+	return policy;
+}
+
+/* The upstream resolver: --upstream-dns, else the first nameserver of
+ * /etc/resolv.conf (a loopback one is warned about); its text in upbuf. */
+static void set_upstream(const struct opts *o, struct rsv_server_cfg *cfg, char *upbuf, size_t uplen)
+{
+	static char nsbuf[256];
+	const char *upstream = o->upstream;
+	unsigned ulen;
 
 	if (!upstream) {
 		if (rsv_resolv_conf_first("/etc/resolv.conf", nsbuf, sizeof(nsbuf)) < 0)
 			fatal("no --upstream-dns and no nameserver in /etc/resolv.conf");
 		upstream = nsbuf;
-		if (rsv_parse_hostport(upstream, 53, &cfg.upstream, &ulen) < 0)
+		if (rsv_parse_hostport(upstream, 53, &cfg->upstream, &ulen) < 0)
 			fatalx("/etc/resolv.conf: nameserver %s is not a numeric address", upstream);
-		if (rsv_sockaddr_is_loopback((struct sockaddr *)&cfg.upstream))
+		if (rsv_sockaddr_is_loopback((struct sockaddr *)&cfg->upstream))
 			log_warnx("upstream %s (first nameserver of /etc/resolv.conf) is a loopback "
 				  "address: %s; pass --upstream-dns with a reachable resolver",
-				  upstream, netns ? "inside the sandbox's network namespace it is the "
+				  upstream, o->netns ? "inside the sandbox's network namespace it is the "
 				  "sandbox's own loopback, where no resolver runs"
 				  : "a local stub such as systemd-resolved must be running");
-	} else if (rsv_parse_hostport(upstream, 53, &cfg.upstream, &ulen) < 0) {
+	} else if (rsv_parse_hostport(upstream, 53, &cfg->upstream, &ulen) < 0) {
 		fatalx("--upstream-dns: not a numeric ADDR[:PORT]: %s", upstream);
 	}
-	cfg.upstream_len = ulen;
-	rsv_sockaddr_str((struct sockaddr *)&cfg.upstream, upbuf, sizeof(upbuf));
+	cfg->upstream_len = ulen;
+	rsv_sockaddr_str((struct sockaddr *)&cfg->upstream, upbuf, uplen);
+}
 
-	if (log_path && log_fd > 0)
-		fatalx("--log and --log-fd: give one");
-	if (log_fd > 0) {
-		if (fcntl(log_fd, F_SETFD, FD_CLOEXEC) < 0)
-			fatal("--log-fd %d", log_fd);
-		cfg.log_fd = log_fd;
-	} else if (log_path) {
-		cfg.log_fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-		if (cfg.log_fd < 0)
-			fatal("--log %s", log_path);
+/* The sockets to serve on: the inherited ones (checked to be of their
+ * kind), and UDP and TCP ones made for each --listen; desc names them. */
+static void add_sockets(struct rsv_server *srv, const struct opts *o, char *desc, size_t desclen)
+{
+	for (int i = 0; i < o->n_udp; i++) {
+		check_socket(o->udp_fds[i], SOCK_DGRAM, "--udp-fd");
+		if (rsv_server_add_udp(srv, o->udp_fds[i]) < 0)
+			fatal("--udp-fd %d", o->udp_fds[i]);
 	}
+	for (int i = 0; i < o->n_tcp; i++) {
+		check_socket(o->tcp_fds[i], SOCK_STREAM, "--tcp-fd");
+		if (rsv_server_add_tcp(srv, o->tcp_fds[i]) < 0)
+			fatal("--tcp-fd %d", o->tcp_fds[i]);
+	}
+	desc[0] = 0;
+	for (int i = 0; i < o->n_listen; i++) {
+		struct sockaddr_storage ss;
+		unsigned len;
+		int u, t;
+
+		if (rsv_parse_hostport(o->listen_addrs[i], 53, &ss, &len) < 0)
+			fatalx("--listen: not a numeric ADDR:PORT: %s", o->listen_addrs[i]);
+		u = rsv_listen((struct sockaddr *)&ss, len, SOCK_DGRAM);
+		if (u < 0)
+			fatal("--listen %s (udp)", o->listen_addrs[i]);
+		t = rsv_listen((struct sockaddr *)&ss, len, SOCK_STREAM);
+		if (t < 0)
+			fatal("--listen %s (tcp)", o->listen_addrs[i]);
+		if (rsv_server_add_udp(srv, u) < 0 || rsv_server_add_tcp(srv, t) < 0)
+			fatal("--listen %s", o->listen_addrs[i]);
+		snprintf(desc + strlen(desc), desclen - strlen(desc), "%s%s", i ? " " : "", o->listen_addrs[i]);
+	}
+	if (!desc[0])
+		snprintf(desc, desclen, "inherited fds");
+}
+
+/* SIGTERM, SIGINT, SIGQUIT (on_signal) and SIGHUP (on_hup) on the loop. */
+static void add_signals(struct event_base *base, struct event *sigs[4], struct hup_log *h)
+{
+	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
+	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
+	sigs[2] = evsignal_new(base, SIGHUP, on_hup, h);
+	sigs[3] = evsignal_new(base, SIGQUIT, on_signal, base);
+	for (int i = 0; i < 4; i++)
+		if (!sigs[i] || event_add(sigs[i], NULL) < 0)
+			fatalx("cannot handle signals");
+}
+
+/* The limit on answers without forwarding (--denied-rate; bursts of twice
+ * the rate: a build's first lookups come at once), and the counts
+ * `sluice status` shows (--stats-fd: a reporting aid, so a file that
+ * cannot be mapped is said and serving goes on). */
+static struct rsv_fair *start_fair(struct event_base *base, struct sluice_evlog *evlog, struct rsv_server *srv,
+				   const struct opts *o, struct sluice_dns_stats **stats)
+{
+	struct rsv_fair *fair = rsv_fair_new(base, evlog, o->denied_rate, o->denied_rate ? 2 * o->denied_rate : 1);
+
+	if (!fair)
+		fatalx("out of memory");
+	rsv_fair_set_poll(fair, poll_drops, srv);
+	if (o->stats_fd >= 0) {
+		*stats = sluice_dns_stats_map(o->stats_fd);
+		if (!*stats)
+			log_warn("--stats-fd %d: dropped queries are not shown in status", o->stats_fd);
+		close(o->stats_fd);
+		rsv_fair_set_shared(fair, *stats);
+	}
+	return fair;
+}
+
+int main(int argc, char **argv)
+{
+	static struct opts o;
+	static struct sluice_secrets placeholders;
+	static struct hup_log hup_log;
+	static struct sluice_evlog evlog;
+	struct sluice_dns_stats *stats = NULL;
+	struct sluice_policy *policy;
+	struct rsv_server_cfg cfg;
+	struct rsv_server *srv;
+	struct event_base *base;
+	struct event *sigs[4];
+	char upbuf[64], listen_desc[512];
+	struct rsv_fair *fair;
+	int r;
+
+	log_init("sluice-resolver", 0);
+	r = parse_options(argc, argv, &o);
+	if (r >= 0)
+		return r;
+	log_init("sluice-resolver", o.verbose);
+	if (o.n_udp + o.n_tcp + o.n_listen == 0)
+		fatalx("nothing to serve on: give --udp-fd/--tcp-fd or --listen (see --help)");
+	/* First of all: enter the sandbox's network, so that every socket
+	 * made from now on (upstream queries) leaves from there. */
+	sluice_child_join_netns(o.netns);
+	policy = load_policy(&o, &cfg, &placeholders);
+	set_upstream(&o, &cfg, upbuf, sizeof(upbuf));
+	cfg.log_fd = sluice_child_log_fd(o.log_path, o.log_fd);
 
 	signal(SIGPIPE, SIG_IGN);
 	base = event_base_new();
@@ -380,90 +477,26 @@ int main(int argc, char **argv)
 	srv = rsv_server_new(base, &cfg);
 	if (!srv)
 		fatalx("out of memory");
-	for (i = 0; i < n_udp; i++) {
-		check_socket(udp_fds[i], SOCK_DGRAM, "--udp-fd");
-		if (rsv_server_add_udp(srv, udp_fds[i]) < 0)
-			fatal("--udp-fd %d", udp_fds[i]);
-	}
-	for (i = 0; i < n_tcp; i++) {
-		check_socket(tcp_fds[i], SOCK_STREAM, "--tcp-fd");
-		if (rsv_server_add_tcp(srv, tcp_fds[i]) < 0)
-			fatal("--tcp-fd %d", tcp_fds[i]);
-	}
-	for (i = 0; i < n_listen; i++) {
-		struct sockaddr_storage ss;
-		unsigned len;
-		int u, t;
-
-		if (rsv_parse_hostport(listen_addrs[i], 53, &ss, &len) < 0)
-			fatalx("--listen: not a numeric ADDR:PORT: %s", listen_addrs[i]);
-		u = rsv_listen((struct sockaddr *)&ss, len, SOCK_DGRAM);
-		if (u < 0)
-			fatal("--listen %s (udp)", listen_addrs[i]);
-		t = rsv_listen((struct sockaddr *)&ss, len, SOCK_STREAM);
-		if (t < 0)
-			fatal("--listen %s (tcp)", listen_addrs[i]);
-		if (rsv_server_add_udp(srv, u) < 0 || rsv_server_add_tcp(srv, t) < 0)
-			fatal("--listen %s", listen_addrs[i]);
-		snprintf(listen_desc + strlen(listen_desc), sizeof(listen_desc) - strlen(listen_desc),
-			 "%s%s", i ? " " : "", listen_addrs[i]);
-	}
-	if (!listen_desc[0])
-		snprintf(listen_desc, sizeof(listen_desc), "inherited fds");
+	add_sockets(srv, &o, listen_desc, sizeof(listen_desc));
 	if (rsv_server_is_own_address(srv, (struct sockaddr *)&cfg.upstream))
 		fatalx("--upstream-dns %s is this resolver's own address", upbuf);
-
-	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
-	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
 	hup_log.fd = cfg.log_fd;
-	hup_log.path = log_path;
-	sigs[2] = evsignal_new(base, SIGHUP, on_hup, &hup_log);
-	sigs[3] = evsignal_new(base, SIGQUIT, on_signal, base);
+	hup_log.path = o.log_path;
 	srv_for_drain = srv;
-	if (!sigs[0] || !sigs[1] || !sigs[2] || !sigs[3] || event_add(sigs[0], NULL) < 0 ||
-	    event_add(sigs[1], NULL) < 0 || event_add(sigs[2], NULL) < 0 || event_add(sigs[3], NULL) < 0)
-		fatalx("cannot handle signals");
-
+	add_signals(base, sigs, &hup_log);
 	{
 		struct sluice_envelope env = {
-			.sandbox = sandbox, .policy_name = policy->name, .policy_digest = policy->digest,
-			.mode = cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce", .labels = &labels,
-			.container_id = ctr_id, .container_name = ctr_name, .container_runtime = ctr_runtime,
+			.sandbox = o.sandbox, .policy_name = policy->name, .policy_digest = policy->digest,
+			.mode = cfg.ctx.mode == SLUICE_MODE_AUDIT ? "audit" : "enforce", .labels = &o.labels,
+			.container_id = o.ctr_id, .container_name = o.ctr_name, .container_runtime = o.ctr_runtime,
 		};
-		char dest[32];
 
-		if (!log_path)
-			snprintf(dest, sizeof(dest), cfg.log_fd == STDOUT_FILENO ? "stdout" :
-				 cfg.log_fd == STDERR_FILENO ? "stderr" : "fd %d", cfg.log_fd);
-		sluice_evlog_init(&evlog, cfg.log_fd, log_path ? log_path : dest, "sluice-resolver", &env);
+		if (sluice_child_evlog(&evlog, cfg.log_fd, o.log_path, "sluice-resolver", &env, o.seq_fd) < 0)
+			return 2;
 		cfg.log = &evlog;
-		if (seq_fd >= 0) {
-			int err;
-
-			(void)fcntl(seq_fd, F_SETFD, FD_CLOEXEC);
-			err = sluice_evlog_share_seq(&evlog, seq_fd);
-			if (err < 0) {
-				fprintf(stderr, "sluice-resolver: --seq-fd %d: not a line counter: %s\n", seq_fd,
-					strerror(-err));
-				return 2;
-			}
-		}
 	}
-	/* burst: twice the rate (a build's first lookups come at once) */
-	fair = rsv_fair_new(base, &evlog, denied_rate, denied_rate ? 2 * denied_rate : 1);
-	if (!fair)
-		fatalx("out of memory");
+	fair = start_fair(base, &evlog, srv, &o, &stats);
 	cfg.fair = fair;
-	rsv_fair_set_poll(fair, poll_drops, srv);
-	if (stats_fd >= 0) {
-		/* the counts `sluice status` shows: a reporting aid, so a file
-		 * that cannot be mapped is said and serving goes on */
-		stats = sluice_dns_stats_map(stats_fd);
-		if (!stats)
-			log_warn("--stats-fd %d: dropped queries are not shown in status", stats_fd);
-		close(stats_fd);
-		rsv_fair_set_shared(fair, stats);
-	}
 	/* the mode and policy on record before the first query; a line that
 	 * cannot be written is counted (and said on stderr), never fatal */
 	rsv_log_start(&evlog, upbuf, listen_desc);
@@ -472,12 +505,7 @@ int main(int argc, char **argv)
 		 policy->name ? policy->name : "?", policy->digest, upbuf);
 	if (cfg.ctx.mode == SLUICE_MODE_AUDIT)
 		log_warnx("AUDIT MODE: names the policy denies are resolved anyway (logged as would_deny)");
-
-	if (ready_fd >= 0) {
-		if (write(ready_fd, "ready\n", 6) != 6)
-			log_warn("--ready-fd %d", ready_fd);
-		close(ready_fd);
-	}
+	sluice_child_ready(o.ready_fd);
 
 	if (event_base_dispatch(base) < 0)
 		fatalx("event loop failed");
@@ -486,20 +514,14 @@ int main(int argc, char **argv)
 	rsv_server_free(srv);
 	rsv_fair_free(fair);   /* the last summary of dropped queries */
 	sluice_dns_stats_unmap(stats);
-	event_free(sigs[0]);
-	event_free(sigs[1]);
-	event_free(sigs[2]);
-	event_free(sigs[3]);
+	for (int i = 0; i < 4; i++)
+		event_free(sigs[i]);
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
-	if (sluice_evlog_lost_total(&evlog)) {
-		char summary[512];
-
-		log_warnx("%s", sluice_evlog_loss_summary(&evlog, summary, sizeof(summary)));
-	}
+	sluice_child_loss_summary(&evlog);
 	sluice_secrets_clear(&placeholders);
 	sluice_policy_free(policy);
-	if (log_path)
+	if (o.log_path)
 		close(cfg.log_fd);
 	return 0;
 }

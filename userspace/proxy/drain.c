@@ -7,9 +7,12 @@
  * finish under the policy it was decided by (the kernel judges new ones by
  * the new generation, the new proxy decides new requests), within
  * cfg.drain_timeout_ms; what is still open then is closed with reason
- * "drain_deadline".  SIGTERM closes everything at once (reason
- * "proxy_stopped").  Either way each request in progress gets its
- * access-log line: none is dropped.
+ * "drain_deadline".  SIGTERM stops the same way with a short grace
+ * (STOP_GRACE_MS), then closes the rest with reason "proxy_stopped": a
+ * tunnel or request whose client has just gone (sluice run stops its proxy
+ * the moment CMD exits) ends as it ended, not as cut.  A second SIGTERM,
+ * or one during a drain, closes everything at once.  Either way each
+ * request in progress gets its access-log line: none is dropped.
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -23,6 +26,7 @@
 #include "upool.h"
 
 #define DRAIN_TICK_MS 100
+#define STOP_GRACE_MS 300   /* SIGTERM: what ends by then ends as it ends */
 
 void proxy_conn_track(struct proxy *px, struct conn *c)
 {
@@ -104,10 +108,10 @@ static void on_drain_deadline(evutil_socket_t fd, short what, void *arg)
 	struct proxy *px = arg;
 	unsigned n = px->n_conns;
 
-	if (n)
+	if (n && !px->stopping)
 		log_warnx("drain: %u connection(s) still open after %u ms: closed (drain_deadline)", n,
 			  px->cfg.drain_timeout_ms);
-	finish_all(px, "drain_deadline");
+	finish_all(px, px->stopping ? "proxy_stopped" : "drain_deadline");
 	event_base_loopbreak(px->base);
 }
 
@@ -118,14 +122,14 @@ static void stop_accepting(struct proxy *px)
 	px->n_listeners = 0;
 }
 
-void proxy_drain_start(struct proxy *px)
+/* Stop accepting, close what is idle, give the rest `ms` to finish
+ * (on_drain_deadline then closes them).  0 or -1 (no memory: the caller
+ * stops at once). */
+static int drain_begin(struct proxy *px, unsigned ms)
 {
 	struct timeval tick = { 0, DRAIN_TICK_MS * 1000 };
-	struct timeval dl = { .tv_sec = px->cfg.drain_timeout_ms / 1000,
-			      .tv_usec = (suseconds_t)(px->cfg.drain_timeout_ms % 1000) * 1000 };
+	struct timeval dl = { .tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
 
-	if (px->draining)
-		return;
 	px->draining = true;
 	stop_accepting(px);
 	/* idle upstream connections serve no one any more (a verified TLS
@@ -133,11 +137,20 @@ void proxy_drain_start(struct proxy *px)
 	 * takes or gives one back from now on */
 	proxy_upool_free(px->upool);
 	px->upool = NULL;
-	log_debug("drain: %u open connection(s), deadline %u ms", px->n_conns, px->cfg.drain_timeout_ms);
+	log_debug("drain: %u open connection(s), deadline %u ms", px->n_conns, ms);
 	px->drain_tick = event_new(px->base, -1, EV_PERSIST, on_drain_tick, px);
 	px->drain_deadline = evtimer_new(px->base, on_drain_deadline, px);
 	if (!px->drain_tick || !px->drain_deadline || event_add(px->drain_tick, &tick) < 0 ||
-	    event_add(px->drain_deadline, &dl) < 0) {
+	    event_add(px->drain_deadline, &dl) < 0)
+		return -1;
+	return 0;
+}
+
+void proxy_drain_start(struct proxy *px)
+{
+	if (px->draining)
+		return;
+	if (drain_begin(px, px->cfg.drain_timeout_ms) < 0) {
 		proxy_stop_now(px);
 		return;
 	}
@@ -146,10 +159,25 @@ void proxy_drain_start(struct proxy *px)
 	on_drain_tick(-1, 0, px);
 }
 
-void proxy_stop_now(struct proxy *px)
+/* Close everything now, reason "proxy_stopped", and leave the loop. */
+static void stop_at_once(struct proxy *px)
 {
 	stop_accepting(px);
 	px->draining = false;   /* no loopbreak from each untrack: one below */
 	finish_all(px, "proxy_stopped");
 	event_base_loopbreak(px->base);
+}
+
+void proxy_stop_now(struct proxy *px)
+{
+	if (px->draining || px->stopping) {
+		stop_at_once(px);
+		return;
+	}
+	px->stopping = true;
+	if (drain_begin(px, STOP_GRACE_MS) < 0) {
+		stop_at_once(px);
+		return;
+	}
+	on_drain_tick(-1, 0, px);
 }

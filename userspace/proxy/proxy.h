@@ -132,6 +132,7 @@ struct proxy {
 	int reserve_fd;                 /* given up at EMFILE to accept (and refuse, logged) one client */
 	unsigned accept_pause_ms;       /* the listener's back-off at EMFILE (doubles, reset on success) */
 	bool draining;                  /* SIGQUIT: not accepting, finishing the open ones */
+	bool stopping;                  /* SIGTERM: the same, for STOP_GRACE_MS (drain.c) */
 	struct sluice_policy *next_policy; /* draining: the policy the reload brought (redecide.c), or NULL */
 	struct event *drain_tick, *drain_deadline;
 };
@@ -294,8 +295,10 @@ void proxy_conn_untrack(struct proxy *px, struct conn *c);
  * "drain_deadline" (each logged), then leave the event loop. */
 void proxy_drain_start(struct proxy *px);
 
-/* SIGTERM: finish every open connection now, reason "proxy_stopped" (each
- * request in progress logged), then leave the event loop. */
+/* SIGTERM: stop accepting and give the open connections a short grace
+ * (300 ms) to end as they end, then finish the rest with reason
+ * "proxy_stopped" (each request in progress logged) and leave the event
+ * loop; a second SIGTERM, or one while draining, does that at once. */
 void proxy_stop_now(struct proxy *px);
 
 /* Draining: close c if it is idle between requests with nothing pending

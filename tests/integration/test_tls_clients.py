@@ -148,3 +148,38 @@ def test_pip_installs_from_an_https_simple_index(w):
                        for l in den), lines
     forms = {l["sluice.form"] for l in lines if l["url.full"].endswith("/files/sluicedemo-1.0-py3-none-any.whl")}
     assert forms == {"transparent", "explicit"}, lines
+
+
+def test_git_clone_over_https_and_push_refused(w):
+    forge(w)
+    m = forge_mark(w)
+    d = os.path.join(w.tmp, "git")
+    os.makedirs(d)
+    url = BASE + "/git/repo.git"
+    r = T.run(w, "%s clone -q %s %s/t 2>&1; echo CLONE_RC=$? transparent; cat %s/t/README; "
+              'HTTPS_PROXY="$SLUICE_PROXY" %s clone -q %s %s/p 2>&1; echo CLONE_RC=$? proxy; cat %s/p/README; '
+              "cd %s/t && echo more >> README && %s commit -qam second && GIT_CURL_VERBOSE=1 %s push origin main > %s/push.log 2>&1; "
+              "echo PUSH_RC=$?" % (GIT, url, d, d, GIT, url, d, d, d, GIT, GIT, d), policy=w.forge_policy)
+    assert "CLONE_RC=0 transparent" in r.stdout and "CLONE_RC=0 proxy" in r.stdout, r
+    assert r.stdout.count("cloned through sluice") == 2, r
+    assert "PUSH_RC=0" not in r.stdout and "PUSH_RC=" in r.stdout, r
+    push = open(d + "/push.log").read()
+    # git says HTTP 403 (git 2.39 prints no reason phrase for a refused RPC
+    # POST, and its curl speaks HTTP/2 to the proxy, which has none); its
+    # curl trace shows sluice's answer and why
+    assert "error: RPC failed; HTTP 403" in push, push
+    assert "recv header: x-sluice-denied: method_not_allowed" in push.lower(), push
+    seen = forge_seen(w, m)
+    # protocol v2: ls-refs and fetch, two POSTs a clone
+    assert seen.count(("POST", "/git/repo.git/git-upload-pack")) == 4, seen
+    assert ("GET", "/git/repo.git/info/refs?service=git-receive-pack") in seen, seen
+    assert not [s for s in seen if "git-receive-pack" in s[1] and s[0] == "POST"], seen
+    # the origin's repository is unchanged
+    log = W.sh("git", "-C", os.path.join(w.forge, "git", "repo.git"), "log", "--oneline", "main").stdout
+    assert len(log.splitlines()) == 1, log
+    lines = [l for l in r.proxy if l.get("sluice.inspected")]
+    den = [l for l in lines if l["url.full"] == url + "/git-receive-pack"]
+    assert len(den) == 1 and den[0]["event.reason"] == "method_not_allowed", lines
+    assert den[0]["http.request.method"] == "POST" and den[0]["http.response.status_code"] == 403, den
+    forms = {l["sluice.form"] for l in lines if l["url.full"] == url + "/git-upload-pack"}
+    assert forms == {"transparent", "explicit"}, lines

@@ -183,3 +183,73 @@ def test_git_clone_over_https_and_push_refused(w):
     assert den[0]["http.request.method"] == "POST" and den[0]["http.response.status_code"] == 403, den
     forms = {l["sluice.form"] for l in lines if l["url.full"] == url + "/git-upload-pack"}
     assert forms == {"transparent", "explicit"}, lines
+
+
+REQUESTS = """\
+import sys
+import requests
+for u in sys.argv[2:]:
+    r = requests.get(u, timeout=10)
+    print("CODE", r.status_code, sys.argv[1], r.headers.get("X-Sluice-Denied"))
+"""
+
+
+def test_python_requests_transparent_and_through_the_proxy(w):
+    # Debian's python3-requests (DEBIAN_PACKAGES): missing is a failure, not a skip
+    p = subprocess.run(["/usr/bin/python3", "-c", "import requests"], capture_output=True, text=True)
+    assert p.returncode == 0, "python3-requests is not installed (make deps): %s" % p.stderr
+    e = T.env(w)
+    m = e.mark()
+    base = "https://api.example.com:%d" % T.TLS
+    script = w.write("rq_get.py", REQUESTS)
+    r = T.run(w, "unset HTTPS_PROXY https_proxy; /usr/bin/python3 %s transparent %s/pub/rq-t %s/private/rq-t; "
+              'HTTPS_PROXY="$SLUICE_PROXY" /usr/bin/python3 %s proxy %s/pub/rq-p %s/private/rq-p'
+              % (script, base, base, script, base, base))
+    assert r.rc == 0, r
+    assert T.curl_codes(r) == [["200", "transparent None"], ["403", "transparent path_not_allowed"],
+                               ["200", "proxy None"], ["403", "proxy path_not_allowed"]], r
+    assert [g["path"] for g in e.arrived(m)] == ["/pub/rq-t", "/pub/rq-p"]
+    lines = [l for l in r.proxy if l.get("sluice.inspected")]
+    assert sorted((l["url.full"].rsplit("/", 2)[1:], l["sluice.form"]) for l in lines) == [
+        (["private", "rq-p"], "explicit"), (["private", "rq-t"], "transparent"),
+        (["pub", "rq-p"], "explicit"), (["pub", "rq-t"], "transparent")], lines
+
+
+# node 18's fetch ignores HTTPS_PROXY: an explicit CONNECT, then TLS over the
+# tunnel, trusting the sandbox CA through NODE_EXTRA_CA_CERTS only
+NODE_CONNECT = """\
+const http = require('http'), tls = require('tls');
+const proxy = new URL(process.env.SLUICE_PROXY), port = %d;
+function get(path) {
+  return new Promise(done => {
+    const say = (...a) => { console.log('CODE', ...a); done(); };
+    const q = http.request({host: proxy.hostname, port: proxy.port, method: 'CONNECT',
+                            path: 'api.example.com:' + port});
+    q.on('connect', (res, sock) => {
+      if (res.statusCode !== 200) return say(res.statusCode, 'connect');
+      const t = tls.connect({socket: sock, servername: 'api.example.com'}, () =>
+        t.write('GET ' + path + ' HTTP/1.1\\r\\nHost: api.example.com:' + port + '\\r\\nConnection: close\\r\\n\\r\\n'));
+      let got = '';
+      t.on('data', c => { got += c; if (got.includes('\\r\\n')) { t.destroy(); say(got.split(' ')[1], path); } });
+      t.on('error', x => say('error', String(x)));
+    });
+    q.on('error', x => say('error', String(x)));
+    q.end();
+  });
+}
+get('/pub/node-connect').then(() => get('/private/node-connect'));
+"""
+
+
+def test_node_through_the_proxy_with_connect(w):
+    e = T.env(w)
+    m = e.mark()
+    script = w.write("connect.js", NODE_CONNECT % T.TLS)
+    r = T.run(w, "node %s" % script)
+    assert r.rc == 0, r
+    assert T.curl_codes(r) == [["200", "/pub/node-connect"], ["403", "/private/node-connect"]], r
+    assert [g["path"] for g in e.arrived(m)] == ["/pub/node-connect"]
+    lines = [l for l in r.proxy if l.get("sluice.inspected")]
+    assert sorted((l["url.full"], l["event.reason"], l["sluice.form"]) for l in lines) == [
+        ("https://api.example.com:%d/private/node-connect" % T.TLS, "path_not_allowed", "explicit"),
+        ("https://api.example.com:%d/pub/node-connect" % T.TLS, "allowed", "explicit")], lines

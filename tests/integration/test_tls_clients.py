@@ -7,8 +7,9 @@ The world is test_tls's (its origin on :8443, DNS, the origin's self-signed
 certificate given to the proxy with --upstream-ca), plus forge_origin.py on
 api.example.com:9443 with the same certificate: a simple index under
 /simple/ with wheels under /files/ (and one under /private/, which no entry
-covers), and `git http-backend` under /git/.  HTTPS_PROXY (curl --http2
-included) and HTTP/2 are test_tls_h2.py's.
+covers), and `git http-backend` under /git/.  curl --http2 (transparent and
+through HTTPS_PROXY, each stream decided) is test_tls_h2.py's; curl, wget,
+node fetch and git ls-remote transparently are test_tls.py's.
 """
 import base64
 import hashlib
@@ -18,7 +19,6 @@ import subprocess
 import zipfile
 
 import world as W
-import test_proxy as TP
 import test_tls as T
 
 FORGE = 9443
@@ -98,19 +98,19 @@ def forge(w):
     return e
 
 
-def forge_mark(w):
-    return len(forge_seen(w, 0))
-
-
-def forge_seen(w, mark):
-    """(method, path) of the requests that reached forge_origin since mark."""
+def forge_seen(w, mark=0):
+    """(method, path) of the requests that reached forge_origin, from the
+    mark-th on (forge_mark: how many so far)."""
     try:
         with open(w.forge_log) as f:
             recs = [json.loads(l) for l in f if l.strip()]
     except FileNotFoundError:
         recs = []
-    return [(r["method"], r["path"]) for r in recs if r.get("event") == "request"][mark:] if mark else \
-        [(r["method"], r["path"]) for r in recs if r.get("event") == "request"]
+    return [(r["method"], r["path"]) for r in recs if r.get("event") == "request"][mark:]
+
+
+def forge_mark(w):
+    return len(forge_seen(w))
 
 
 def test_pip_installs_from_an_https_simple_index(w):

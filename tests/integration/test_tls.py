@@ -50,9 +50,10 @@ def env(w):
     return e
 
 
-def run(w, script, proxy_args=(), upstream_ca=True, timeout=120):
-    """`sh -c script` in a sandbox with the TLS policy; the origin's CA is
-    given to the proxy only (`sluice run --upstream-ca`)."""
+def run(w, script, proxy_args=(), upstream_ca=True, timeout=120, policy=None):
+    """`sh -c script` in a sandbox with the TLS policy (or `policy`, a path
+    or YAML text); the origin's CA is given to the proxy only (`sluice run
+    --upstream-ca`)."""
     e = env(w)
     extra = ["--upstream-dns", "192.0.2.53"]
     for c in TP.HATCH:
@@ -64,7 +65,7 @@ def run(w, script, proxy_args=(), upstream_ca=True, timeout=120):
         extra += ["--upstream-ca", e.cert]
     for a in proxy_args:
         extra += ["--proxy-arg", a]
-    r = w.sluice_run(["sh", "-c", script], policy=w.tls_policy, extra=extra, timeout=timeout)
+    r = w.sluice_run(["sh", "-c", script], policy=policy or w.tls_policy, extra=extra, timeout=timeout)
     r.proxy = [x for x in r.events if x.get("event.dataset") == "sluice.proxy"]
     return r
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "kfeatures.h"
 
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,33 @@ int sluice_name_check(const char *name, char *msg, size_t msglen)
 int sluice_have_set_retval(void)
 {
 	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
+}
+
+int sluice_bpf_lsm_loads(void)
+{
+	/* r0 = 0; exit: allow, on the hook sluice's own socket_create uses */
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_LSM_MAC);
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	int id, fd, err;
+
+	if (!vmlinux)
+		return -ENOENT;
+	id = btf__find_by_name_kind(vmlinux, "bpf_lsm_socket_create", BTF_KIND_FUNC);
+	btf__free(vmlinux);
+	if (id < 0)
+		return -ENOENT;
+	opts.attach_btf_id = (__u32)id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_LSM, "sluice_lsm_probe", "GPL", insns, 2, &opts);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	err = -errno;
+	return err < 0 ? err : -EINVAL;
 }
 
 int sluice_have_exe(void)
@@ -112,6 +142,15 @@ json_object *sluice_features_json(void)
 		lsm[strcspn(lsm, "\n")] = 0;
 		json_object_object_add(f, "bpf_lsm", tri(lsm_has_bpf(lsm)));
 		json_object_object_add(f, "lsm", json_object_new_string(lsm));
+		/* in the list is not enough: a kernel build may still refuse the
+		 * programs (seen: EPERM for every LSM program) */
+		if (root && lsm_has_bpf(lsm)) {
+			int err = sluice_bpf_lsm_loads();
+
+			json_object_object_add(f, "bpf_lsm_loads", json_object_new_boolean(err == 0));
+			if (err)
+				json_object_object_add(f, "bpf_lsm_error", json_object_new_string(strerror(-err)));
+		}
 	} else {
 		json_object_object_add(f, "bpf_lsm", NULL);
 		json_object_object_add(f, "lsm", NULL);
@@ -160,7 +199,14 @@ void sluice_features_print(FILE *out)
 		fprintf(out, "kernel %s %s\n", str_of(k, "release"), str_of(k, "machine"));
 	fprintf(out, "features:\n");
 	v = tri_of(f, "bpf_lsm");
-	if (v >= 0)
+	if (v > 0 && tri_of(f, "bpf_lsm_loads") == 0)
+		fprintf(out, "  BPF LSM active       listed (lsm=%s) but its programs are refused: %s "
+			"(foreign sockets and unix sockets not judged; families by seccomp under run)\n",
+			str_of(f, "lsm"), str_of(f, "bpf_lsm_error"));
+	else if (v > 0 && tri_of(f, "bpf_lsm_loads") < 0)
+		fprintf(out, "  BPF LSM active       listed (lsm=%s); whether its programs load: unknown (needs root)\n",
+			str_of(f, "lsm"));
+	else if (v >= 0)
 		fprintf(out, "  BPF LSM active       %s (lsm=%s)\n", v ? "yes" : "no", str_of(f, "lsm"));
 	else
 		fprintf(out, "  BPF LSM active       unknown (no /sys/kernel/security/lsm: securityfs not mounted?)\n");

@@ -30,6 +30,13 @@ int sluice_have_set_retval(void);
  * entries)?  A BPF program load: needs CAP_BPF.  Returns 1 yes, 0 no. */
 int sluice_have_exe(void);
 
+/* Does this kernel load a BPF LSM program (BPF_PROG_TYPE_LSM on
+ * bpf_lsm_socket_create, found in the vmlinux BTF; kernel 5.7+ with "bpf"
+ * in the LSM list)?  0 yes, or -errno: -ENOENT no BTF or no such hook,
+ * -EPERM a kernel that refuses them although the LSM is listed.  Needs
+ * CAP_BPF (root). */
+int sluice_bpf_lsm_loads(void);
+
 /* Print `sluice -V`'s feature lines (the BPF LSM in /sys/kernel/security/lsm,
  * bpf_set_retval, the ring buffer map, the cgroup2 and bpffs mounts) to f.
  * Probes that need privileges say "unknown (needs root)" without them. */

@@ -55,7 +55,7 @@ int sluice_bpf_lsm_loads(void)
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_LSM_MAC);
+	struct bpf_prog_load_opts opts = { .sz = sizeof(opts), .expected_attach_type = BPF_LSM_MAC };
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	int id, fd, err;
 

@@ -267,6 +267,40 @@ def test_hop_by_hop_and_proxy_headers_dropped(w):
     assert r.results[0]["headers"]["connection"] == "keep-alive"
 
 
+def test_host_header_replaced_is_on_the_line(w):
+    """An absolute-form request is sent with Host = the URI's authority (RFC
+    9112 3.2.2); the line names the Host the client sent when it differed."""
+    e = env(w)
+    m = e.mark()
+    url = "http://api.example.com:%d" % HTTP_PORT
+    # curl with a Host header of its own, through the explicit proxy
+    r = e.run(["sh", "-c", 'curl -sS --max-time 10 -x "$SLUICE_PROXY" -H "Host: other.example" %s/curl-host'
+               % url])
+    assert r.rc == 0 and json.loads(r.stdout)["path"] == "/curl-host", r
+    got = e.arrived(m)
+    assert len(got) == 1 and got[0]["headers"]["Host"] == "api.example.com:%d" % HTTP_PORT, got
+    line = only(r.proxy, event__action="proxy-http")
+    check_common(line, "success", "allowed", "proxy-http")
+    assert line["sluice.host_header_replaced"] == "other.example", line
+    assert line["url.domain"] == "api.example.com", line
+    # same name in another case with the port: nothing replaced, no field;
+    # the name without the URI's port, and no host at all (a space): replaced,
+    # sanitised like url.domain on a 400
+    r = e.client([
+        {"op": "http", "via": "proxy", "send": explicit(url + "/same", "Host: API.example.com:%d\r\n" % HTTP_PORT)},
+        {"op": "http", "via": "proxy", "send": explicit(url + "/noport", "Host: api.example.com\r\n")},
+        {"op": "http", "via": "proxy", "send": explicit(url + "/odd", "Host: evil example\r\n")},
+        {"op": "http", "via": "proxy", "send": explicit(url + "/none")},
+    ])
+    assert [x["status"] for x in r.results] == [200, 200, 200, 200], r.results
+    by_path = {l["url.full"].rsplit("/", 1)[1]: l for l in r.proxy}
+    assert set(by_path) == {"same", "noport", "odd", "none"}, r.proxy
+    assert "sluice.host_header_replaced" not in by_path["same"], by_path["same"]
+    assert "sluice.host_header_replaced" not in by_path["none"], by_path["none"]
+    assert by_path["noport"]["sluice.host_header_replaced"] == "api.example.com", by_path["noport"]
+    assert by_path["odd"]["sluice.host_header_replaced"] == "evil?example", by_path["odd"]
+
+
 def test_chunked_body_reframed(w):
     e = env(w)
     m = e.mark()

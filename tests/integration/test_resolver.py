@@ -313,6 +313,32 @@ def test_malformed_packets(w):
     assert dropped and all("dns.response_code" not in x for x in dropped), dropped
 
 
+def test_malformed_queries_say_what_was_wrong(w):
+    """reason `malformed` alone does not tell a fuzzer from a broken client:
+    error.message names the cause (ldns's status, or the resolver's check)."""
+    hdr = "12340100"
+    q = "03617069076578616d706c6503636f6d0000010001"  # api.example.com A IN
+    rr = "c00c" + "0001" + "0001" + "00000000" + "0004" + "c0000201"  # api.example.com A 192.0.2.1
+    res, lines, up, _ = _ask(w, [
+        {"raw_hex": hdr + "0001" + "000000000000" + q[:20], "timeout": 2},        # cut in the name
+        {"raw_hex": hdr + "0001" + "0001" + "00000000" + q + rr, "timeout": 2},   # an answer in a query
+        {"raw_hex": hdr + "0001" + "0000" + "0001" + "0000" + q + rr, "timeout": 2},  # authority record
+    ])
+    assert [x.get("rcode") for x in res] == ["FORMERR"] * 3, res
+    assert up == [], up
+    bad = [x for x in lines if x["event.reason"] == "malformed"]
+    assert len(bad) == 3, lines
+    msgs = sorted(x.get("error.message") for x in bad)
+    for x in bad:
+        _common(x)
+        assert x["dns.response_code"] == "FORMERR" and x["sluice.verdict"] == "refuse", x
+    assert "answer records in a query" in msgs and "authority records in a query" in msgs, msgs
+    # ldns's own words (ldns_get_errorstr_by_id) for a name that runs past the end of the message
+    assert "Label length overflow" in msgs, msgs
+    # the other refusals carry none: their reason is the whole story
+    assert all("error.message" not in x for x in lines if x["event.reason"] != "malformed"), lines
+
+
 def test_private_answers_filtered(w):
     # without the documentation-range exception: only the one public answer stays
     res, lines, up, _ = _ask(w, [

@@ -117,6 +117,7 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 	SL_STR(b, "url.full", r->url_full);
 	SL_STR(b, "url.domain", r->domain);
 	SL_STR(b, "tls.client.server_name", r->sni);
+	SL_STR(b, "sluice.host_header_replaced", r->host_sent);
 	if (r->inspected) {
 		SL_BOOL(b, "sluice.inspected", true);
 		SL_STR(b, "tls.version", r->tls_version);

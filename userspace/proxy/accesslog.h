@@ -30,6 +30,8 @@ struct proxy_log_rec {
 	const char *url_full;
 	const char *domain;           /* url.domain: normalised name (or IP literal) */
 	const char *sni;              /* tls.client.server_name */
+	const char *host_sent;        /* sluice.host_header_replaced: the Host the client sent,
+				       * when the forwarded head carries the URI's instead */
 	const char *method;
 	int status;                   /* http.response.status_code, 0 = none */
 	bool inspected;               /* sluice.inspected: a request inside TLS the proxy terminated */

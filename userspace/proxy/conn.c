@@ -108,6 +108,7 @@ void conn_finish(struct conn *c)
 	free(c->url_full);
 	free(c->exe);
 	free(c->host);
+	free(c->host_sent);
 	free(c->sni);
 	free(c->tls_host);
 	req_release(c);
@@ -251,6 +252,8 @@ static void request_reset(struct conn *c)
 	c->url_full = NULL;
 	free(c->host);
 	c->host = NULL;
+	free(c->host_sent);
+	c->host_sent = NULL;
 	free(c->sni);
 	c->sni = c->inspected && c->tls_host ? strdup(c->tls_host) : NULL;
 	req_release(c);
@@ -618,6 +621,12 @@ static void on_http_head(struct conn *c)
 	}
 	c->target->tls = c->inspected;
 	c->port = c->target->port;
+	if (proxy_host_replaced(c->req, c->target)) {
+		char sent[SLUICE_HOST_MAX + 32];
+
+		snprintf(sent, sizeof(sent), "%.*s", (int)c->req->host->value_len, c->req->host->value);
+		set_printable(&c->host_sent, sent);
+	}
 	if (c->over_cap) {
 		set_printable(&c->host, c->target->host);
 		conn_reply(c, 503, "connection_limit");

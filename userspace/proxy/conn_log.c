@@ -56,6 +56,7 @@ void conn_log(struct conn *c)
 	r.url_full = c->url_full;
 	r.domain = c->host && c->host[0] ? c->host : NULL;
 	r.sni = c->sni;
+	r.host_sent = c->host_sent;
 	r.method = c->method;
 	r.inspected = c->inspected;
 	r.websocket = c->ws;

@@ -257,6 +257,8 @@ struct conn {
 	const char *method;
 	char *host;                     /* normalised name (or IP literal); malloc'd */
 	char *sni;                      /* tls.client.server_name; malloc'd */
+	char *host_sent;                /* sluice.host_header_replaced: the client's Host, printable,
+					 * when the forwarded head says another (absolute form); malloc'd */
 	uint16_t port;
 	bool ip_literal;
 	int ip_family;

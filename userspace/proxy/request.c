@@ -548,10 +548,8 @@ static int copy_field(const char *src, const struct http_parser_url *u, int f, c
 	return 0;
 }
 
-/* Split a Host header value into host and optional port, with http-parser's
- * URL parser on "http://<value>/". */
-static int split_host_header(const char *v, size_t vlen, struct proxy_target *t,
-			     bool *has_port, struct proxy_refusal *err)
+int proxy_split_host_header(const char *v, size_t vlen, struct proxy_target *t,
+				    bool *has_port, struct proxy_refusal *err)
 {
 	char buf[SLUICE_HOST_MAX + 32];
 	struct http_parser_url u;
@@ -686,7 +684,7 @@ int proxy_request_target(const struct proxy_request *req, enum proxy_form form, 
 			return refuse(err, 400, "not_proxy_request");
 		if (!req->host)
 			return refuse(err, 400, "missing_host");
-		if (split_host_header(req->host->value, req->host->value_len, t, &has_port, err) < 0)
+		if (proxy_split_host_header(req->host->value, req->host->value_len, t, &has_port, err) < 0)
 			return -1;
 		if (has_port && t->port != orig_port)
 			return refuse(err, 403, "host_port_mismatch");

@@ -170,6 +170,28 @@ struct proxy_target {
 };
 
 /*
+ * Split a Host header value (`v`, `vlen` bytes, not NUL-terminated) into
+ * t->host (as sent, IPv6 brackets removed) and t->port, with http-parser's
+ * URL parser on "http://<value>/"; *has_port says whether it named a port
+ * (t->port is 0 when not).  Only t->host and t->port are written.  Returns 0,
+ * or -1 with *err: empty (400 "missing_host"), userinfo (403), too long
+ * (403 "bad_host"), anything else (400 "bad_host_header").
+ */
+int proxy_split_host_header(const char *v, size_t vlen, struct proxy_target *t,
+			    bool *has_port, struct proxy_refusal *err);
+
+/*
+ * Did forwarding the request replace its Host header?  An absolute-form
+ * request (`GET http://a.example/x`) is sent with "Host: " the URI's
+ * authority (RFC 9112 3.2.2), whatever Host the client sent.  True when
+ * req has a Host header and target t (from proxy_request_target, t->tls
+ * set) came from an absolute URI, and the header names another host
+ * (compared ASCII case-insensitively, as sent) or another port (a missing
+ * port is the scheme's default), or cannot be parsed.  Pure.
+ */
+bool proxy_host_replaced(const struct proxy_request *req, const struct proxy_target *t);
+
+/*
  * Work out the target of a request.  Explicit form: CONNECT host:port, or
  * an absolute-URI "http://host[:port]/path" (other schemes 400
  * "scheme_not_supported"; origin-form 400 "not_proxy_request").

@@ -344,6 +344,7 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 {
 	char host[SLUICE_HOST_MAX + 2];
 	const char *why = NULL;
+	ldns_status st;
 	ldns_rr *q;
 	char *s;
 	size_t i;
@@ -366,13 +367,19 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 		return respond(d, RSV_V_REFUSE, RSV_NOTIMP, "opcode_not_query");
 	if (LDNS_QDCOUNT(msg) != 1)
 		return respond(d, RSV_V_REFUSE, RSV_FORMERR, "qdcount");
-	if (ldns_wire2pkt(&d->query, msg, len) != LDNS_STATUS_OK || !d->query) {
+	st = ldns_wire2pkt(&d->query, msg, len);
+	if (st != LDNS_STATUS_OK || !d->query) {
 		d->query = NULL;
+		d->malformed = st != LDNS_STATUS_OK ? ldns_get_errorstr_by_id(st) : NULL;
+		if (!d->malformed)
+			d->malformed = "ldns could not parse the query";
 		return respond(d, RSV_V_REFUSE, RSV_FORMERR, "malformed");
 	}
 	q = ldns_rr_list_rr(ldns_pkt_question(d->query), 0);
-	if (!q || !ldns_rr_owner(q))
+	if (!q || !ldns_rr_owner(q)) {
+		d->malformed = "question without a name";
 		return respond(d, RSV_V_REFUSE, RSV_FORMERR, "malformed");
+	}
 	d->have_question = true;
 	d->qtype = (uint16_t)ldns_rr_get_type(q);
 	d->qclass = (uint16_t)ldns_rr_get_class(q);
@@ -383,14 +390,19 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 			free(s);
 		}
 	}
-	if (ldns_pkt_ancount(d->query) || ldns_pkt_nscount(d->query))
+	if (ldns_pkt_ancount(d->query) || ldns_pkt_nscount(d->query)) {
+		d->malformed = ldns_pkt_ancount(d->query) ? "answer records in a query"
+							  : "authority records in a query";
 		return respond(d, RSV_V_REFUSE, RSV_FORMERR, "malformed");
+	}
 	{
 		/* one framing only: what the header declares is the whole message */
 		size_t end = declared_len(msg, len);
 
-		if (end == 0)
+		if (end == 0) {
+			d->malformed = "a record the header declares does not parse";
 			return respond(d, RSV_V_REFUSE, RSV_FORMERR, "malformed");
+		}
 		if (end < len) {
 			d->trailing = len - end;
 			return respond(d, RSV_V_REFUSE, RSV_FORMERR, "trailing_bytes");

@@ -194,6 +194,7 @@ void rsv_log_fields(struct sluice_line *l, const struct rsv_decision *d, const s
 	}
 	if (d->trailing)
 		SL_U64(l, "sluice.dns_trailing_bytes", d->trailing);
+	SL_STR(l, "error.message", d->malformed);
 
 	if (m->src_ip) {
 		SL_STR(l, "source.ip", m->src_ip);

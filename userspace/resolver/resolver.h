@@ -106,6 +106,8 @@ struct rsv_decision {
 	bool tunnel_suspect;
 	const char *tunnel_why;          /* "long_label", "high_entropy", "rate", ... */
 	size_t trailing;                 /* trailing_bytes: bytes past what the header declares */
+	const char *malformed;           /* reason malformed: what was wrong (error.message): ldns's
+					  * status text, or the check that failed; static */
 
 	/* Answers of the final response (kept and dropped). */
 	struct rsv_answer *answers;

@@ -52,7 +52,6 @@
 #include "ctl_content.h"
 #include "ctlsrv.h"
 #include "daemon_events.h"
-#include "daemon_dnsstats.h"
 #include "daemon_follow.h"
 #include "destroy.h"
 #include "events.h"

@@ -307,8 +307,8 @@ static void cut_line(struct sluice_evlog *log, const struct victim *v, const str
 		snprintf(msg, sizeof(msg), "flow to %s port %u cut: policy %.12s does not allow it (%s)", dst,
 			 ntohs(v->id.idiag_dport), np->digest, why_name(v->why));
 	SL_STR(l, "event.kind", "event");
-	SL_RAW(l, "event.category", "[\"network\"]");
-	SL_RAW(l, "event.type", "[\"connection\",\"end\",\"denied\"]");
+	SL_STR(l, "event.category", "network");
+	SL_RAW(l, "event.type", "[\"connection\",\"denied\"]");
 	SL_STR(l, "event.action", "flow-cut");
 	SL_STR(l, "event.outcome", err ? "failure" : "success");
 	SL_STR(l, "event.reason", "policy_reloaded");

@@ -906,11 +906,12 @@ static __always_inline __u32 ip6_l4_offset(struct __sk_buff *skb, __u8 *proto)
 	return nh == 0 || nh == 43 || nh == 60 || nh == 44 ? 0 : off;
 }
 
-/* Did this packet's socket connect to exactly this TCP destination under
- * this generation with a cidr entry's allowance (sluice_sk_judged)?
- * `daddr`: network byte order, IPv4 in [0] for SLUICE_AF_INET. */
-static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8 family, const __u32 *daddr,
-					  __u16 dport)
+/* Did this packet's socket connect to exactly this TCP destination with a
+ * cidr entry's allowance (sluice_sk_judged) under generation gen_plus1 - 1
+ * (gen_plus1 0: under any)?  `daddr`: network byte order, IPv4 in [0] for
+ * SLUICE_AF_INET. */
+static __always_inline bool judged_to(struct __sk_buff *skb, __u32 gen_plus1, __u8 family, const __u32 *daddr,
+				      __u16 dport)
 {
 	struct bpf_sock *sk = skb->sk;
 	struct sluice_judged *j;
@@ -921,12 +922,38 @@ static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8
 	if (!sk)
 		return false;
 	j = bpf_sk_storage_get(&sluice_sk_judged, sk, 0, 0);
-	if (!j || j->gen_plus1 != gen + 1 || j->family != family || j->dport != dport)
+	if (!j || !j->gen_plus1 || (gen_plus1 && j->gen_plus1 != gen_plus1) || j->family != family ||
+	    j->dport != dport)
 		return false;
 	if (family == SLUICE_AF_INET)
 		return j->daddr[0] == daddr[0];
 	return j->daddr[0] == daddr[0] && j->daddr[1] == daddr[1] && j->daddr[2] == daddr[2] &&
 	       j->daddr[3] == daddr[3];
+}
+
+/* judged_to() under generation `gen`: the backstop's memo. */
+static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8 family, const __u32 *daddr,
+					  __u16 dport)
+{
+	return judged_to(skb, gen + 1, family, daddr, dport);
+}
+
+/*
+ * A bare RST (no payload) on a socket a cidr entry once allowed to this very
+ * destination, under any generation: the reset of a flow a reload cut
+ * (loader/flowcut.c destroys the socket, the kernel sends the RST after the
+ * switch), which the peer must see.  It carries nothing of the sandbox's.
+ */
+#define TCP_FLAG_RST_ 0x04
+static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off, __u8 family, const __u32 *daddr,
+					 __u16 dport)
+{
+	__u8 th[2]; /* data offset, flags: bytes 12 and 13 of the TCP header */
+
+	if (bpf_skb_load_bytes(skb, l4off + 12, th, sizeof(th)) || !(th[1] & TCP_FLAG_RST_) ||
+	    skb->len != l4off + (__u32)(th[0] >> 4) * 4)
+		return false;
+	return judged_to(skb, 0, family, daddr, dport);
 }
 
 SEC("cgroup_skb/egress")
@@ -991,6 +1018,13 @@ int sluice_egress(struct __sk_buff *skb)
 		return SYS_PROCEED;
 	if (v.protocol == SLUICE_IPPROTO_TCP && l4off && tcp_reply(skb, l4off))
 		return SYS_PROCEED;
+	if (v.protocol == SLUICE_IPPROTO_TCP && l4off) {
+		__u32 a4[4] = { v.daddr[3], 0, 0, 0 };
+		bool mapped = v.family == SLUICE_AF_INET6 && is_v4mapped(v.daddr);
+
+		if (judged_reset(skb, l4off, mapped ? SLUICE_AF_INET : v.family, mapped ? a4 : v.daddr, v.dport))
+			return SYS_PROCEED;
+	}
 drop:
 	if (gen_audit(gen))
 		return SYS_PROCEED;

@@ -29,6 +29,7 @@
 #include "gc.h"
 #include "sandbox.h"
 #include "daemon_events.h"
+#include "dns_dropped.h"
 #include "inspect.h"
 #include "labels.h"
 #include "log.h"
@@ -676,6 +677,7 @@ static int add_run(const char *name, const struct sluice_owner *o, void *arg)
 	json_object_object_add(r, "name", json_object_new_string(name));
 	json_object_object_add(r, "pid", json_object_new_int(o->pid));
 	json_object_object_add(r, "info", json_object_new_string(o->info));
+	json_object_object_add(r, "dns_dropped", sluice_dns_dropped_of_run(o->pid));
 	json_object_array_add(arg, r);
 	return 0;
 }
@@ -698,7 +700,12 @@ static void print_runs(json_object *runs)
 	for (size_t i = 0; i < n; i++) {
 		json_object *r = json_object_array_get_idx(runs, i);
 
+		json_object *dd;
+
 		printf("  %s (pid %s): %s\n", get_str(r, "name"), get_str(r, "pid"), get_str(r, "info"));
+		if (json_object_object_get_ex(r, "dns_dropped", &dd) && dd)
+			printf("    dns dropped %s (rate-limited %s, queue full %s, at a stop %s)\n", get_str(dd, "total"),
+			       get_str(dd, "rate_limited"), get_str(dd, "socket_overflow"), get_str(dd, "shutdown"));
 	}
 }
 

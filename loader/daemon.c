@@ -52,7 +52,6 @@
 #include "ctl_content.h"
 #include "ctlsrv.h"
 #include "daemon_events.h"
-#include "daemon_dnsstats.h"
 #include "daemon_follow.h"
 #include "destroy.h"
 #include "events.h"
@@ -67,6 +66,7 @@
 #include "policy.h"
 #include "policy_sig.h"
 #include "expiry_watch.h"
+#include "flowcut.h"
 #include "policy_within.h"
 #include "policy_ref.h"
 #include "upstream_ca.h"
@@ -432,7 +432,7 @@ static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 	char msg[1536], old_digest[SLUICE_DIGEST_HEX_LEN + 1], old_name[128];
 	const char *children = "restarted on the new policy";
 	json_object *o, *r;
-	int err;
+	int err, cut;
 
 	if (!s)
 		return ctlsrv_error("no sandbox named '%s'", name ? name : "");
@@ -477,6 +477,7 @@ static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 	s->policy = np;
 	snprintf(s->mode, sizeof(s->mode), "%s", np->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	init_meta(s);
+	cut = sluice_flowcut(&s->sb, s->netns[0] ? s->netns : NULL, np, &s->log);
 	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
 		daemon_emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
 		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
@@ -495,6 +496,7 @@ static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 	json_object_object_add(r, "generation", json_object_new_int64(s->sb.gen));
 	json_object_object_add(r, "policy_signer", who.principal[0] ? json_object_new_string(who.principal) : NULL);
 	json_object_object_add(r, "children", json_object_new_string(children));
+	json_object_object_add(r, "flows_cut", json_object_new_int(cut < 0 ? 0 : cut));
 	json_object_object_add(o, "reload", r);
 	return o;
 }

@@ -233,13 +233,8 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
 
-		char stats[PATH_MAX];
-
 		co.flow_map = NULL;
 		co.extra = D.resolver_extra;
-		daemon_state_path(stats, sizeof(stats), s->name, "dns-stats");
-		if (daemon_dnsstats_open(&s->dns, stats) == 0)
-			co.stats_fd = s->dns.fd;
 		p = sluice_child_start(D.resolver_bin, &s->l, &co, 10000, msg, msglen);
 		if (p < 0)
 			return -1;

@@ -21,7 +21,6 @@
 #include "credentials.h"
 #include "ctl_content.h"
 #include "ctlsrv.h"
-#include "daemon_dnsstats.h"
 #include "events.h"
 #include "evlog.h"
 #include "expiry_watch.h"
@@ -55,7 +54,6 @@ struct dsandbox {
 	 * the daemon's, else a bind mount under the state dir (--upstream-netns) */
 	char upstream[PATH_MAX];
 	uint64_t cgroup_id;
-	struct daemon_dnsstats dns;  /* its resolvers' dropped queries (NAME.dns-stats) */
 	struct sluice_sandbox sb;
 	struct sluice_policy *policy;
 	struct sluice_signer signer; /* --allowed-signers: who signed the policy in force */

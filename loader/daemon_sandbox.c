@@ -341,7 +341,6 @@ void free_sandbox(struct dsandbox *s)
 		sluice_consumer_free(&s->consumer);
 	sluice_listeners_close(&s->l);
 	sluice_expiry_watch_free(&s->expiry);
-	daemon_dnsstats_close(&s->dns);
 	if (s->policy)
 		sluice_policy_free(s->policy);
 	sluice_ca_pem_free(s->ca);

@@ -14,6 +14,7 @@
 #include <event2/buffer.h>
 
 #include "daemon_events.h"
+#include "dns_dropped.h"
 #include "daemon_follow.h"
 #include "version.h"
 
@@ -108,7 +109,7 @@ json_object *sandbox_json(struct dsandbox *s)
 	/* lines the daemon could not write to the events file (ENOSPC, ...) */
 	json_object_object_add(o, "event_lines_lost", json_object_new_uint64(s->log_ready ? sluice_evlog_lost_total(&s->log) : 0));
 	/* DNS queries its resolvers dropped (rate-limited, queue full, at a stop) */
-	json_object_object_add(o, "dns_dropped", daemon_dnsstats_json(&s->dns));
+	json_object_object_add(o, "dns_dropped", sluice_dns_dropped_json(sluice_evlog_shared(&s->log)));
 	return o;
 }
 

@@ -8,9 +8,14 @@ lines, and a reload (a new resolver) continues them instead of starting at
 0.  The upstream DNS server is the test world's (192.0.2.53, in its own
 namespace).
 """
+import json
 import os
+import subprocess
 import sys
+import threading
 import time
+
+import world as W
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -80,3 +85,50 @@ def test_dropped_queries_per_sandbox_in_status_across_a_reload(w):
     finally:
         a.close()
         d.close()
+
+
+def test_a_run_sandboxes_dropped_queries_in_status(w):
+    """`sluice run`: the same counts, read from the run's shared page
+    (the one its resolver counts each drop into, dns_dropped.h), in the
+    "runs" of `sluice status` while the run lives."""
+    proxy_env(w)
+    name = "fdsr%d" % os.getpid()
+    pol = w.write(name + ".yaml", POLICY % "dns-status-run")
+    out = os.path.join(w.tmp, name + ".json")
+    extra = ["--name", name, "--resolver-arg", "--denied-rate", "--resolver-arg", "100"]
+    for c in HATCH:
+        extra += ["--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    res = {}
+    # the flood, then the run stays until the test has looked (OUT.seen)
+    cmd = ["sh", "-c", "python3 %s flood 192.0.2.53 53 2 %s && touch %s.flooded && "
+           "for i in $(seq 600); do [ -e %s.seen ] && exit 0; sleep 0.1; done" % (FLOOD, out, out, out)]
+    t = threading.Thread(target=lambda: res.update(r=w.sluice_run(cmd, policy=pol, extra=extra, timeout=120)))
+    t.start()
+    env = dict(os.environ, SLUICE_CONTROL_SOCK=os.path.join(w.tmp, "no-daemon.sock"))
+    try:
+        deadline = time.time() + 60
+        while not os.path.exists(out + ".flooded"):
+            assert time.time() < deadline and t.is_alive(), res
+            time.sleep(0.1)
+        # the resolver's summary lines come at most once a second: wait for
+        # the counts to settle (the page is counted as the drops happen)
+        last, runs = None, []
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            r = subprocess.run([W.SLUICE, "status", "--json"], capture_output=True, text=True, env=env, timeout=30)
+            runs = [x for x in json.loads(r.stdout)["runs"] if x["name"] == name]
+            assert runs, r.stdout
+            dd = runs[0]["dns_dropped"]
+            if dd == last:
+                break
+            last = dd
+            time.sleep(1)
+        assert dd["rate_limited"] > 1000 and dd["total"] == sum(dd[k] for k in ("rate_limited", "socket_overflow", "shutdown")), dd
+        r = subprocess.run([W.SLUICE, "status"], capture_output=True, text=True, env=env, timeout=30)
+        assert "dns dropped %d (rate-limited %d" % (dd["total"], dd["rate_limited"]) in r.stdout, r.stdout
+    finally:
+        open(out + ".seen", "w").close()
+        t.join(120)
+    # the run's own summary lines say the same (its shutdown drops, if any, come after)
+    drops = [e for e in res["r"].events if e.get("event.action") == "dns-queries-dropped"]
+    assert sum(e["sluice.dns_dropped_rate_limited"] for e in drops) == dd["rate_limited"], (drops, dd)

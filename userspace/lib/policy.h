@@ -483,6 +483,25 @@ bool sluice_entry_has_port(const struct sluice_entry *e, uint16_t port);
  */
 bool sluice_entry_cidr_contains(const struct sluice_entry *e, int family, const uint8_t *addr);
 
+/* What sluice_policy_cidr_tcp() found: allowed, or why not. */
+enum sluice_cidr_verdict {
+	SLUICE_CIDR_ALLOWED,
+	SLUICE_CIDR_NO_ENTRY,   /* no cidr entry names this TCP address and port */
+	SLUICE_CIDR_EXPIRED,    /* only entries past their `expires:` do */
+	SLUICE_CIDR_PROGRAM,    /* only entries whose `programs:` do not name `who` do */
+};
+
+/*
+ * Does a cidr entry of `p` allow a TCP connection to `addr` (family AF_INET
+ * or AF_INET6, network byte order; v4-mapped counts as IPv4) port `port`
+ * (host order) made by the executable `who` (NULL: any; a `programs:` entry
+ * then allows it) at `now` (Unix seconds, -1: the clock's)?  The kernel's
+ * connect-time rule (cidr, protocol, ports, expiry, programs) over the
+ * parsed policy (userspace/lib/policy_cidr.c).
+ */
+enum sluice_cidr_verdict sluice_policy_cidr_tcp(const struct sluice_policy *p, int family, const uint8_t *addr,
+						uint16_t port, const struct sluice_exe_id *who, int64_t now);
+
 /*
  * The canonical serialisation the digest is the SHA-256 of (compact JSON,
  * sorted keys, normalised values, entries in order; see docs/policy.md).

@@ -313,8 +313,14 @@ static json_object *do_attach(json_object *req, const struct ctlsrv_peer *peer)
 	}
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0) {
+		static const char *const kept[] = { "yaml", "yaml.sig", "upstream-ca.pem" };
+		char path[PATH_MAX];
+
 		o = ctlsrv_error("cannot open cgroup %s: %s", cg, strerror(errno));
-		daemon_teardown(s, false);
+		for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+			daemon_state_path(path, sizeof(path), s->name, kept[i]);
+			unlink(path);   /* what attach_policy kept, nothing else of the name's */
+		}
 		free_sandbox(s);
 		return o;
 	}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * sluice_egress.bpf.h - the packet helpers of the egress backstop
+ * (cgroup_skb/egress in sluice.bpf.c, which includes this file once, after
+ * the maps and the cidr and proxy/resolver address checks it uses): TCP
+ * replies that pass, the upper-layer header of an IPv6 packet, and what a
+ * socket's connect hook judged (sluice_sk_judged).
+ */
+#ifndef SLUICE_EGRESS_BPF_H
+#define SLUICE_EGRESS_BPF_H
+
+/*
+ * Replies on inbound TCP connections pass: a SYN-ACK without payload
+ * (sent before the connection is accepted), and anything on a socket that
+ * sockops marked PASSIVE.  Needs a full socket for the storage lookup.
+ */
+#define TCP_FLAG_SYN_ 0x02
+#define TCP_FLAG_ACK_ 0x10
+
+static __always_inline bool tcp_reply(struct __sk_buff *skb, __u32 l4off)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sluice_orig *o;
+	__u8 flags;
+
+	if (bpf_skb_load_bytes(skb, l4off + 13, &flags, 1))
+		return false;
+	if ((flags & (TCP_FLAG_SYN_ | TCP_FLAG_ACK_)) == (TCP_FLAG_SYN_ | TCP_FLAG_ACK_))
+		return true; /* a SYN-ACK answers a SYN someone else sent */
+	if (!sk)
+		return false;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return false;
+	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
+	return o && (o->flags & SLUICE_ORIG_PASSIVE);
+}
+
+/*
+ * The upper-layer header of an IPv6 packet (data at the network header):
+ * skips the extension headers the sandbox's own stack puts first, at most
+ * SLUICE_IP6_EXTS of them: Hop-by-Hop (0; the kernel adds one with a Jumbo
+ * Payload option, RFC 2675, to every BIG TCP GSO packet over 64 KiB, kernel
+ * 5.19+, as on loopback's 64 KiB MTU), routing (43), destination options
+ * (60), each (hdr_ext_len + 1) * 8 bytes (RFC 8200 4.3-4.6).  Sets *proto
+ * (in: the fixed header's next header) to the protocol found and returns
+ * its offset; returns 0 with *proto still an extension header (a fragment,
+ * 44, included) when it reaches none: the caller judges such a packet
+ * without ports and drops it.
+ */
+#define SLUICE_IP6_EXTS 4
+static __always_inline __u32 ip6_l4_offset(struct __sk_buff *skb, __u8 *proto)
+{
+	__u32 off = sizeof(struct ipv6hdr);
+	__u8 nh = *proto;
+
+#pragma unroll
+	for (int i = 0; i < SLUICE_IP6_EXTS; i++) {
+		__u8 h[2]; /* next header, hdr_ext_len */
+
+		if (nh != 0 && nh != 43 && nh != 60)
+			break;
+		if (bpf_skb_load_bytes(skb, off, h, sizeof(h)))
+			return 0;
+		nh = h[0];
+		off += ((__u32)h[1] + 1) * 8;
+	}
+	*proto = nh;
+	return nh == 0 || nh == 43 || nh == 60 || nh == 44 ? 0 : off;
+}
+
+/* Did this packet's socket connect to exactly this TCP destination with a
+ * cidr entry's allowance (sluice_sk_judged) under generation gen_plus1 - 1
+ * (gen_plus1 0: under any)?  `daddr`: network byte order, IPv4 in [0] for
+ * SLUICE_AF_INET. */
+static __always_inline bool judged_to(struct __sk_buff *skb, __u32 gen_plus1, __u8 family, const __u32 *daddr,
+				      __u16 dport)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sluice_judged *j;
+
+	if (!sk)
+		return false;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return false;
+	j = bpf_sk_storage_get(&sluice_sk_judged, sk, 0, 0);
+	if (!j || !j->gen_plus1 || (gen_plus1 && j->gen_plus1 != gen_plus1) || j->family != family ||
+	    j->dport != dport)
+		return false;
+	if (family == SLUICE_AF_INET)
+		return j->daddr[0] == daddr[0];
+	return j->daddr[0] == daddr[0] && j->daddr[1] == daddr[1] && j->daddr[2] == daddr[2] &&
+	       j->daddr[3] == daddr[3];
+}
+
+/* judged_to() under generation `gen`: the backstop's memo. */
+static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8 family, const __u32 *daddr,
+					  __u16 dport)
+{
+	return judged_to(skb, gen + 1, family, daddr, dport);
+}
+
+/*
+ * A bare RST (no payload) on a socket a cidr entry once allowed to this very
+ * destination, under any generation: the reset of a flow a reload cut
+ * (loader/flowcut.c destroys the socket, the kernel sends the RST after the
+ * switch), which the peer must see.  It carries nothing of the sandbox's.
+ */
+#define TCP_FLAG_RST_ 0x04
+static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off, __u8 family, const __u32 *daddr,
+					 __u16 dport)
+{
+	__u8 th[2]; /* data offset, flags: bytes 12 and 13 of the TCP header */
+
+	if (bpf_skb_load_bytes(skb, l4off + 12, th, sizeof(th)) || !(th[1] & TCP_FLAG_RST_) ||
+	    skb->len != l4off + (__u32)(th[0] >> 4) * 4)
+		return false;
+	return judged_to(skb, 0, family, daddr, dport);
+}
+
+#endif

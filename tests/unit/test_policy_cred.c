@@ -26,31 +26,7 @@
 #define HEAD "version: 1\nname: t\n"
 #define CRED "credentials:\n  - name: model-api\n    file: /etc/x\n    header: \"Authorization: Bearer {secret}\"\n"
 
-static struct sluice_policy *load(const char *yaml)
-{
-	struct sluice_policy *p = NULL;
-	struct sluice_policy_error err;
-	char buf[600];
-
-	if (sluice_policy_load_buffer("t.yaml", yaml, strlen(yaml), &p, &err) != 0)
-		fail_msg("load failed: %s", sluice_policy_error_str(&err, buf, sizeof(buf)));
-	return p;
-}
-
-static void bad(const char *yaml, unsigned line, unsigned col, const char *part)
-{
-	struct sluice_policy *p = NULL;
-	struct sluice_policy_error err;
-	char buf[600];
-
-	if (sluice_policy_load_buffer("t.yaml", yaml, strlen(yaml), &p, &err) == 0)
-		fail_msg("loaded, want error '%s' for:\n%s", part, yaml);
-	sluice_policy_error_str(&err, buf, sizeof(buf));
-	if (!strstr(err.message, part))
-		fail_msg("message '%s' lacks '%s'", buf, part);
-	if (err.line != line || err.column != col)
-		fail_msg("'%s': want position %u:%u", buf, line, col);
-}
+#include "policy_fixture.h"
 
 static void test_parse(void **state)
 {

@@ -470,8 +470,6 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		child_cmd_close(&c);
 		return err;
 	}
-	if (!is_proxy && o->stats_fd > 0)
-		cmd_fd(&c, "--stats-fd", o->stats_fd);
 	cmd_fd(&c, "--ready-fd", c.ready[1]);
 	for (int i = 0; o->extra && o->extra[i] && c.argc < 94; i++)
 		c.argv[c.argc++] = o->extra[i];

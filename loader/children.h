@@ -94,8 +94,6 @@ struct sluice_child_opts {
 	const struct sluice_labels *labels; /* may be NULL: `--label KEY=VALUE` each, so the child's
 				    * lines carry labels.KEY too */
 	char *const *extra;        /* extra args appended (test hatches), NULL-terminated, may be NULL */
-	int stats_fd;              /* resolver only, > 0: the sandbox's dropped-query counts
-				    * (dns_stats.h), inherited as `--stats-fd N` */
 	const char *container_id;  /* the container the sandbox is (daemon: oci-hook, attach
 				    * --container), each NULL: none; passed as --container-id,
 				    * --container-name, --container-runtime so that the children's

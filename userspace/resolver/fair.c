@@ -32,7 +32,6 @@ struct rsv_fair {
 	void *poll_arg;
 	unsigned rate, burst;
 	uint64_t dropped[RSV_DROP__MAX], reported[RSV_DROP__MAX];
-	struct sluice_dns_stats *shared;   /* the same counts, for `sluice status` (may be NULL) */
 	struct bucket b[BUCKETS];
 };
 
@@ -91,16 +90,10 @@ void rsv_fair_count(struct rsv_fair *f, enum rsv_drop why, uint64_t n)
 	if (!f || (unsigned)why >= RSV_DROP__MAX)
 		return;
 	f->dropped[why] += n;
-	sluice_dns_stats_add(f->shared, why, n);   /* status: the sandbox's counts file (dns_stats.h) */
-	/* the daemon's metrics (evseq.h), as they happen */
+	/* `sluice status` and the metrics (evseq.h, loader/dns_dropped.c), as they happen */
 	q = f->log ? sluice_evlog_shared(f->log) : NULL;
 	if (q)
 		sluice_evseq_add(&q->dns_dropped[why], n);
-}
-
-void rsv_fair_set_shared(struct rsv_fair *f, struct sluice_dns_stats *st)
-{
-	f->shared = st;
 }
 
 uint64_t rsv_fair_dropped(const struct rsv_fair *f, enum rsv_drop why)

@@ -28,7 +28,6 @@ enum rsv_drop {
 };
 
 struct rsv_fair;
-struct sluice_dns_stats;
 
 /* Before each summary, poll(arg) (the server counts its sockets' drops). */
 void rsv_fair_set_poll(struct rsv_fair *f, void (*poll)(void *arg), void *arg);
@@ -41,10 +40,6 @@ struct rsv_fair *rsv_fair_new(struct event_base *base, struct sluice_evlog *log,
 /* May a query from `client` that is not forwarded be answered (and logged)
  * now, at monotonic time `now` (seconds)?  false: drop it (counted). */
 bool rsv_fair_admit(struct rsv_fair *f, const struct sockaddr_storage *client, double now);
-
-/* Also add every drop to st (the counts `sluice status` reports,
- * dns_stats.h; NULL: none).  st must outlive f. */
-void rsv_fair_set_shared(struct rsv_fair *f, struct sluice_dns_stats *st);
 
 /* Count n queries dropped for `why`. */
 void rsv_fair_count(struct rsv_fair *f, enum rsv_drop why, uint64_t n);

@@ -27,7 +27,6 @@
 #include "policy.h"
 #include "policy_expect.h"
 #include "resolver.h"
-#include "dns_stats.h"
 #include "fair.h"
 #include "server.h"
 
@@ -41,7 +40,7 @@ static void usage(FILE *f)
 "                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE | --log-fd N]\n"
 "                       [--upstream-dns ADDR[:PORT]] [--ready-fd N] [--mode audit|enforce]\n"
 "                       [--allow-private-answers CIDR]... [--upstream-timeout-ms N]\n"
-"                       [--cache-size N] [--cache-max-ttl SECONDS] [--stats-fd N] [-v]\n"
+"                       [--cache-size N] [--cache-max-ttl SECONDS] [-v]\n"
 "\n"
 "Answers DNS queries for the names a sluice policy allows, forwarding them to\n"
 "the upstream resolver; any other name gets the policy's dns.on_deny (NXDOMAIN\n"
@@ -79,8 +78,6 @@ static void usage(FILE *f)
 "                           every use is decided and filtered again\n"
 "  --cache-max-ttl SECONDS  keep a reply at most this long (default 300), never\n"
 "                           longer than its TTL\n"
-"  --stats-fd N             also add each dropped query to the counts in this file\n"
-"                           (the daemon's, shown by `sluice status`; dns_stats.h)\n"
 "  -V, --version            the version and the libbpf it runs with\n"
 "\n"
 "Examples:\n"
@@ -163,7 +160,7 @@ struct opts {
 	const char *listen_addrs[MAX_FDS];
 	const char *policy_path, *policy_digest, *netns, *sandbox, *log_path, *upstream, *mode;
 	const char *ctr_id, *ctr_name, *ctr_runtime;
-	int secrets_fd, seq_fd, stats_fd, ready_fd, log_fd, verbose;
+	int secrets_fd, seq_fd, ready_fd, log_fd, verbose;
 	struct sluice_labels labels;
 	struct netaddr_cidr allow[MAX_ALLOW];
 	size_t n_allow;
@@ -177,7 +174,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
 	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT,
-	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_STATS_FD, O_CTR_ID, O_CTR_NAME, O_CTR_RUNTIME, O_POLICY_DIGEST };
+	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_CTR_ID, O_CTR_NAME, O_CTR_RUNTIME, O_POLICY_DIGEST };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -203,7 +200,6 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "denied-rate", required_argument, NULL, O_DENIED_RATE },
 		{ "cache-size", required_argument, NULL, O_CACHE_SIZE },
 		{ "cache-max-ttl", required_argument, NULL, O_CACHE_TTL },
-		{ "stats-fd", required_argument, NULL, O_STATS_FD },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -212,7 +208,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 	char errbuf[600];
 	int c;
 
-	o->secrets_fd = o->seq_fd = o->stats_fd = o->ready_fd = -1;
+	o->secrets_fd = o->seq_fd = o->ready_fd = -1;
 	o->timeout_ms = 2000;
 	o->cache_size = 4096;
 	o->cache_ttl = 300;
@@ -284,7 +280,6 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		case O_CACHE_TTL:
 			o->cache_ttl = parse_int(optarg, 0, 86400, "--cache-max-ttl");
 			break;
-		case O_STATS_FD: o->stats_fd = parse_int(optarg, 0, INT_MAX, "--stats-fd"); break;
 		case 'v': o->verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': sluice_version_print(stdout, "sluice-resolver"); return 0;
@@ -419,24 +414,17 @@ static void add_signals(struct event_base *base, struct event *sigs[4], struct h
 }
 
 /* The limit on answers without forwarding (--denied-rate; bursts of twice
- * the rate: a build's first lookups come at once), and the counts
- * `sluice status` shows (--stats-fd: a reporting aid, so a file that
- * cannot be mapped is said and serving goes on). */
+ * the rate: a build's first lookups come at once).  Its drops reach
+ * `sluice status` and the metrics through the shared event page
+ * (rsv_fair_count, evseq.h). */
 static struct rsv_fair *start_fair(struct event_base *base, struct sluice_evlog *evlog, struct rsv_server *srv,
-				   const struct opts *o, struct sluice_dns_stats **stats)
+				   const struct opts *o)
 {
 	struct rsv_fair *fair = rsv_fair_new(base, evlog, o->denied_rate, o->denied_rate ? 2 * o->denied_rate : 1);
 
 	if (!fair)
 		fatalx("out of memory");
 	rsv_fair_set_poll(fair, poll_drops, srv);
-	if (o->stats_fd >= 0) {
-		*stats = sluice_dns_stats_map(o->stats_fd);
-		if (!*stats)
-			log_warn("--stats-fd %d: dropped queries are not shown in status", o->stats_fd);
-		close(o->stats_fd);
-		rsv_fair_set_shared(fair, *stats);
-	}
 	return fair;
 }
 
@@ -446,7 +434,6 @@ int main(int argc, char **argv)
 	static struct sluice_secrets placeholders;
 	static struct hup_log hup_log;
 	static struct sluice_evlog evlog;
-	struct sluice_dns_stats *stats = NULL;
 	struct sluice_policy *policy;
 	struct rsv_server_cfg cfg;
 	struct rsv_server *srv;
@@ -495,7 +482,7 @@ int main(int argc, char **argv)
 			return 2;
 		cfg.log = &evlog;
 	}
-	fair = start_fair(base, &evlog, srv, &o, &stats);
+	fair = start_fair(base, &evlog, srv, &o);
 	cfg.fair = fair;
 	/* the mode and policy on record before the first query; a line that
 	 * cannot be written is counted (and said on stderr), never fatal */
@@ -513,7 +500,6 @@ int main(int argc, char **argv)
 	srv_for_drain = NULL;
 	rsv_server_free(srv);
 	rsv_fair_free(fair);   /* the last summary of dropped queries */
-	sluice_dns_stats_unmap(stats);
 	for (int i = 0; i < 4; i++)
 		event_free(sigs[i]);
 	event_base_free(base);

@@ -137,7 +137,7 @@ def test_silent_and_trickling_clients_do_not_stall_status_or_events(w):
         # tricklers (a byte every 100 ms, never a whole line): closed at the
         # total deadline.  A thread of their own sends, so a slow `sluice
         # status` on a loaded machine never stretches a gap past the idle one.
-        before = c["timed_out_total"]
+        before, before_idle = c["timed_out_total"], c["timed_out_idle"]
         tr = [_connect(os.path.join(d.state, "control.sock")) for _ in range(20)]
         t0 = time.monotonic()
         gone = set()
@@ -169,7 +169,12 @@ def test_silent_and_trickling_clients_do_not_stall_status_or_events(w):
         assert time.monotonic() - t0 >= 1.4, "closed before the total deadline"
         dt, st = _timed_status(d)
         c = st["control"]
-        assert c["timed_out_total"] - before >= 20, (before, c)
+        # each trickler was closed by a deadline: the total one, or the idle
+        # one when the loaded machine stalled the sending thread past 500 ms
+        # (CI saw 15 of 20 at the total deadline); never by nothing
+        d_total = c["timed_out_total"] - before
+        d_idle = c["timed_out_idle"] - before_idle
+        assert d_total >= 1 and d_total + d_idle >= 20, (before, before_idle, c)
         assert c["served"] >= len(lat), c
         lines = [e for e in W.read_events(d.events) if e.get("event.dataset") == "sluice.lifecycle"]
         acts = {e.get("event.action") for e in lines}

@@ -60,6 +60,7 @@
 #include "labels.h"
 #include "owner.h"
 #include "pin_layout.h"
+#include "run_limits.h"
 #include "inspect.h"
 #include "log.h"
 #include "metrics.h"
@@ -576,6 +577,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 				child_exited(t, pid == t->proxy_pid);
 	}
 	ctlsrv_tick();
+	daemon_events_check_size();
 	/* from the head again: a user's command that ended detached its sandbox above */
 	for (s = D.sandboxes; s; s = next) {
 		next = s->next;
@@ -598,30 +600,35 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(D.base);
 }
 
-/* SIGHUP (systemctl reload, logrotate): reopen the events file, then start
- * each sandbox's proxy and resolver again on their listening sockets (they
- * write to the inherited events fd: the new ones get the reopened file; the
- * old ones are retired once the new ones are ready); every sandbox keeps
- * running. */
-static void on_hup(evutil_socket_t sig, short what, void *arg)
+int daemon_events_reopen(const char *why)
 {
 	int err;
 	int n = 0;
 
-	sd_notify(0, "RELOADING=1");
 	err = log_reopen_fd(D.events, D.events_path, 0600);
 	if (err)
-		log_warnx("daemon: SIGHUP: cannot reopen %s: %s (still writing to the old file)", D.events_path,
+		log_warnx("daemon: %s: cannot reopen %s: %s (still writing to the old file)", why, D.events_path,
 			  strerror(-err));
 	daemon_follow_reopened();
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
 		char msg[512];
 
 		if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0)
-			daemon_emit(s, "sandbox-error", "sandbox %s: SIGHUP: proxy/resolver restart failed: %s (fail closed)",
-			     s->name, msg);
+			daemon_emit(s, "sandbox-error", "sandbox %s: %s: proxy/resolver restart failed: %s (fail closed)",
+			     s->name, why, msg);
 		n++;
 	}
+	return n;
+}
+
+/* SIGHUP (systemctl reload, logrotate): reopen the events file and move
+ * every writer to it (daemon_events_reopen); every sandbox keeps running. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	int n;
+
+	sd_notify(0, "RELOADING=1");
+	n = daemon_events_reopen("SIGHUP");
 	daemon_emit(NULL, "daemon-reopen", "sluice daemon reopened %s on SIGHUP (%d sandboxes)", D.events_path, n);
 	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
 }
@@ -663,11 +670,16 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 static void usage(void)
 {
 	printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
+	       "                     [--events-max-size SIZE [--events-keep N]]\n"
 	       "                     [--proxy-arg ARG]... [--resolver-arg ARG]... [--upstream-ca FILE]\n"
 	       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
 	       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
 	       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n"
 	       "                     [--user-group GROUP] [--upstream-ca FILE]\n\n"
+	       "  --events-max-size SIZE  rotate the events file when it reaches SIZE (512M,\n"
+	       "                 1G; at least 1M): FILE becomes FILE.1, ..., FILE.N, the oldest\n"
+	       "                 is removed (--events-keep N files, default 4); default: no cap\n"
+	       "                 (SIGHUP reopens it for logrotate)\n"
 	       "  --user-group GROUP  its members may `sluice run --policy NAME -- CMD` without\n"
 	       "                 root: the daemon runs CMD as them (default: sluice, when that\n"
 	       "                 group exists; '' root only)\n"
@@ -708,6 +720,8 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "events", required_argument, NULL, 'e' },
 		{ "events-format", required_argument, NULL, 'O' },
+		{ "events-max-size", required_argument, NULL, 'Z' },
+		{ "events-keep", required_argument, NULL, 'K' },
 		{ "upstream-dns", required_argument, NULL, 'u' },
 		{ "proxy-arg", required_argument, NULL, 'x' },
 		{ "upstream-ca", required_argument, NULL, 'k' },
@@ -731,6 +745,7 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 	snprintf(D.policy_dir, sizeof(D.policy_dir), "%s", SLUICE_POLICY_DIR);
 	D.use_lsm = true;
 	D.user_group = "sluice";
+	D.events_keep = 4;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -742,6 +757,23 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 				return 2;
 			}
 			sluice_evlog_use_ocsf(strcmp(optarg, "ocsf") == 0);
+			break;
+		case 'Z': {
+			char why[160];
+			uint64_t v;
+
+			if (sluice_parse_memory(optarg, &v, why, sizeof(why)) < 0) {
+				log_warnx("daemon: --events-max-size: %s", why);
+				return 2;
+			}
+			D.events_max = v;
+			break;
+		}
+		case 'K':
+			if (parse_uint(optarg, 1, 1000, &D.events_keep) < 0) {
+				log_warnx("daemon: --events-keep: want a number of files from 1 to 1000, not '%s'", optarg);
+				return 2;
+			}
 			break;
 		case 'u': D.upstream_dns = optarg; break;
 		case 'x': if (npx < 31) px[npx++] = optarg; break;

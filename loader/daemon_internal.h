@@ -86,6 +86,9 @@ struct daemon_globals {
 	char sock_path[PATH_MAX];
 	char events_path[PATH_MAX];
 	int events;                 /* O_APPEND fd, one write per line */
+	unsigned long long events_max; /* --events-max-size: bytes (0: no cap) */
+	unsigned events_keep;       /* --events-keep: rotated files kept (FILE.1 .. FILE.N) */
+	unsigned long long events_rotations; /* since start (status) */
 	struct sluice_evlog log;    /* daemon-wide lines (no sandbox) */
 	struct event_base *base;
 	struct dsandbox *sandboxes;
@@ -107,6 +110,23 @@ struct daemon_globals {
 };
 
 extern struct daemon_globals D;
+
+/* daemon.c ------------------------------------------------------------------ */
+
+/* Reopen the events file (D.events keeps its number) and start every
+ * sandbox's proxy and resolver again on their sockets, so that every writer
+ * moves to the new file; the old children are retired once the new ones
+ * are ready.  `why` names the cause in messages ("SIGHUP").  Returns the
+ * number of sandboxes; a failure is said (the old file is written on). */
+int daemon_events_reopen(const char *why);
+
+/* daemon_rotate.c ----------------------------------------------------------- */
+
+/* On the tick: with --events-max-size, rotate the events file once it has
+ * reached the cap (FILE -> FILE.1 ... FILE.N, the oldest removed), then
+ * daemon_events_reopen; an events-rotated line names what was removed, an
+ * events-rotate-failed line (once per errno) a rename that failed. */
+void daemon_events_check_size(void);
 
 /* daemon_sandbox.c ---------------------------------------------------------- */
 

@@ -121,6 +121,17 @@ json_object *do_status(json_object *req)
 		json_object_array_add(arr, sandbox_json(s));
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "events", json_object_new_string(D.events_path));
+	/* the size cap (--events-max-size; null: none) and how often it rotated the file */
+	if (D.events_max) {
+		json_object *cap = json_object_new_object();
+
+		json_object_object_add(cap, "max_bytes", json_object_new_uint64(D.events_max));
+		json_object_object_add(cap, "keep", json_object_new_int((int)D.events_keep));
+		json_object_object_add(cap, "rotations", json_object_new_uint64(D.events_rotations));
+		json_object_object_add(o, "events_cap", cap);
+	} else {
+		json_object_object_add(o, "events_cap", NULL);
+	}
 	/* signed mode: which allowed-signers file every policy is checked against */
 	json_object_object_add(o, "policy_signatures", json_object_new_string(D.signed_mode ? "required" : "not required"));
 	json_object_object_add(o, "allowed_signers", D.signed_mode ? json_object_new_string(D.signers.path) : NULL);

@@ -578,6 +578,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	}
 	ctlsrv_tick();
 	daemon_events_check_size();
+	daemon_follow_settle(children_oldest_gen());
 	/* from the head again: a user's command that ended detached its sandbox above */
 	for (s = D.sandboxes; s; s = next) {
 		next = s->next;

@@ -7,6 +7,7 @@
  * drain after a reload or SIGHUP (daemon_internal.h).
  */
 #include "daemon_internal.h"
+#include "daemon_follow.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -32,8 +33,9 @@
 #define RETIRE_KILL_MS 30000
 
 static struct retired {
-	pid_t pid;
 	uint64_t kill_at;
+	pid_t pid;
+	unsigned gen;               /* the events file generation it writes (daemon_follow_gen) */
 } retired[RETIRE_MAX];
 static size_t n_retired;
 
@@ -130,7 +132,7 @@ static const char *child_netns(const struct dsandbox *s)
 	return s->netns[0] ? s->netns : NULL;
 }
 
-static void retire(pid_t pid)
+static void retire(pid_t pid, unsigned gen)
 {
 	if (n_retired == RETIRE_MAX) {
 		/* a reload storm beyond any drain: the oldest goes now */
@@ -142,7 +144,24 @@ static void retire(pid_t pid)
 	kill(pid, SIGQUIT);
 	retired[n_retired].pid = pid;
 	retired[n_retired].kill_at = sluice_monotonic_ms() + RETIRE_KILL_MS;
+	retired[n_retired].gen = gen;
 	n_retired++;
+}
+
+unsigned children_oldest_gen(void)
+{
+	unsigned g = daemon_follow_gen();
+
+	for (size_t i = 0; i < n_retired; i++)
+		if (retired[i].gen < g)
+			g = retired[i].gen;
+	for (const struct dsandbox *s = D.sandboxes; s; s = s->next) {
+		if (s->proxy_pid > 0 && s->proxy_gen < g)
+			g = s->proxy_gen;
+		if (s->resolver_pid > 0 && s->resolver_gen < g)
+			g = s->resolver_gen;
+	}
+	return g;
 }
 
 /* pid exited: was it a retired child?  (Then it is forgotten.) */
@@ -192,6 +211,7 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 		.container_runtime = s->meta.container_runtime,
 	};
 	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
+	unsigned old_proxy_gen = s->proxy_gen, old_resolver_gen = s->resolver_gen;
 
 	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
 	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
@@ -229,6 +249,7 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 		if (p < 0)
 			return -1;
 		s->proxy_pid = p;
+		s->proxy_gen = daemon_follow_gen();
 	}
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
@@ -239,14 +260,15 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 		if (p < 0)
 			return -1;
 		s->resolver_pid = p;
+		s->resolver_gen = daemon_follow_gen();
 	}
 	/* the new children serve the same listening sockets; the old ones
 	 * drain (finish and log what they have open) without the daemon
 	 * waiting for them */
 	if (old_proxy > 0 && old_proxy != s->proxy_pid)
-		retire(old_proxy);
+		retire(old_proxy, old_proxy_gen);
 	if (old_resolver > 0 && old_resolver != s->resolver_pid)
-		retire(old_resolver);
+		retire(old_resolver, old_resolver_gen);
 	return 0;
 }
 

@@ -30,6 +30,7 @@
 #define CHUNK           (64u * 1024)  /* bytes read at once; a writer's line is at most 4096 */
 #define CHUNKS_PER_WAKE 16            /* per follower per wakeup: a long replay never holds the loop */
 #define TICK_MS         1000
+#define GENS            64            /* files (reopens) a follower may be behind by */
 
 #define ATTACH_NEEDLE "\"event.action\":\"sandbox-attach\""
 #define SEQ_KEY       "\"event.sequence\":"
@@ -48,7 +49,8 @@ struct follower {
 	int rfd;                    /* the events file, read with pread at off */
 	dev_t dev;
 	ino_t ino;
-	unsigned gen;               /* G.gen when rfd was opened */
+	unsigned gen;               /* the generation of rfd's file (G.gen when it was the newest) */
+	bool behind;                /* more reopens behind than the daemon keeps files for */
 	struct event *rev, *wev, *more;
 	enum phase phase;
 	off_t off;                  /* the next byte of the file to read (a line's start) */
@@ -73,7 +75,12 @@ static struct {
 	daemon_follow_reporter report;
 	int ifd, wd;
 	struct event *iev, *tick;
-	unsigned gen;               /* counts reopens of the file (SIGHUP) */
+	unsigned gen;               /* counts reopens of the file (SIGHUP, the size cap) */
+	unsigned settled;           /* the files of generations < settled have no writer left */
+	struct {                    /* generation g's file (O_RDONLY) in [g % GENS]; fd -1: none */
+		int fd;             /* (kept only while a follower may still need it) */
+		unsigned gen;
+	} gen_fd[GENS];
 	struct follower *list;      /* handed over */
 	unsigned n;                 /* followers, pending ones included */
 	uint64_t accepted, refused, closed, lines, torn, dropped[DROP__MAX];
@@ -130,7 +137,7 @@ static void drop(struct follower *f, enum drop why)
 		 "sluice events --follow (uid %u, pid %d%s%s) dropped: %s (%" PRIu64 " follower(s) dropped so far)",
 		 (unsigned)f->uid, (int)f->pid, f->sandbox[0] ? ", sandbox " : "", f->sandbox,
 		 why == DROP_STALLED ? "it took no byte for 10 s while lines waited for it"
-				     : "it fell more than 64 MiB behind the events file",
+				     : "it fell too far behind the events file (64 MiB, or 64 reopens or rotations)",
 		 G.dropped[DROP_STALLED] + G.dropped[DROP_BEHIND]);
 	follower_free(f);
 	if (G.report)
@@ -231,8 +238,32 @@ static size_t take_lines(struct follower *f, const char *buf, size_t n)
 	}
 }
 
-/* f read its file to the end: a truncated file is read again from its
- * start; after a reopen (SIGHUP) the new file is read from its start. */
+/* Close the files no follower can need any more (generations older than
+ * the oldest one followed): a rotated file removed from the disk is not
+ * kept alive by the daemon. */
+static void gens_trim(void)
+{
+	unsigned oldest = G.gen;
+
+	for (struct follower *f = G.list; f; f = f->next)
+		if (f->gen < oldest)
+			oldest = f->gen;
+	for (unsigned i = 0; i < GENS; i++)
+		if (G.gen_fd[i].fd >= 0 && G.gen_fd[i].gen < oldest) {
+			close(G.gen_fd[i].fd);
+			G.gen_fd[i].fd = -1;
+		}
+}
+
+/*
+ * f read its file to the end: a truncated file is read again from its
+ * start.  After a reopen the follower moves to the next generation's file,
+ * but only once nothing writes to its own any more (a retired proxy still
+ * draining logs its last requests there): then that file is complete.  The
+ * next file is read from its start, unless it is the same file (a SIGHUP
+ * without a rotation).  One too many reopens behind is marked, and dropped
+ * on the tick.
+ */
 static void at_end(struct follower *f)
 {
 	struct stat st;
@@ -240,21 +271,28 @@ static void at_end(struct follower *f)
 
 	if (fstat(f->rfd, &st) == 0 && st.st_size < f->off)
 		f->off = 0;  /* truncated under us (copytruncate) */
-	if (f->gen == G.gen)
+	if (f->gen == G.gen || f->gen >= G.settled || f->behind)
 		return;
-	f->gen = G.gen;
-	nfd = open(G.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (nfd < 0 || fstat(nfd, &st) < 0 || (st.st_dev == f->dev && st.st_ino == f->ino)) {
-		if (nfd >= 0)
-			close(nfd);
-		return;  /* the same file (or none yet): carry on */
+	nfd = G.gen_fd[(f->gen + 1) % GENS].fd;
+	if (nfd < 0 || G.gen_fd[(f->gen + 1) % GENS].gen != f->gen + 1 || fstat(nfd, &st) < 0) {
+		f->behind = true;  /* its next file is no longer kept */
+		return;
 	}
-	close(f->rfd);
-	f->rfd = nfd;
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	f->off = 0;
-	event_active(f->more, EV_TIMEOUT, 0);
+	f->gen++;
+	if (st.st_dev != f->dev || st.st_ino != f->ino) {
+		nfd = dup(nfd);
+		if (nfd < 0) {
+			f->behind = true;
+			return;
+		}
+		close(f->rfd);
+		f->rfd = nfd;
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+		f->off = 0;
+		event_active(f->more, EV_TIMEOUT, 0);
+	}
+	gens_trim();
 }
 
 /* Read up to CHUNKS_PER_WAKE chunks for f while its buffer has room.
@@ -398,7 +436,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		next = f->next;
 		if (f->out_len > f->out_off && now - f->progress_ms > DAEMON_FOLLOW_STALL_MS)
 			drop(f, DROP_STALLED);
-		else if (f->phase == PH_LIVE && fstat(f->rfd, &st) == 0 && st.st_size - f->off > DAEMON_FOLLOW_LAG_MAX)
+		else if (f->behind ||
+			 (f->phase == PH_LIVE && fstat(f->rfd, &st) == 0 && st.st_size - f->off > DAEMON_FOLLOW_LAG_MAX))
 			drop(f, DROP_BEHIND);
 	}
 	service_all();
@@ -558,6 +597,8 @@ int daemon_follow_init(struct event_base *base, const char *path, bool ocsf, dae
 	struct timeval tv = { .tv_sec = TICK_MS / 1000, .tv_usec = (TICK_MS % 1000) * 1000 };
 
 	G.base = base;
+	for (unsigned i = 0; i < GENS; i++)
+		G.gen_fd[i].fd = -1;
 	snprintf(G.path, sizeof(G.path), "%s", path);
 	G.ocsf = ocsf;
 	G.report = report;
@@ -574,12 +615,35 @@ int daemon_follow_init(struct event_base *base, const char *path, bool ocsf, dae
 
 void daemon_follow_reopened(void)
 {
+	unsigned slot;
+
 	G.gen++;
+	slot = G.gen % GENS;
+	if (G.gen_fd[slot].fd >= 0)
+		close(G.gen_fd[slot].fd);
+	G.gen_fd[slot].fd = open(G.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	G.gen_fd[slot].gen = G.gen;
+	if (G.gen_fd[slot].fd < 0)
+		log_warn("daemon: follow: cannot open %s again (its followers are dropped)", G.path);
+	gens_trim();
 	if (G.wd >= 0) {
 		inotify_rm_watch(G.ifd, G.wd);
 		G.wd = -1;
 	}
 	watch_update();
+	service_all();
+}
+
+unsigned daemon_follow_gen(void)
+{
+	return G.gen;
+}
+
+void daemon_follow_settle(unsigned oldest_written)
+{
+	if (oldest_written == G.settled)
+		return;
+	G.settled = oldest_written;
 	service_all();
 }
 
@@ -611,5 +675,10 @@ void daemon_follow_stop(void)
 	if (G.ifd >= 0)
 		close(G.ifd);
 	G.ifd = G.wd = -1;
+	for (unsigned i = 0; i < GENS; i++)
+		if (G.gen_fd[i].fd >= 0) {
+			close(G.gen_fd[i].fd);
+			G.gen_fd[i].fd = -1;
+		}
 	G.ready = false;
 }

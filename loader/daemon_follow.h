@@ -29,8 +29,13 @@
  *    (closed), counted, and reported in a lifecycle line with the reason.
  *    No follower ever makes the daemon wait: every send is non-blocking
  *    and each wakeup reads a bounded amount per follower.
- *  - After a SIGHUP (the file reopened, perhaps rotated) each follower
- *    reads its old file to the end, then the new one from its start.
+ *  - After a reopen (SIGHUP, or the size cap's rotation: each one a new
+ *    generation of the file) each follower reads its old file to the end,
+ *    and once nothing writes to it any more (the retired proxies and
+ *    resolvers that still log there have exited: daemon_follow_settle)
+ *    moves to the next generation's file, from its start.  The daemon keeps
+ *    a file open for that only while a follower may need it (at most 64
+ *    generations back; one further behind is dropped).
  *
  * Who: root follows any sandbox, or all (no "sandbox"); a member of the
  * user group only a sandbox of its own (daemon_user_may_follow()).
@@ -76,12 +81,22 @@ bool daemon_follow_handles(json_object *req);
  */
 json_object *daemon_follow_request(json_object *req, struct ctlsrv_peer *peer, const struct daemon_user_ops *ops);
 
-/* The events file was reopened (SIGHUP): followers move to the new one
- * once they have read the old one to its end. */
+/* The events file was reopened (SIGHUP, a rotation): a new generation
+ * begins; followers move to it once they have read the old one to its end
+ * and daemon_follow_settle() says nothing writes to the old one. */
 void daemon_follow_reopened(void);
 
 /* The counters (followers now, accepted, refused, dropped by reason, lines
  * sent) as a JSON object for `status`, owned by the caller. */
+/* The generation of the events file now (0 at start, one more per
+ * reopen): what a child started now writes to. */
+unsigned daemon_follow_gen(void);
+
+/* Nothing writes to the files of generations older than oldest_written any
+ * more (the oldest generation a living proxy or resolver writes; the
+ * current one when all are new): followers may leave those files. */
+void daemon_follow_settle(unsigned oldest_written);
+
 json_object *daemon_follow_stats_json(void);
 
 /* Close every follower and let go of inotify and the timer. */

@@ -60,6 +60,7 @@ struct dsandbox {
 	struct sluice_expiry_watch expiry; /* entry-expired lines of the policy in force */
 	struct sluice_listeners l;  /* kept: children are restarted on reload */
 	pid_t proxy_pid, resolver_pid;
+	unsigned proxy_gen, resolver_gen; /* the events file generation each writes (daemon_follow_gen) */
 	struct sluice_restarts proxy_restarts, resolver_restarts;
 	char ca_path[PATH_MAX];     /* the sandbox CA's certificate (TLS inspection); "" none */
 	char *ca;                   /* the sandbox CA, key and certificate (sandbox_ca.h); NULL none */
@@ -186,6 +187,9 @@ bool retired_reaped(pid_t pid);
 /* Kill retired children past their deadline; at the daemon's stop, every one. */
 void retired_expire(void);
 void retired_stop_all(void);
+/* The oldest events file generation a living proxy or resolver (retired
+ * or not) writes: daemon_follow_settle's argument. */
+unsigned children_oldest_gen(void);
 
 /* daemon_netns.c ------------------------------------------------------------ */
 

@@ -77,12 +77,17 @@ def test_rotations_under_load_lose_and_tear_nothing(w):
     name = "fcap%d" % os.getpid()
     a = Workload(w, name)
     out = os.path.join(a.dir, "load.json")
+    fo = None
     try:
         cap = _rotations(d)
         assert cap == {"max_bytes": CAP, "keep": 1000, "rotations": 0}, cap
         pol = w.write(name + ".yaml", POLICY % HTTP_PORT)
         r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
         assert r.returncode == 0, r.stderr
+        # a follower from the attach on: it must get every line of every file
+        fo_out = os.path.join(a.dir, "follow.jsonl")
+        fo = subprocess.Popen([W.SLUICE, "events", "--follow", "--sandbox", name, "--since", "0"],
+                              stdout=open(fo_out, "w"), stderr=subprocess.PIPE, env=d.env)
         res, errors = {}, []
         t = threading.Thread(target=lambda: res.update(r=a.run("python3", LOAD, "http://api.example.com:%d" % HTTP_PORT,
                                                                 "8", "4", out, timeout=90)))
@@ -138,7 +143,24 @@ def test_rotations_under_load_lose_and_tear_nothing(w):
         rot = [e for e in daemon if e.get("event.action") == "events-rotated"]
         assert len(rot) == cap["rotations"], (len(rot), cap)
         assert all("cap %d" % CAP in e.get("message", "") for e in rot), rot[:2]
+        # the follower moved from file to file and missed nothing, also not
+        # what the retired proxies logged to the old file while they drained
+        # (--since replays from the attach line: the children's start lines before it are not asked for)
+        at = [i for i, e in enumerate(ev) if e.get("event.action") == "sandbox-attach"][0]
+        want = {e["event.id"] for e in ev[at:]}
+        deadline = time.time() + 20
+        while True:
+            got = {e["event.id"] for e in W.read_events(fo_out)}
+            if want <= got or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        assert fo.poll() is None, fo.stderr.read()
+        assert want <= got, "the follower missed %d of %d lines: %s" % (
+            len(want - got), len(want), [e for e in ev if e["event.id"] in want - got][:3])
     finally:
+        if fo is not None:
+            fo.kill()
+            fo.wait()
         a.close()
         d.close()
 

@@ -29,7 +29,7 @@ ARCH     := $(shell uname -m | sed 's/x86_64/x86/' | sed 's/aarch64/arm64/')
 DEBIAN_PACKAGES := build-essential pkg-config clang llvm libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
 	libcmocka-dev libyaml-dev libidn2-dev libssl-dev libpsl-dev publicsuffix libjson-c-dev \
 	libevent-dev libhttp-parser-dev libnghttp2-dev libldns-dev liburing-dev libseccomp-dev \
-	iproute2 curl socat openssl python3 python3-h2 python3-httpx python3-websockets python3-requests python3-pip git nodejs wget jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables containerd \
+	iproute2 curl socat openssl bind9-dnsutils python3 python3-h2 python3-httpx python3-websockets python3-requests python3-pip git nodejs wget jq busybox-static procps psmisc util-linux podman runc netavark aardvark-dns iptables containerd \
 	libsystemd-dev cppcheck clang-tidy scdoc man-db groff-base bash-completion \
 	dpkg-dev debhelper lintian debootstrap systemd openssh-client
 

@@ -783,8 +783,9 @@ int sluice_sock_create(struct bpf_sock *ctx)
 
 /*
  * sockops: at TCP_CONNECT time the client's local port is known; copy the
- * original destination of a redirected (or explicit-proxy) socket into the
- * flow map under the key the proxy will see in accept().  It never refuses:
+ * original destination of a redirected (or explicit-proxy, or DNS-over-TCP
+ * redirected) socket into the flow map under the key the proxy (or the
+ * resolver) will see in accept().  It never refuses:
  * every path returns SYS_PROCEED.
  */
 SEC("sockops")
@@ -808,7 +809,7 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
 		return SYS_PROCEED;
 	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
-	if (!o || !(o->flags & (SLUICE_ORIG_REDIRECTED | SLUICE_ORIG_EXPLICIT)))
+	if (!o || !(o->flags & (SLUICE_ORIG_REDIRECTED | SLUICE_ORIG_EXPLICIT | SLUICE_ORIG_DNS)))
 		return SYS_PROCEED;
 	key.netns_cookie = bpf_get_netns_cookie(skops);
 	key.sport = (__u16)skops->local_port; /* host byte order in sock_ops */
@@ -875,6 +876,11 @@ int sluice_egress(struct __sk_buff *skb)
 		ok = (l4off && iph.protocol == SLUICE_IPPROTO_TCP &&
 		      judged_before(skb, gen, SLUICE_AF_INET, v.daddr, v.dport)) ||
 		     egress_allowed4(gen, iph.daddr, iph.protocol, v.dport);
+		if (ok && l4off && iph.protocol == SLUICE_IPPROTO_UDP && sluice_addr4(true, iph.daddr, v.dport)) {
+			__u32 s4[4] = { iph.saddr, 0, 0, 0 };
+
+			dns_asked(skb, SLUICE_AF_INET, s4, bpf_ntohs(ports[0]));
+		}
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6_)) {
 		struct ipv6hdr ip6;
 
@@ -902,6 +908,12 @@ int sluice_egress(struct __sk_buff *skb)
 			      judged_before(skb, gen, SLUICE_AF_INET6, v.daddr, v.dport)) ||
 			     cidr_allowed6(gen, v.daddr, v.protocol, v.dport) || sluice_addr6(true, v.daddr, v.dport) ||
 			     (v.protocol == SLUICE_IPPROTO_TCP && sluice_addr6(false, v.daddr, v.dport));
+			if (ok && l4off && v.protocol == SLUICE_IPPROTO_UDP && sluice_addr6(true, v.daddr, v.dport)) {
+				__u32 s6[4];
+
+				__builtin_memcpy(s6, &ip6.saddr, 16);
+				dns_asked(skb, SLUICE_AF_INET6, s6, bpf_ntohs(ports[0]));
+			}
 		}
 	} else {
 		goto drop;

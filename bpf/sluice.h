@@ -342,15 +342,22 @@ _Static_assert(sizeof(struct sluice_orig) == 80, "sluice_orig size");
 
 /*
  * Flow map key: the client end of a redirected TCP connection as the proxy
- * sees it in accept(): netns cookie (SO_NETNS_COOKIE, 5.14+), peer address
- * and peer port.  IPv4 and v4-mapped peers use family AF_INET, saddr[0].
+ * (or the resolver, for DNS over TCP) sees it in accept(): netns cookie
+ * (SO_NETNS_COOKIE, 5.14+), peer address and peer port.  IPv4 and v4-mapped
+ * peers use family AF_INET, saddr[0].  A UDP DNS query redirected to the
+ * resolver is recorded by the egress backstop under protocol
+ * SLUICE_FLOW_UDP with netns cookie 0 (cgroup_skb programs have no netns
+ * cookie helper): the source address and port of the query as the resolver
+ * receives it.
  */
+#define SLUICE_FLOW_UDP 17  /* sluice_flow_key.protocol of a UDP DNS query; 0: TCP */
 struct sluice_flow_key {
 	__u64 netns_cookie;
 	__u32 saddr[4];     /* network byte order */
 	__u16 sport;        /* host byte order */
 	__u8  family;
-	__u8  pad[5];
+	__u8  protocol;     /* 0: a TCP connection; SLUICE_FLOW_UDP: a UDP DNS query */
+	__u8  pad[4];
 };
 _Static_assert(sizeof(struct sluice_flow_key) == 32, "sluice_flow_key size");
 

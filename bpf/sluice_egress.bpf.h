@@ -119,4 +119,37 @@ static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off, __u
 	return judged_to(skb, 0, family, daddr, dport);
 }
 
+/*
+ * A UDP packet to the resolver: when its socket's query was redirected there
+ * by the connect or sendmsg hook (sluice_sk_orig with SLUICE_ORIG_DNS; the
+ * hooks run before the kernel picks a connected socket's source port, this
+ * program after), record the server the client asked and who asked in the
+ * flow map under the source address and port the resolver will see
+ * (protocol SLUICE_FLOW_UDP, netns cookie 0), for its query line.  A query
+ * of a socket that was not redirected removes what an earlier socket on
+ * that port left.  Never refuses anything: attribution only.
+ */
+static __always_inline void dns_asked(struct __sk_buff *skb, __u8 family, const __u32 *saddr, __u16 sport)
+{
+	struct sluice_flow_key key = {};
+	struct bpf_sock *sk = skb->sk;
+	struct sluice_orig *o = NULL;
+
+	if (sk)
+		sk = bpf_sk_fullsock(sk);
+	if (sk)
+		o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
+	key.family = family;
+	key.protocol = SLUICE_FLOW_UDP;
+	key.sport = sport;
+	key.saddr[0] = saddr[0];
+	key.saddr[1] = saddr[1];
+	key.saddr[2] = saddr[2];
+	key.saddr[3] = saddr[3];
+	if (o && (o->flags & SLUICE_ORIG_DNS))
+		bpf_map_update_elem(&sluice_flows, &key, o, BPF_ANY);
+	else
+		bpf_map_delete_elem(&sluice_flows, &key);
+}
+
 #endif

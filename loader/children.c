@@ -351,7 +351,7 @@ static void cmd_common(struct child_cmd *c, bool is_proxy, const struct sluice_l
 	for (int i = is_proxy ? 0 : 2; i < (is_proxy ? 2 : 6); i++)
 		if (sock[i] >= 0)
 			cmd_fd(c, flag[i], sock[i]);
-	if (is_proxy && o->flow_map)
+	if (o->flow_map)
 		cmd_arg(c, "--flow-map", o->flow_map);
 	if (o->policy_fd > 0) {
 		snprintf(c->policyfd, sizeof(c->policyfd), "/dev/fd/%d", o->policy_fd);

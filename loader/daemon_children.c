@@ -254,7 +254,6 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
 		pid_t p;
 
-		co.flow_map = NULL;
 		co.extra = D.resolver_extra;
 		p = sluice_child_start(D.resolver_bin, &s->l, &co, 10000, msg, msglen);
 		if (p < 0)

@@ -655,6 +655,7 @@ static int run_start_children(struct run_state *st)
 		st->proxy_co.extra = st->o.proxy_extra;
 		st->proxy_co.upstream_ca = st->upstream_ca;
 		st->resolver_co = co;
+		st->resolver_co.flow_map = st->flow_map;
 		st->resolver_co.extra = st->o.resolver_extra;
 		if (st->cfg.have_proxy) {
 			const char *why = "";

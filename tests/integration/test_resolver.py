@@ -339,6 +339,47 @@ def test_malformed_queries_say_what_was_wrong(w):
     assert all("error.message" not in x for x in lines if x["event.reason"] != "malformed"), lines
 
 
+def test_the_server_the_client_asked_and_who_asked_are_on_the_line(w):
+    """`dig @198.51.100.53` is redirected to the resolver: its line names the
+    server dig asked (sluice.orig_dst.*, from the kernel's flow map: the
+    egress backstop records a UDP query, sockops a TCP one) and the process
+    that asked (process.*, user.id, sluice.cgroup_id), for UDP and TCP, IPv4
+    and IPv6, connected (dig) and unconnected (sendto) sockets.  The asked
+    servers exist nowhere: every query ends at the sandbox's resolver."""
+    log = _upstream(w)
+    mark = len(_received(log))
+    steps = w.write("asked-%d.json" % time.monotonic_ns(), json.dumps([
+        {"name": "api.example.com", "server": "203.0.113.9"},
+        {"name": "api.example.com", "server": "2001:db8::99", "type": "AAAA"},
+    ]))
+    script = ("dig +short +tries=1 +time=5 @198.51.100.53 api.example.com A; "
+              "dig +short +tcp +tries=1 +time=5 @198.51.100.54 b.pkg.example.org A; "
+              "python3 %s %s" % (os.path.join(HERE, "dns_client.py"), steps))
+    r = w.sluice_run(["sh", "-c", script], policy=POLICY, extra=["--upstream-dns", UPSTREAM] + ALLOW_DOC)
+    assert r.rc == 0, r
+    assert r.stdout.split()[:2] == ["192.0.2.10", "192.0.2.30"], r.stdout
+    lines = [e for e in r.events if e.get("event.action") == "dns-query"]
+    want = [("api.example.com", "A", "udp", "198.51.100.53", "dig"),
+            ("b.pkg.example.org", "A", "tcp", "198.51.100.54", "dig"),
+            ("api.example.com", "A", "udp", "203.0.113.9", "python3"),
+            ("api.example.com", "AAAA", "udp", "2001:db8::99", "python3")]
+    for name, qtype, transport, asked, comm in want:
+        got = [e for e in lines if e.get("dns.question.name") == name and e.get("dns.question.type") == qtype
+               and e.get("network.transport") == transport and e.get("sluice.orig_dst.ip") == asked]
+        assert len(got) == 1, ("no line naming %s as the server asked" % asked, lines)
+        e = got[0]
+        _common(e)
+        assert e["sluice.orig_dst.port"] == 53 and e["event.outcome"] == "success", e
+        assert e["process.pid"] > 0 and e["user.id"] == "0" and e["sluice.cgroup_id"] > 0, e
+        # dig's queries leave from its network threads (comm isc-net-0000 on BIND 9.18)
+        assert e["process.name"] == comm or (comm == "dig" and e["process.name"].startswith("isc-")), e
+    # and the sandbox's resolver answered them, through the upstream it was
+    # given (the second A query for api.example.com from its cache)
+    got = {(u["name"], u["type"], u["transport"]) for u in _received(log, mark)}
+    assert got == {("api.example.com", "A", "udp"), ("b.pkg.example.org", "A", "tcp"),
+                   ("api.example.com", "AAAA", "udp")}, got
+
+
 def test_private_answers_filtered(w):
     # without the documentation-range exception: only the one public answer stays
     res, lines, up, _ = _ask(w, [

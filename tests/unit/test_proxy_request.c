@@ -805,7 +805,7 @@ static void test_flow_key(void **state)
 	struct sluice_flow_key k, k2;
 
 	inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
-	assert_int_equal(proxy_flow_key((struct sockaddr *)&in, 77, &k), 0);
+	assert_int_equal(sluice_flow_key((struct sockaddr *)&in, 77, &k), 0);
 	assert_int_equal(k.family, SLUICE_AF_INET);
 	assert_int_equal(k.sport, 40000);
 	assert_int_equal(k.netns_cookie, 77);
@@ -815,11 +815,11 @@ static void test_flow_key(void **state)
 	/* a v4-mapped peer on a v6 socket is the same key as the v4 peer */
 	inet_pton(AF_INET6, "::ffff:127.0.0.1", &in6.sin6_addr);
 	in6.sin6_port = htons(40000);
-	assert_int_equal(proxy_flow_key((struct sockaddr *)&in6, 77, &k2), 0);
+	assert_int_equal(sluice_flow_key((struct sockaddr *)&in6, 77, &k2), 0);
 	assert_memory_equal(&k, &k2, sizeof(k));
 
 	inet_pton(AF_INET6, "::1", &in6.sin6_addr);
-	assert_int_equal(proxy_flow_key((struct sockaddr *)&in6, 77, &k2), 0);
+	assert_int_equal(sluice_flow_key((struct sockaddr *)&in6, 77, &k2), 0);
 	assert_int_equal(k2.family, SLUICE_AF_INET6);
 	assert_memory_equal(k2.saddr, &in6.sin6_addr, 16);
 }

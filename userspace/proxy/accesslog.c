@@ -12,6 +12,7 @@
 
 #include "evlog.h"
 #include "evseq.h"
+#include "flow.h"
 #include "policy.h"
 
 #include "addr.h"
@@ -147,38 +148,8 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 	SL_STR(b, "network.transport", "tcp");
 	put_community_id(b, r->src, r->dst);
 
-	if (r->orig) {
-		char ip[INET6_ADDRSTRLEN], uid[24];
-		char comm[sizeof(r->orig->comm) + 1];
-		uint8_t a[16];
-		int fam = r->orig->family == SLUICE_AF_INET6 ? AF_INET6 : AF_INET;
-		size_t n;
-
-		memcpy(a, r->orig->daddr, 16);
-		ip_text(fam, a, ip, sizeof(ip));
-		SL_STR(b, "sluice.orig_dst.ip", ip);
-		SL_U64(b, "sluice.orig_dst.port", r->orig->dport);
-		SL_U64(b, "sluice.cgroup_id", r->orig->cgroup_id);
-		if (r->orig->pid) {
-			SL_I64(b, "process.pid", r->orig->pid);
-			memcpy(comm, r->orig->comm, sizeof(r->orig->comm));
-			comm[sizeof(r->orig->comm)] = '\0';
-			if (comm[0])
-				SL_STR(b, "process.name", comm);
-			if (r->exe)
-				SL_STR(b, "process.executable", r->exe);
-			if (r->orig->exe_ino) {
-				char dev[24];
-
-				snprintf(dev, sizeof(dev), "%u:%u", r->orig->exe_dev >> 20, r->orig->exe_dev & 0xfffff);
-				SL_STR(b, "sluice.executable.device", dev);
-				SL_U64(b, "sluice.executable.inode", r->orig->exe_ino);
-			}
-			n = sluice_u64_dec(uid, r->orig->uid);
-			uid[n] = '\0';
-			SL_STR(b, "user.id", uid);
-		}
-	}
+	if (r->orig)
+		sluice_flow_put_orig(b, r->orig, r->exe);
 	if (r->request_seq > 0)
 		SL_I64(b, "sluice.request_seq", r->request_seq);
 	if (r->upstream_conn)

@@ -1045,12 +1045,12 @@ void proxy_accept(struct proxy *px, int fd, const struct sockaddr *peer, socklen
 	memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
 
 	/* who is this?  Only the kernel's record says; never the client. */
-	if (proxy_flow_key_of_fd(fd, &key) < 0) {
+	if (sluice_flow_key_of_fd(fd, &key) < 0) {
 		log_warn("flow key of accepted connection");
 		conn_close(c, "no_flow_entry");
 		return;
 	}
-	r = proxy_flow_take(px->flow_fd, &key, &c->orig);
+	r = sluice_flow_take(px->flow_fd, &key, &c->orig);
 	if (r == -ENOENT) {
 		conn_close(c, "no_flow_entry");
 		return;

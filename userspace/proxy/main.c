@@ -588,7 +588,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	load_secrets(&px, secrets_fd);
-	px.flow_fd = proxy_flow_open(cfg->flow_map);
+	px.flow_fd = sluice_flow_open(cfg->flow_map);
 	if (px.flow_fd < 0)
 		fatal("--flow-map %s", cfg->flow_map);
 	make_loop(&px);

@@ -21,6 +21,7 @@
 
 #include "child_start.h"
 #include "evlog.h"
+#include "flow.h"
 #include "labels.h"
 #include "log.h"
 #include "version.h"
@@ -40,7 +41,7 @@ static void usage(FILE *f)
 "                       [--policy FILE] [--netns PATH] [--sandbox NAME] [--log FILE | --log-fd N]\n"
 "                       [--upstream-dns ADDR[:PORT]] [--ready-fd N] [--mode audit|enforce]\n"
 "                       [--allow-private-answers CIDR]... [--upstream-timeout-ms N]\n"
-"                       [--cache-size N] [--cache-max-ttl SECONDS] [-v]\n"
+"                       [--cache-size N] [--cache-max-ttl SECONDS] [--flow-map PATH] [-v]\n"
 "\n"
 "Answers DNS queries for the names a sluice policy allows, forwarding them to\n"
 "the upstream resolver; any other name gets the policy's dns.on_deny (NXDOMAIN\n"
@@ -78,6 +79,9 @@ static void usage(FILE *f)
 "                           every use is decided and filtered again\n"
 "  --cache-max-ttl SECONDS  keep a reply at most this long (default 300), never\n"
 "                           longer than its TTL\n"
+"  --flow-map PATH          the sandbox's pinned sluice_flows map: which server a\n"
+"                           redirected query asked, and who sent it (sluice run and\n"
+"                           the daemon pass it)\n"
 "  -V, --version            the version and the libbpf it runs with\n"
 "\n"
 "Examples:\n"
@@ -159,7 +163,7 @@ struct opts {
 	int udp_fds[MAX_FDS], tcp_fds[MAX_FDS], n_udp, n_tcp, n_listen;
 	const char *listen_addrs[MAX_FDS];
 	const char *policy_path, *policy_digest, *netns, *sandbox, *log_path, *upstream, *mode;
-	const char *ctr_id, *ctr_name, *ctr_runtime;
+	const char *ctr_id, *ctr_name, *ctr_runtime, *flow_map;
 	int secrets_fd, seq_fd, ready_fd, log_fd, verbose;
 	struct sluice_labels labels;
 	struct netaddr_cidr allow[MAX_ALLOW];
@@ -174,7 +178,8 @@ static int parse_options(int argc, char **argv, struct opts *o)
 {
 	enum { O_UDP = 256, O_TCP, O_LISTEN, O_POLICY, O_NETNS, O_SANDBOX, O_LOG, O_UPSTREAM,
 	       O_READY, O_MODE, O_ALLOW, O_TIMEOUT, O_LOG_FD, O_SECRETS, O_DENIED_RATE, O_EVENTS_FORMAT,
-	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_CTR_ID, O_CTR_NAME, O_CTR_RUNTIME, O_POLICY_DIGEST };
+	       O_CACHE_SIZE, O_CACHE_TTL, O_SEQ_FD, O_LABEL, O_CTR_ID, O_CTR_NAME, O_CTR_RUNTIME, O_POLICY_DIGEST,
+	       O_FLOW_MAP };
 	static const struct option opts[] = {
 		{ "udp-fd", required_argument, NULL, O_UDP },
 		{ "tcp-fd", required_argument, NULL, O_TCP },
@@ -200,6 +205,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "denied-rate", required_argument, NULL, O_DENIED_RATE },
 		{ "cache-size", required_argument, NULL, O_CACHE_SIZE },
 		{ "cache-max-ttl", required_argument, NULL, O_CACHE_TTL },
+		{ "flow-map", required_argument, NULL, O_FLOW_MAP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -277,6 +283,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		case O_CACHE_SIZE:
 			o->cache_size = parse_int(optarg, 0, 1 << 20, "--cache-size");
 			break;
+		case O_FLOW_MAP: o->flow_map = optarg; break;
 		case O_CACHE_TTL:
 			o->cache_ttl = parse_int(optarg, 0, 86400, "--cache-max-ttl");
 			break;
@@ -454,6 +461,11 @@ int main(int argc, char **argv)
 	 * made from now on (upstream queries) leaves from there. */
 	sluice_child_join_netns(o.netns);
 	policy = load_policy(&o, &cfg, &placeholders);
+	if (o.flow_map) {
+		cfg.flow_fd = sluice_flow_open(o.flow_map);
+		if (cfg.flow_fd < 0)
+			fatal("--flow-map %s", o.flow_map);
+	}
 	set_upstream(&o, &cfg, upbuf, sizeof(upbuf));
 	cfg.log_fd = sluice_child_log_fd(o.log_path, o.log_fd);
 
@@ -509,5 +521,7 @@ int main(int argc, char **argv)
 	sluice_policy_free(policy);
 	if (o.log_path)
 		close(cfg.log_fd);
+	if (cfg.flow_fd >= 0)
+		close(cfg.flow_fd);
 	return 0;
 }

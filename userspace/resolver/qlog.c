@@ -17,6 +17,7 @@
 
 #include "evlog.h"
 #include "evseq.h"
+#include "flow.h"
 
 static const char *outcome(const struct rsv_decision *d)
 {
@@ -203,6 +204,8 @@ void rsv_log_fields(struct sluice_line *l, const struct rsv_decision *d, const s
 	}
 	SL_STR(l, "network.transport", d->tcp ? "tcp" : "udp");
 	SL_STR(l, "network.protocol", "dns");
+	if (m->orig)
+		sluice_flow_put_orig(l, m->orig, NULL);
 	if (d->cached)
 		SL_BOOL(l, "sluice.dns_cached", true);
 	if (m->upstream) {

@@ -299,10 +299,14 @@ struct rsv_logctx {
 	enum sluice_mode mode;
 };
 
+struct sluice_orig;
+
 /* Where the query came from and how it went. */
 struct rsv_logmeta {
 	const char *src_ip;       /* may be NULL */
 	int src_port;             /* -1: unknown */
+	const struct sluice_orig *orig; /* the kernel's flow entry (flow.h): the server asked, who
+					 * asked; NULL: not redirected (sent to the resolver itself) */
 	int64_t duration_ns;      /* from receipt to response (or drop) */
 	const char *upstream;     /* "ADDR:PORT" asked, NULL if nothing left */
 	const char *upstream_transport; /* "udp" or "tcp" */

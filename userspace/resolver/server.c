@@ -34,6 +34,7 @@
 #include <event2/listener.h>
 
 #include "fair.h"
+#include "flow.h"
 #include "log.h"
 
 #define UDP_BATCH      64       /* datagrams read per wake-up */
@@ -56,6 +57,8 @@ struct txn {
 	struct txn *cprev, *cnext;   /* in conn->txns */
 	struct txn *sprev, *snext;   /* in rsv_server.txns (all of them) */
 	bool counted;                /* holds an in-flight slot */
+	bool have_orig;              /* orig: the kernel redirected it (flow.h) */
+	struct sluice_orig orig;
 	bool silent;                 /* dropped by the rate limit: counted, no line */
 	/* upstream */
 	unsigned tries;              /* attempts on the current transport */
@@ -80,6 +83,8 @@ struct conn {
 	struct txn *txns;            /* queries in flight (list) */
 	unsigned pending;
 	bool closing;
+	bool have_orig;              /* orig: the kernel redirected the connection (flow.h) */
+	struct sluice_orig orig;
 	struct conn *prev, *next;    /* in rsv_server.conns */
 };
 
@@ -120,6 +125,7 @@ void rsv_server_cfg_default(struct rsv_server_cfg *c)
 	c->max_tcp_clients = 256;
 	c->cache_size = 4096;
 	c->cache_max_ttl = 300;
+	c->flow_fd = -1;
 }
 
 static double mono_now(void)
@@ -218,6 +224,7 @@ static void txn_finish(struct txn *t)
 	memset(&m, 0, sizeof(m));
 	m.src_ip = ip[0] ? ip : NULL;
 	m.src_port = port;
+	m.orig = t->have_orig ? &t->orig : NULL;
 	m.duration_ns = (int64_t)(end.tv_sec - t->start.tv_sec) * 1000000000LL +
 			(end.tv_nsec - t->start.tv_nsec);
 	if (t->sent) {
@@ -554,7 +561,11 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	memcpy(&t->client, from, fromlen);
 	t->client_len = fromlen;
+	if (!c && s->cfg->flow_fd >= 0)
+		t->have_orig = sluice_flow_udp_lookup(s->cfg->flow_fd, (const struct sockaddr *)from, &t->orig) == 0;
 	if (c) {
+		t->have_orig = c->have_orig;
+		t->orig = c->orig;
 		t->conn = c;
 		t->cnext = c->txns;
 		if (c->txns)
@@ -805,6 +816,12 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	c->srv = s;
 	memcpy(&c->peer, sa, (size_t)salen);
 	c->peer_len = (socklen_t)salen;
+	if (s->cfg->flow_fd >= 0) {
+		struct sluice_flow_key key;
+
+		c->have_orig = sluice_flow_key_of_fd(fd, &key) == 0 &&
+			       sluice_flow_take(s->cfg->flow_fd, &key, &c->orig) == 0;
+	}
 	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev) {
 		close(fd);

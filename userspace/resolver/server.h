@@ -30,6 +30,8 @@ struct rsv_server_cfg {
 					   * not owned; NULL: none) */
 	unsigned cache_size;              /* upstream replies kept (default 4096; 0: no cache) */
 	unsigned cache_max_ttl;           /* seconds a reply is kept at most (default 300) */
+	int flow_fd;                      /* the sandbox's sluice_flows (flow.h): which server a
+					   * redirected query asked, who sent it; -1: none */
 };
 
 struct rsv_server;

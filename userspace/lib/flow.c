@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "flow.h"
 
+#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "evlog.h"
 #include "netaddr.h"
 
-int proxy_flow_open(const char *path)
+int sluice_flow_open(const char *path)
 {
 	int fd = bpf_obj_get(path);
 
@@ -21,7 +24,7 @@ int proxy_flow_open(const char *path)
 	return fd;
 }
 
-int proxy_flow_key(const struct sockaddr *peer, uint64_t netns_cookie,
+int sluice_flow_key(const struct sockaddr *peer, uint64_t netns_cookie,
 		   struct sluice_flow_key *key)
 {
 	memset(key, 0, sizeof(*key));
@@ -50,7 +53,7 @@ int proxy_flow_key(const struct sockaddr *peer, uint64_t netns_cookie,
 	return -1;
 }
 
-int proxy_flow_key_of_fd(int fd, struct sluice_flow_key *key)
+int sluice_flow_key_of_fd(int fd, struct sluice_flow_key *key)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -62,14 +65,14 @@ int proxy_flow_key_of_fd(int fd, struct sluice_flow_key *key)
 		return -1;
 	if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &cl) < 0)
 		return -1;
-	if (proxy_flow_key((struct sockaddr *)&ss, cookie, key) < 0) {
+	if (sluice_flow_key((struct sockaddr *)&ss, cookie, key) < 0) {
 		errno = EAFNOSUPPORT;
 		return -1;
 	}
 	return 0;
 }
 
-int proxy_flow_take(int map_fd, const struct sluice_flow_key *key, struct sluice_orig *out)
+int sluice_flow_take(int map_fd, const struct sluice_flow_key *key, struct sluice_orig *out)
 {
 	int err;
 
@@ -81,4 +84,49 @@ int proxy_flow_take(int map_fd, const struct sluice_flow_key *key, struct sluice
 	 * A failed delete only leaves a stale entry for the LRU to evict. */
 	(void)bpf_map_delete_elem(map_fd, key);
 	return 0;
+}
+
+int sluice_flow_udp_lookup(int map_fd, const struct sockaddr *peer, struct sluice_orig *out)
+{
+	struct sluice_flow_key key;
+
+	if (sluice_flow_key(peer, 0, &key) < 0)
+		return -EAFNOSUPPORT;
+	key.protocol = SLUICE_FLOW_UDP;
+	if (bpf_map_lookup_elem(map_fd, &key, out) < 0)
+		return errno ? -errno : -ENOENT;
+	return 0;
+}
+
+void sluice_flow_put_orig(struct sluice_line *l, const struct sluice_orig *o, const char *exe)
+{
+	char ip[INET6_ADDRSTRLEN] = "", uid[24];
+	char comm[sizeof(o->comm) + 1];
+	size_t n;
+
+	if (!inet_ntop(o->family == SLUICE_AF_INET6 ? AF_INET6 : AF_INET, o->daddr, ip, sizeof(ip)))
+		ip[0] = '\0';
+	if (ip[0])
+		SL_STR(l, "sluice.orig_dst.ip", ip);
+	SL_U64(l, "sluice.orig_dst.port", o->dport);
+	SL_U64(l, "sluice.cgroup_id", o->cgroup_id);
+	if (!o->pid)
+		return;
+	SL_I64(l, "process.pid", o->pid);
+	memcpy(comm, o->comm, sizeof(o->comm));
+	comm[sizeof(o->comm)] = '\0';
+	if (comm[0])
+		SL_STR(l, "process.name", comm);
+	if (exe)
+		SL_STR(l, "process.executable", exe);
+	if (o->exe_ino) {
+		char dev[24];
+
+		snprintf(dev, sizeof(dev), "%u:%u", o->exe_dev >> 20, o->exe_dev & 0xfffff);
+		SL_STR(l, "sluice.executable.device", dev);
+		SL_U64(l, "sluice.executable.inode", o->exe_ino);
+	}
+	n = sluice_u64_dec(uid, o->uid);
+	uid[n] = '\0';
+	SL_STR(l, "user.id", uid);
 }

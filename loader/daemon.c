@@ -55,6 +55,7 @@
 #include "daemon_follow.h"
 #include "destroy.h"
 #include "events.h"
+#include "events_dest.h"
 #include "gc.h"
 #include "kfeatures.h"
 #include "labels.h"
@@ -606,7 +607,8 @@ int daemon_events_reopen(const char *why)
 	int err;
 	int n = 0;
 
-	err = log_reopen_fd(D.events, D.events_path, 0600);
+	/* the journal's stream stays: there is no file to reopen */
+	err = sluice_events_is_journald(D.events_path) ? 0 : log_reopen_fd(D.events, D.events_path, 0600);
 	if (err)
 		log_warnx("daemon: %s: cannot reopen %s: %s (still writing to the old file)", why, D.events_path,
 			  strerror(-err));
@@ -677,6 +679,8 @@ static void usage(void)
 	       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
 	       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n"
 	       "                     [--user-group GROUP] [--upstream-ca FILE]\n\n"
+	       "  --events DEST  FILE (appended; default DIR/events.jsonl) or journald (one\n"
+	       "                 journal entry per line, identifier sluice)\n"
 	       "  --events-max-size SIZE  rotate the events file when it reaches SIZE (512M,\n"
 	       "                 1G; at least 1M): FILE becomes FILE.1, ..., FILE.N, the oldest\n"
 	       "                 is removed (--events-keep N files, default 4); default: no cap\n"
@@ -809,6 +813,11 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 		default: return 2;
 		}
 	}
+	if (D.events_max && sluice_events_is_journald(D.events_path)) {
+		log_warnx("daemon: --events-max-size caps an events file; the journal has its own limits "
+			  "(SystemMaxUse= in journald.conf)");
+		return 2;
+	}
 	D.proxy_extra = px;
 	D.resolver_extra = rx;
 	return 0;
@@ -895,9 +904,11 @@ static int start_serving(const struct ctlsrv_limits *ctl)
 	}
 	close(lfd);
 	unlink(D.sock_path);
-	D.events = open(D.events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	D.events = sluice_events_open(D.events_path, 0600);
 	if (D.events < 0) {
-		log_warn("daemon: cannot open %s", D.events_path);
+		log_warnx("daemon: cannot open %s: %s", sluice_events_is_journald(D.events_path) ?
+			  "the journal (--events journald: is systemd-journald running?)" : D.events_path,
+			  strerror(-D.events));
 		return 2;
 	}
 	sluice_evlog_init(&D.log, D.events, D.events_path, "sluice", NULL);

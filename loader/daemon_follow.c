@@ -23,6 +23,7 @@
 
 #include <event2/event.h>
 
+#include "events_dest.h"
 #include "kfeatures.h"  /* sluice_name_check */
 #include "log.h"
 #include "run_limits.h" /* sluice_monotonic_ms */
@@ -72,6 +73,7 @@ static struct {
 	struct event_base *base;
 	char path[PATH_MAX];
 	bool ocsf, ready;
+	bool journal;               /* the events go to the journal: nothing to follow here */
 	daemon_follow_reporter report;
 	int ifd, wd;
 	struct event *iev, *tick;
@@ -514,6 +516,9 @@ json_object *daemon_follow_request(json_object *req, struct ctlsrv_peer *peer, c
 	struct stat st;
 	char msg[256];
 
+	if (G.journal)
+		return refuse("%s", "follow: the daemon writes its events to the journal (--events journald): "
+			      "follow them there, `journalctl -t sluice -f -o cat`");
 	if (!G.ready)
 		return refuse("%s", "follow: the daemon serves no followers");
 	if (G.ocsf)
@@ -600,6 +605,10 @@ int daemon_follow_init(struct event_base *base, const char *path, bool ocsf, dae
 	for (unsigned i = 0; i < GENS; i++)
 		G.gen_fd[i].fd = -1;
 	snprintf(G.path, sizeof(G.path), "%s", path);
+	if (sluice_events_is_journald(path)) {
+		G.journal = true;  /* no file to follow: refused with the journal's way */
+		return 0;
+	}
 	G.ocsf = ocsf;
 	G.report = report;
 	G.ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -617,6 +626,8 @@ void daemon_follow_reopened(void)
 {
 	unsigned slot;
 
+	if (!G.ready)
+		return;
 	G.gen++;
 	slot = G.gen % GENS;
 	if (G.gen_fd[slot].fd >= 0)

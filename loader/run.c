@@ -40,6 +40,7 @@
 #include "run_env.h"
 #include "confine.h"
 #include "events.h"
+#include "events_dest.h"
 #include "evseq.h"
 #include "labels.h"
 #include "kfeatures.h"
@@ -498,9 +499,12 @@ static int run_open_netns_events(struct run_state *st)
 	if (st->o.events_path && strcmp(st->o.events_path, "-") == 0) {
 		st->events = STDOUT_FILENO;
 	} else if (st->o.events_path) {
-		st->events = open(st->o.events_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		st->events = sluice_events_open(st->o.events_path, 0644);
 		if (st->events < 0) {
-			log_warn("run: cannot open events file %s", st->o.events_path);
+			log_warnx("run: cannot open %s%s: %s", sluice_events_is_journald(st->o.events_path) ?
+				  "the journal (--events journald: is systemd-journald running?)" : "events file ",
+				  sluice_events_is_journald(st->o.events_path) ? "" : st->o.events_path,
+				  strerror(-st->events));
 			return -1;
 		}
 	} else {

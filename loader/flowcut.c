@@ -37,7 +37,8 @@
 #include "policy.h"
 #include "sandbox.h"
 
-#define FLOWCUT_MAX 4096    /* sockets decided per reload (a dump beyond: the rest keep the backstop) */
+#define FLOWCUT_MAX (1u << 20) /* flows cut per reload (about 48 MiB of records); beyond, counted and
+				* said: those keep the backstop, which drops their packets */
 #define STATES ((1u << TCP_ESTABLISHED) | (1u << TCP_SYN_SENT) | (1u << TCP_CLOSE_WAIT))
 
 /* One socket of the dump the new policy refuses. */
@@ -45,6 +46,13 @@ struct victim {
 	struct inet_diag_sockid id;
 	uint8_t family;
 	enum sluice_cidr_verdict why;
+};
+
+/* The flows a reload cuts: grown as the dump finds them. */
+struct victims {
+	struct victim *v;
+	size_t n, cap;
+	size_t over;                /* refused but past FLOWCUT_MAX (or out of memory): not cut */
 };
 
 /* The fd of sb's sluice_sk_judged map, found through its pinned egress
@@ -192,28 +200,45 @@ static struct sluice_exe_id owner_of(uint32_t ino)
 	return who;
 }
 
-/* Decide one dumped socket under np; adds it to v[] when refused. */
-static void decide(const struct inet_diag_msg *m, const struct sluice_policy *np, struct victim *v, size_t *n)
+/* Room for one more victim in vs: false when there is none (counted in over). */
+static bool victims_room(struct victims *vs)
+{
+	struct victim *nv;
+	size_t cap;
+
+	if (vs->n < vs->cap)
+		return true;
+	cap = vs->cap ? 2 * vs->cap : 256;
+	nv = vs->cap < FLOWCUT_MAX ? realloc(vs->v, cap * sizeof(*nv)) : NULL;
+	if (!nv) {
+		vs->over++;
+		return false;
+	}
+	vs->v = nv;
+	vs->cap = cap;
+	return true;
+}
+
+/* Decide one dumped socket under np; adds it to vs when refused. */
+static void decide(const struct inet_diag_msg *m, const struct sluice_policy *np, struct victims *vs)
 {
 	bool programs = sluice_policy_has_programs(np);
 	struct sluice_exe_id who;
 	enum sluice_cidr_verdict why;
 
-	if (*n >= FLOWCUT_MAX)
-		return;
 	who = programs ? owner_of(m->idiag_inode) : (struct sluice_exe_id){ 0, 0 };
 	why = sluice_policy_cidr_tcp(np, m->idiag_family, (const uint8_t *)m->id.idiag_dst, ntohs(m->id.idiag_dport),
 				     programs ? &who : NULL, -1);
-	if (why == SLUICE_CIDR_ALLOWED)
+	if (why == SLUICE_CIDR_ALLOWED || !victims_room(vs))
 		return;
-	v[*n].id = m->id;
-	v[*n].family = m->idiag_family;
-	v[*n].why = why;
-	(*n)++;
+	vs->v[vs->n].id = m->id;
+	vs->v[vs->n].family = m->idiag_family;
+	vs->v[vs->n].why = why;
+	vs->n++;
 }
 
 /* Dump `family`'s sockets and decide each one with a record.  Returns 0 or -errno. */
-static int dump(int fd, int map_fd, uint8_t family, const struct sluice_policy *np, struct victim *v, size_t *n)
+static int dump(int fd, int map_fd, uint8_t family, const struct sluice_policy *np, struct victims *vs)
 {
 	struct diag_req q = {
 		.nh = { .nlmsg_len = sizeof(q), .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
@@ -247,7 +272,7 @@ static int dump(int fd, int map_fd, uint8_t family, const struct sluice_policy *
 			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 				continue;
 			if (has_record((struct nlattr *)(m + 1), (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)))))
-				decide(m, np, v, n);
+				decide(m, np, vs);
 		}
 		if (got == 0)
 			return -EPROTO;
@@ -330,11 +355,30 @@ static void cut_line(struct sluice_evlog *log, const struct victim *v, const str
 		log_warnx("%s", msg);
 }
 
+/* The flows past FLOWCUT_MAX (or memory): refused, not cut, said in one line. */
+static void over_line(struct sluice_evlog *log, const char *name, const struct sluice_policy *np, size_t over)
+{
+	struct sluice_line *l = sluice_evlog_begin(log, SLUICE_DS_LIFECYCLE, -1);
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "sandbox %s: %zu more flows are not allowed by policy %.12s but were not cut "
+		 "(at most %u a reload): the egress backstop drops their packets", name, over, np->digest,
+		 FLOWCUT_MAX);
+	SL_STR(l, "event.kind", "event");
+	SL_STR(l, "event.action", "flow-cut-incomplete");
+	SL_STR(l, "event.outcome", "failure");
+	SL_STR(l, "event.reason", "policy_reloaded");
+	SL_U64(l, "sluice.flows_not_cut", over);
+	SL_STR(l, "sluice.reload.policy_sha256", np->digest);
+	SL_STR(l, "message", msg);
+	sluice_evlog_commit(log);
+	log_warnx("%s", msg);
+}
+
 int sluice_flowcut(const struct sluice_sandbox *sb, const char *netns_path, const struct sluice_policy *np,
 		   struct sluice_evlog *log)
 {
-	struct victim *v = NULL;
-	size_t n = 0;
+	struct victims vs = { 0 };
 	int map_fd, fd, err, cut = 0;
 
 	if (np->mode == SLUICE_MODE_AUDIT)
@@ -350,23 +394,24 @@ int sluice_flowcut(const struct sluice_sandbox *sb, const char *netns_path, cons
 		log_warnx("sandbox %s: cannot list its sockets to cut flows: %s", sb->name, strerror(-fd));
 		return fd;
 	}
-	v = calloc(FLOWCUT_MAX, sizeof(*v));
-	err = v ? dump(fd, map_fd, AF_INET, np, v, &n) : -ENOMEM;
+	err = dump(fd, map_fd, AF_INET, np, &vs);
 	if (!err)
-		err = dump(fd, map_fd, AF_INET6, np, v, &n);
+		err = dump(fd, map_fd, AF_INET6, np, &vs);
 	if (err)
 		log_warnx("sandbox %s: cannot list its sockets to cut flows: %s", sb->name, strerror(-err));
 	/* what the dump found before an error is cut all the same */
-	for (size_t i = 0; i < n; i++) {
-		int e = destroy(fd, &v[i], (uint32_t)i + 1);
+	for (size_t i = 0; i < vs.n; i++) {
+		int e = destroy(fd, &vs.v[i], (uint32_t)i + 1);
 
 		/* ENOENT: it closed meanwhile (nothing left to cut) */
 		if (e == -ENOENT)
 			continue;
-		cut_line(log, &v[i], np, e);
+		cut_line(log, &vs.v[i], np, e);
 		cut += !e;
 	}
-	free(v);
+	if (vs.over)
+		over_line(log, sb->name, np, vs.over);
+	free(vs.v);
 	close(fd);
 	close(map_fd);
 	return err ? err : cut;

@@ -101,11 +101,34 @@ static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8
 	return judged_to(skb, gen + 1, family, daddr, dport);
 }
 
+/* Did an audit-mode policy let this packet's socket connect to exactly this
+ * destination (sluice_sk_orig marked SLUICE_ORIG_AUDIT: a connect it would
+ * have refused)?  `daddr` as for judged_to(). */
+static __always_inline bool audited_to(struct __sk_buff *skb, __u8 family, const __u32 *daddr, __u16 dport)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sluice_orig *o;
+
+	if (!sk)
+		return false;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return false;
+	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
+	if (!o || !(o->flags & SLUICE_ORIG_AUDIT) || o->family != family || o->dport != dport)
+		return false;
+	if (family == SLUICE_AF_INET)
+		return o->daddr[0] == daddr[0];
+	return o->daddr[0] == daddr[0] && o->daddr[1] == daddr[1] && o->daddr[2] == daddr[2] &&
+	       o->daddr[3] == daddr[3];
+}
+
 /*
  * A bare RST (no payload) on a socket a cidr entry once allowed to this very
- * destination, under any generation: the reset of a flow a reload cut
- * (loader/flowcut.c destroys the socket, the kernel sends the RST after the
- * switch), which the peer must see.  It carries nothing of the sandbox's.
+ * destination, under any generation, or that an audit-mode policy let
+ * connect there: the reset of a flow a reload cut (loader/flowcut.c destroys
+ * the socket, the kernel sends the RST after the switch), which the peer
+ * must see.  It carries nothing of the sandbox's.
  */
 #define TCP_FLAG_RST_ 0x04
 static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off, __u8 family, const __u32 *daddr,
@@ -116,7 +139,7 @@ static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off, __u
 	if (bpf_skb_load_bytes(skb, l4off + 12, th, sizeof(th)) || !(th[1] & TCP_FLAG_RST_) ||
 	    skb->len != l4off + (__u32)(th[0] >> 4) * 4)
 		return false;
-	return judged_to(skb, 0, family, daddr, dport);
+	return judged_to(skb, 0, family, daddr, dport) || audited_to(skb, family, daddr, dport);
 }
 
 /*

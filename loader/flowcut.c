@@ -55,9 +55,10 @@ struct victims {
 	size_t over;                /* refused but past FLOWCUT_MAX (or out of memory): not cut */
 };
 
-/* The fd of sb's sluice_sk_judged map, found through its pinned egress
- * program (an adopted sandbox has no skeleton); -errno when not found. */
-static int judged_map_fd(const struct sluice_sandbox *sb)
+/* The fd of sb's map `name` (the kernel keeps its first 15 characters),
+ * found through the pinned link of program `prog` that uses it (an adopted
+ * sandbox has no skeleton); -errno when not found. */
+static int map_fd_by_name(const struct sluice_sandbox *sb, enum sluice_prog_id prog_id, const char *name)
 {
 	struct bpf_link_info li = { 0 };
 	struct bpf_prog_info pi = { 0 };
@@ -65,7 +66,7 @@ static int judged_map_fd(const struct sluice_sandbox *sb)
 	char path[512];
 	int link, prog, fd = -ENOENT;
 
-	snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, sluice_prog_name(SLUICE_PROG_EGRESS));
+	snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, sluice_prog_name(prog_id));
 	link = bpf_obj_get(path);
 	if (link < 0)
 		return -errno;
@@ -95,7 +96,7 @@ static int judged_map_fd(const struct sluice_sandbox *sb)
 		if (m < 0)
 			continue;
 		/* BPF_OBJ_NAME_LEN: the kernel keeps 15 characters of "sluice_sk_judged" */
-		if (bpf_obj_get_info_by_fd(m, &mi, &len) == 0 && strncmp(mi.name, "sluice_sk_judged", 15) == 0)
+		if (bpf_obj_get_info_by_fd(m, &mi, &len) == 0 && strncmp(mi.name, name, 15) == 0)
 			fd = m;
 		else
 			close(m);
@@ -150,14 +151,49 @@ static int diag_send(int fd, const struct diag_req *q)
 	return sendto(fd, q, q->nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
 }
 
-/* The sluice_sk_judged record of a dumped socket (INET_DIAG_SK_BPF_STORAGES). */
-static bool has_record(struct nlattr *a, int len)
+#define NLA_NEXT_(a, len) ((len) -= NLA_ALIGN((a)->nla_len), (struct nlattr *)((char *)(a) + NLA_ALIGN((a)->nla_len)))
+#define NLA_FITS_(a, len) ((len) >= (int)sizeof(*(a)) && (a)->nla_len >= sizeof(*(a)) && (a)->nla_len <= (len))
+
+/* The attribute of type `type` among a[0..len), or NULL. */
+static struct nlattr *nla_find(struct nlattr *a, int len, unsigned type)
 {
-	for (; len >= (int)sizeof(*a) && a->nla_len >= sizeof(*a) && a->nla_len <= len;
-	     len -= NLA_ALIGN(a->nla_len), a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len)))
-		if ((a->nla_type & NLA_TYPE_MASK) == INET_DIAG_SK_BPF_STORAGES && a->nla_len > NLA_HDRLEN)
-			return true;   /* only the one map was asked for */
-	return false;
+	for (; NLA_FITS_(a, len); a = NLA_NEXT_(a, len))
+		if ((a->nla_type & NLA_TYPE_MASK) == type)
+			return a;
+	return NULL;
+}
+
+/* The record of a dumped socket in the one map asked for
+ * (INET_DIAG_SK_BPF_STORAGES); NULL when it has none.  *vlen: its size. */
+static const void *record_of(struct nlattr *a, int len, size_t *vlen)
+{
+	struct nlattr *st = nla_find(a, len, INET_DIAG_SK_BPF_STORAGES), *one, *val;
+
+	if (!st || st->nla_len <= NLA_HDRLEN)
+		return NULL;
+	one = nla_find((struct nlattr *)((char *)st + NLA_HDRLEN), st->nla_len - NLA_HDRLEN, SK_DIAG_BPF_STORAGE);
+	if (!one)
+		return NULL;
+	val = nla_find((struct nlattr *)((char *)one + NLA_HDRLEN), one->nla_len - NLA_HDRLEN,
+		       SK_DIAG_BPF_STORAGE_MAP_VALUE);
+	if (!val)
+		return NULL;
+	*vlen = val->nla_len - NLA_HDRLEN;
+	return (const char *)val + NLA_HDRLEN;
+}
+
+/* Does the dumped socket hold a record in the map asked for: for
+ * sluice_sk_judged any record (a cidr entry allowed its connect); for
+ * sluice_sk_orig one marked SLUICE_ORIG_AUDIT (an audit-mode policy let a
+ * connect through that it would have refused). */
+static bool has_record(struct nlattr *a, int len, bool audit)
+{
+	size_t vlen = 0;
+	const struct sluice_orig *o = record_of(a, len, &vlen);
+
+	if (!o)
+		return false;
+	return !audit || (vlen >= sizeof(*o) && (o->flags & SLUICE_ORIG_AUDIT));
 }
 
 /* The executable of the process holding socket inode `ino`; {0, 0} (which
@@ -237,8 +273,9 @@ static void decide(const struct inet_diag_msg *m, const struct sluice_policy *np
 	vs->n++;
 }
 
-/* Dump `family`'s sockets and decide each one with a record.  Returns 0 or -errno. */
-static int dump(int fd, int map_fd, uint8_t family, const struct sluice_policy *np, struct victims *vs)
+/* Dump `family`'s sockets and decide each one with a record in map_fd
+ * (audit: sluice_sk_orig, the records marked audit).  Returns 0 or -errno. */
+static int dump(int fd, int map_fd, uint8_t family, const struct sluice_policy *np, struct victims *vs, bool audit)
 {
 	struct diag_req q = {
 		.nh = { .nlmsg_len = sizeof(q), .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
@@ -271,7 +308,7 @@ static int dump(int fd, int map_fd, uint8_t family, const struct sluice_policy *
 			}
 			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 				continue;
-			if (has_record((struct nlattr *)(m + 1), (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)))))
+			if (has_record((struct nlattr *)(m + 1), (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m))), audit))
 				decide(m, np, vs);
 		}
 		if (got == 0)
@@ -379,11 +416,11 @@ int sluice_flowcut(const struct sluice_sandbox *sb, const char *netns_path, cons
 		   struct sluice_evlog *log)
 {
 	struct victims vs = { 0 };
-	int map_fd, fd, err, cut = 0;
+	int map_fd, orig_fd, fd, err, cut = 0;
 
 	if (np->mode == SLUICE_MODE_AUDIT)
 		return 0;
-	map_fd = judged_map_fd(sb);
+	map_fd = map_fd_by_name(sb, SLUICE_PROG_EGRESS, "sluice_sk_judged");
 	if (map_fd < 0) {
 		log_warnx("sandbox %s: cannot find its socket records to cut flows: %s", sb->name, strerror(-map_fd));
 		return map_fd;
@@ -394,9 +431,21 @@ int sluice_flowcut(const struct sluice_sandbox *sb, const char *netns_path, cons
 		log_warnx("sandbox %s: cannot list its sockets to cut flows: %s", sb->name, strerror(-fd));
 		return fd;
 	}
-	err = dump(fd, map_fd, AF_INET, np, &vs);
+	err = dump(fd, map_fd, AF_INET, np, &vs, false);
 	if (!err)
-		err = dump(fd, map_fd, AF_INET6, np, &vs);
+		err = dump(fd, map_fd, AF_INET6, np, &vs, false);
+	/* what an audit-mode policy let through that it would have refused:
+	 * decided under the new one like the rest */
+	orig_fd = map_fd_by_name(sb, SLUICE_PROG_CONNECT4, "sluice_sk_orig");
+	if (!err && orig_fd >= 0)
+		err = dump(fd, orig_fd, AF_INET, np, &vs, true);
+	if (!err && orig_fd >= 0)
+		err = dump(fd, orig_fd, AF_INET6, np, &vs, true);
+	if (orig_fd >= 0)
+		close(orig_fd);
+	else
+		log_warnx("sandbox %s: cannot find its audit records (connections an audit-mode policy let through "
+			  "are not cut): %s", sb->name, strerror(-orig_fd));
 	if (err)
 		log_warnx("sandbox %s: cannot list its sockets to cut flows: %s", sb->name, strerror(-err));
 	/* what the dump found before an error is cut all the same */

@@ -125,3 +125,60 @@ def test_reload_cuts_the_direct_flows_the_new_policy_refuses(w):
     finally:
         a.close()
         d.close()
+
+
+AUDIT = """\
+version: 1
+name: flowcut-audit
+mode: audit
+allow:
+  - cidr: 203.0.113.10/32
+    ports: [9000]
+    protocol: tcp
+    why: a service both policies allow
+"""
+
+
+def test_moving_from_audit_to_enforce_cuts_what_audit_let_through(w):
+    """The natural rollout (audit first, then enforce) must not leave the
+    connections audit mode let through open: the reload to the enforcing
+    policy resets each one it refuses (found by the audit mark the connect
+    hook left in the socket's storage), and keeps the one it allows."""
+    d = Daemon(w)
+    name = "ffa%d" % os.getpid()
+    a = Workload(w, name)
+    out = os.path.join(a.dir, "flowcut.json")
+    try:
+        audit = w.write(name + "-audit.yaml", AUDIT)
+        after = w.write(name + "-after.yaml", AFTER)
+        r = d.ctl("attach", "--policy", audit, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0, r.stderr
+        res = {}
+        t = threading.Thread(target=lambda: res.update(r=a.run("python3", CLIENT, out, timeout=150)))
+        t.start()
+        ports = json.loads(wait_for("the client's connections",
+                                    lambda: os.path.exists(out + ".mid") and open(out + ".mid").read(), 60))
+        # audit mode let the two connections the policy does not allow through
+        assert sorted(server_conns(w, 5432)) == sorted([ports["c4"], ports["c6"]]), ports
+        r = d.ctl("reload", "--policy", after, "--json", name)
+        assert r.returncode == 0, r.stderr
+        try:
+            wait_for("the server's side reset", lambda: not server_conns(w, 5432), 10)
+        except AssertionError:
+            raise AssertionError("not reset: %s %s" % (r.stdout, open(os.path.join(w.tmp, "daemon.err")).read()[-2000:]))
+        assert server_conns(w, 9000) == [ports["k"]]
+        open(out + ".go", "w").close()
+        t.join(150)
+        got = json.load(open(out))
+        for c in ("c4", "c6"):
+            e = got["ended"].get(c)
+            assert e and e["how"] in ("ECONNABORTED", "ECONNRESET"), got
+        assert got["k_ok"] == 5 and got["new_c4"] == "EPERM", got
+        cuts = wait_for("the flow-cut lines",
+                        lambda: [e for e in d.events_of(name) if e.get("event.action") == "flow-cut"], 10)
+        assert sorted(e["destination.ip"] for e in cuts) == ["198.51.100.10", "2001:db8::10"], cuts
+        assert all(e["event.outcome"] == "success" for e in cuts), cuts
+        assert json.loads(r.stdout)["reload"]["flows_cut"] == 2, r.stdout
+    finally:
+        a.close()
+        d.close()

@@ -15,15 +15,21 @@
  * A query the policy allows is answered from the cache when it holds a live
  * reply for the name and qtype: the same answer filter runs on the cached
  * bytes (rsv_process_cached()), only the upstream round trip is saved.
+ *
+ * Descriptors: the TCP clients and the upstream queries (a socket each) fit
+ * RLIMIT_NOFILE (rsv_server_fit_descriptors), so that clients holding
+ * connections open never take what UDP lookups need; a new client past the
+ * limit closes the longest idle one, and EMFILE all the same refuses one
+ * and pauses (accept_backoff.h); each counted (rsv_fair_count_tcp).
  */
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>

@@ -160,6 +160,7 @@ def test_resolver_at_its_descriptor_limit_keeps_answering(w):
         while "resolver-start" not in (open(log).read() if os.path.exists(log) else ""):
             assert time.time() < deadline and p.poll() is None, "the resolver did not start"
             time.sleep(0.05)
+        base = len(os.listdir("/proc/%d/fd" % p.pid))
         c = _Client(w)
         lookups = [c.ask("udp api.example.com"), c.ask("tcp api.example.com")]
         assert all(_answered(r) for r in lookups), lookups
@@ -185,9 +186,14 @@ def test_resolver_at_its_descriptor_limit_keeps_answering(w):
         held = c.ask("count")
         assert held["held"] <= NOFILE, held
         c.ask("release")
+        deadline = time.time() + 10    # until it has closed its side of them
+        while len(os.listdir("/proc/%d/fd" % p.pid)) > base + 2 and time.time() < deadline:
+            time.sleep(0.1)
 
-        # the limit lowered under it: accept(2) now fails with EMFILE
+        # the limit lowered under it (8 more than it holds, fewer than its
+        # client limit): accept(2) now fails with EMFILE
         n_open = len(os.listdir("/proc/%d/fd" % p.pid))
+        assert n_open <= base + 2, (n_open, base)
         resource.prlimit(p.pid, resource.RLIMIT_NOFILE, (n_open + 8, NOFILE))
         c.ask("hold 100")
         deadline = time.time() + 20

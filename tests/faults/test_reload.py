@@ -7,6 +7,7 @@ is cut, every request the client made has exactly one access-log line, and
 none was closed by a drain deadline.  Servers are the test world's
 (documentation addresses, in its own namespaces).
 """
+import collections
 import json
 import os
 import threading
@@ -98,6 +99,102 @@ def test_reload_storm_cuts_nothing_and_logs_every_request(w):
         assert len(seen) == len(load["ok"]), (len(seen), len(load["ok"]))
         st = d.status()[name]
         assert st["policy_name"] in ("reload-a", "reload-b"), st
+    finally:
+        a.close()
+        d.close()
+
+
+DNS_POLICY = """\
+version: 1
+name: %s
+allow:
+  - host: api.example.com
+    ports: [443]
+    why: answered at once
+  - host: delay.example.com
+    ports: [443]
+    why: answered 0.5 s late by the world's server
+  - cidr: 192.0.2.10/32
+    ports: [%d]
+    protocol: tcp
+    why: a second entry, so that the two policies differ
+"""
+DNS_CLIENT = os.path.join(HERE, "dns_reload_client.py")
+
+
+def test_reload_storm_answers_and_logs_every_dns_query(w):
+    """Steady streams of DNS queries, over UDP (100 a second, half of them
+    answered 0.5 s late by the world's server: in flight in the old
+    resolver when a reload retires it) and over TCP (one connection per
+    query), while the policy is reloaded again and again: every query the
+    client sent is answered, or counted dropped (status dns_dropped), and
+    every answered one has exactly one dns-query line (matched by the
+    client's port and the query's ID)."""
+    Env(w)
+    hatch = []
+    for c in HATCH:
+        hatch += ["--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    d = Daemon(w, args=hatch)
+    name = "frdn%d" % os.getpid()
+    a = Workload(w, name)
+    out = os.path.join(a.dir, "dns")
+    try:
+        pa = w.write(name + "-a.yaml", DNS_POLICY % ("dns-reload-a", 5432))
+        pb = w.write(name + "-b.yaml", DNS_POLICY % ("dns-reload-b", 9000))
+        r = d.ctl("attach", "--policy", pa, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+        assert r.returncode == 0, r.stderr
+        res = {}
+        threads = [threading.Thread(target=lambda m=m: res.update({m: a.run("python3", DNS_CLIENT, "192.0.2.53", 53, "8",
+                                                                             out + "." + m, m, timeout=60)}))
+                   for m in ("udp", "tcp")]
+        for t in threads:
+            t.start()
+        reloads, pids = 0, set()
+        t0 = time.time()
+        while time.time() - t0 < 7:
+            r = d.ctl("reload", "--policy", pb if reloads % 2 == 0 else pa, name)
+            assert r.returncode == 0, r.stderr
+            pids.add(d.status()[name]["resolver_pid"])
+            reloads += 1
+            time.sleep(0.1)
+        for t in threads:
+            t.join(60)
+        assert "udp" in res and "tcp" in res, "a client did not finish"
+        got = {m: json.load(open(out + "." + m)) for m in ("udp", "tcp")}
+        assert reloads >= 5 and len(pids) >= 5, (reloads, len(pids))
+        assert len(got["udp"]["sent"]) > 200 and len(got["tcp"]["sent"]) > 50, {m: len(g["sent"]) for m, g in got.items()}
+
+        def lines():
+            return [e for e in d.events_of(name) if e.get("event.action") == "dns-query"]
+        deadline = time.time() + 15
+        while True:
+            by = {}
+            for e in lines():
+                k = (e["network.transport"], "%d/%s" % (e["source.port"], e["dns.id"]))
+                by[k] = by.get(k, 0) + 1
+            if all((m, k) in by for m, g in got.items() for k in g["answered"]) or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        dropped = d.status()[name]["dns_dropped"]["total"]
+        for m, g in got.items():
+            unanswered = [q for q in g["sent"] if "%d/%d" % (q[0], q[1]) not in g["answered"]]
+            print("dns reload, %s: %d reloads, sent %d, answered %d, dropped %d; failed %s" % (
+                m, reloads, len(g["sent"]), len(g["answered"]), dropped, list(g["failed"].items())[:3]))
+            assert len(unanswered) <= dropped, "%s: %d queries neither answered nor counted (dropped %d): %s %s" % (
+                m, len(unanswered), dropped, unanswered[:5], list(g["failed"].items())[:5])
+            assert all(rc == "NOERROR" or rc == "NXDOMAIN" for rc in g["answered"].values()), \
+                collections.Counter(g["answered"].values())
+            missing = [k for k in g["answered"] if (m, k) not in by]
+            assert not missing, "%s: %d of %d answered queries have no line: %s" % (m, len(missing), len(g["answered"]),
+                                                                                  missing[:5])
+        twice = [k for k, n in by.items() if n > 1]
+        assert not twice, "logged twice: %s" % twice[:5]
+        late = [q for q in got["udp"]["sent"] if q[2] == "delay.example.com" and "%d/%d" % (q[0], q[1]) in got["udp"]["answered"]]
+        assert len(late) > 100, len(late)      # the slow ones were in flight, and answered
+        bad = [e for e in lines() if e.get("event.reason") in ("shutdown", "dns_tunnel_rate")]
+        assert not bad, bad[:3]                # none cut by a drain deadline or a stop
+        writers = {e["event.id"].rsplit("-", 1)[0] for e in lines()}
+        assert len(writers) >= 5, len(writers)  # answered by the old resolvers as well as the new
     finally:
         a.close()
         d.close()

@@ -75,7 +75,7 @@ static void setup(void)
 	ms_tv(px.cfg.linger_ms, &px.tv_linger);
 	ms_tv(px.cfg.keepalive_timeout_ms, &px.tv_keepalive);
 	ms_tv(50, &px.tv_upstream_idle);
-	px.reserve_fd = -1;
+	px.accept.reserve_fd = -1;
 	px.flow_fd = -1;
 }
 

@@ -17,6 +17,8 @@ Behaviours by name:
   "tc.*"    : over UDP a reply with TC set and no answers, full over TCP
   "slow.*"  : never answered (timeouts)
   "liar.*"  : a reply with a wrong ID first, then the right one
+  "delay.*" : over UDP the reply comes 0.5 s late (queries in flight); over
+              TCP at once
 Every query is appended to --log as a JSON line (flushed at once) with
 "name", "type" (mnemonic, or the number when unknown), "qtype" (number),
 "transport", "src", "sport", "id" and "t", so that a test can check what
@@ -134,6 +136,12 @@ def main():
                               "name": name, "type": dnswire.TYPE_NAMES.get(qtype, qtype),
                               "qtype": qtype}) + "\n")
 
+    def delayed(query):
+        try:
+            return dnswire.decode_name(query, 12)[0].lower().startswith("delay.")
+        except (ValueError, struct.error, IndexError):
+            return False
+
     def replies(query, transport):
         try:
             return srv.answer(query, transport)
@@ -152,13 +160,22 @@ def main():
     sel.register(t, selectors.EVENT_READ, "accept")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     open(a.ready, "w").close()
+    late = []   # (when, reply, src) of the delay.* names, in order
     while True:
-        for key, _ in sel.select():
+        now = time.monotonic()
+        while late and late[0][0] <= now:
+            _, r, dst = late.pop(0)
+            u.sendto(r, dst)
+        for key, _ in sel.select(late[0][0] - now if late else None):
             if key.data == "udp":
                 q, src = u.recvfrom(65535)
                 record(q, "udp", src)
+                delay = delayed(q)
                 for r in replies(q, "udp"):
-                    u.sendto(r, src)
+                    if delay:
+                        late.append((time.monotonic() + 0.5, r, src))
+                    else:
+                        u.sendto(r, src)
             elif key.data == "accept":
                 c, src = t.accept()
                 c.settimeout(2)

@@ -23,6 +23,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "accept_backoff.h"
 #include "child_start.h"
 #include "dnscache.h"
 #include "flow.h"
@@ -124,36 +125,28 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 {
 	struct proxy *px = arg;
 
-	px->accept_pause_ms = 0;
+	sluice_accept_backoff_ok(&px->accept);
 	proxy_accept(px, fd, sa, (socklen_t)salen, NULL);
 }
 
-/* arg: the proxy (a draining one has no listeners left to enable) */
-static void reenable_listener(evutil_socket_t fd, short what, void *arg)
+/* The back-off's: pause or resume the listeners (a draining proxy has none
+ * left to resume). */
+static void set_listening(void *arg, bool on)
 {
 	struct proxy *px = arg;
 
 	for (size_t i = 0; i < px->n_listeners; i++)
-		evconnlistener_enable(px->listeners[i]);
+		if (on)
+			evconnlistener_enable(px->listeners[i]);
+		else
+			evconnlistener_disable(px->listeners[i]);
 }
 
-/* Out of descriptors: take one pending client with the reserved descriptor
- * and refuse it with its line (it learns at once, instead of waiting in the
- * queue), then get the reserve back. */
-static void refuse_one(struct proxy *px, struct evconnlistener *l)
+/* The back-off's: a client taken through the reserved descriptor is
+ * refused with its access-log line. */
+static void refuse_client(void *arg, int fd, const struct sockaddr *sa, socklen_t len)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	int fd;
-
-	if (px->reserve_fd >= 0) {
-		close(px->reserve_fd);
-		px->reserve_fd = -1;
-	}
-	fd = accept4(evconnlistener_get_fd(l), (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd >= 0)
-		proxy_accept(px, fd, (struct sockaddr *)&ss, sl, "descriptor_limit");
-	px->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	proxy_accept(arg, fd, sa, len, "descriptor_limit");
 }
 
 static void on_accept_error(struct evconnlistener *l, void *arg)
@@ -161,26 +154,10 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 	struct proxy *px = arg;
 	int err = EVUTIL_SOCKET_ERROR();
 
-	/* out of descriptors: refuse one (logged), then pause the listener,
-	 * 50 ms doubling to 1 s, instead of spinning on the queue */
-	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		struct timeval tv;
-
-		if (err == EMFILE || err == ENFILE)
-			refuse_one(px, l);
-		else
-			log_warnx("accept: %s", evutil_socket_error_to_string(err));
-		px->accept_pause_ms = px->accept_pause_ms ? px->accept_pause_ms * 2 : 50;
-		if (px->accept_pause_ms > 1000)
-			px->accept_pause_ms = 1000;
-		tv.tv_sec = px->accept_pause_ms / 1000;
-		tv.tv_usec = (suseconds_t)(px->accept_pause_ms % 1000) * 1000;
-		for (size_t i = 0; i < px->n_listeners; i++)
-			evconnlistener_disable(px->listeners[i]);
-		event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, reenable_listener, px, &tv);
-		return;
-	}
-	log_warnx("accept: %s", evutil_socket_error_to_string(err));
+	/* out of descriptors: refuse one (logged), then pause the listeners
+	 * instead of spinning on the queue (accept_backoff.h) */
+	if (!sluice_accept_backoff_error(&px->accept, l, err))
+		log_warnx("accept: %s", evutil_socket_error_to_string(err));
 }
 
 /* SIGTERM, SIGINT: stop now; SIGQUIT: drain (drain.c). */
@@ -532,6 +509,7 @@ static void proxy_free(struct proxy *px, struct event *sigs[4])
 	tls_pump_free_all();
 	proxy_dnscache_free(px->dnscache);
 	evdns_base_free(px->dns, 1);
+	sluice_accept_backoff_free(&px->accept);
 	event_base_free(px->base);
 	sluice_child_loss_summary(&px->log);
 	proxy_tls_free(px);
@@ -539,8 +517,6 @@ static void proxy_free(struct proxy *px, struct event *sigs[4])
 	proxy_redecide_free(px);
 	sluice_policy_free(px->policy);
 	close(px->flow_fd);
-	if (px->reserve_fd >= 0)
-		close(px->reserve_fd);
 }
 
 int main(int argc, char **argv)
@@ -571,7 +547,6 @@ int main(int argc, char **argv)
 		/* beyond this many clients, new ones are refused (logged) so that
 		 * the open ones keep the descriptors they need */
 		px.fd_cap = nofile > FDS_RESERVED + FDS_PER_CONN ? (nofile - FDS_RESERVED) / FDS_PER_CONN : 1;
-		px.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		log_debug("descriptor limit %u: at most %u client connections", nofile, px.fd_cap);
 	}
 	px.log_fd = sluice_child_log_fd(cfg->log_path, cfg->log_fd);
@@ -592,6 +567,8 @@ int main(int argc, char **argv)
 	if (px.flow_fd < 0)
 		fatal("--flow-map %s", cfg->flow_map);
 	make_loop(&px);
+	if (sluice_accept_backoff_init(&px.accept, px.base, set_listening, refuse_client, &px) < 0)
+		fatal("the reserved descriptor");
 	setup_dns(&px);
 	px.dnscache = proxy_dnscache_new(px.dns, cfg->dns_cache_entries, cfg->dns_max_ttl);
 	if (!px.dnscache)

@@ -30,6 +30,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "accept_backoff.h"
 #include "addr.h"
 #include "evlog.h"
 #include "credentials.h"
@@ -129,8 +130,7 @@ struct proxy {
 	size_t n_listeners;
 	struct conn *conns;             /* every open client connection (drain.c) */
 	unsigned fd_cap;                /* client connections the descriptor limit leaves room for */
-	int reserve_fd;                 /* given up at EMFILE to accept (and refuse, logged) one client */
-	unsigned accept_pause_ms;       /* the listener's back-off at EMFILE (doubles, reset on success) */
+	struct sluice_accept_backoff accept; /* at EMFILE: refuse one (logged) through a reserve, pause */
 	bool draining;                  /* SIGQUIT: not accepting, finishing the open ones */
 	bool stopping;                  /* SIGTERM: the same, for STOP_GRACE_MS (drain.c) */
 	struct sluice_policy *next_policy; /* draining: the policy the reload brought (redecide.c), or NULL */

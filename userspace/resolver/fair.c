@@ -32,6 +32,7 @@ struct rsv_fair {
 	void *poll_arg;
 	unsigned rate, burst;
 	uint64_t dropped[RSV_DROP__MAX], reported[RSV_DROP__MAX];
+	uint64_t shed[RSV_TCP__MAX], shed_reported[RSV_TCP__MAX];
 	struct bucket b[BUCKETS];
 };
 
@@ -101,6 +102,44 @@ uint64_t rsv_fair_dropped(const struct rsv_fair *f, enum rsv_drop why)
 	return f && (unsigned)why < RSV_DROP__MAX ? f->dropped[why] : 0;
 }
 
+void rsv_fair_count_tcp(struct rsv_fair *f, enum rsv_tcp_shed why)
+{
+	if (f && (unsigned)why < RSV_TCP__MAX)
+		f->shed[why]++;
+}
+
+uint64_t rsv_fair_tcp(const struct rsv_fair *f, enum rsv_tcp_shed why)
+{
+	return f && (unsigned)why < RSV_TCP__MAX ? f->shed[why] : 0;
+}
+
+/* One line for the TCP clients shed since the last one: per reason, since and in all. */
+static void report_tcp(struct rsv_fair *f)
+{
+	uint64_t since = 0, total = 0;
+	struct sluice_line *l;
+
+	for (int i = 0; i < RSV_TCP__MAX; i++) {
+		since += f->shed[i] - f->shed_reported[i];
+		total += f->shed[i];
+	}
+	if (!since)
+		return;
+	l = sluice_evlog_begin(f->log, SLUICE_DS_RESOLVER, -1);
+	SL_STR(l, "sluice.component", "resolver");
+	SL_STR(l, "event.kind", "metric");
+	SL_STR(l, "event.action", "dns-tcp-refused");
+	SL_STR(l, "event.outcome", "failure");
+	SL_U64(l, "sluice.dns_tcp_refused", since);
+	SL_U64(l, "sluice.dns_tcp_refused_total", total);
+	SL_U64(l, "sluice.dns_tcp_closed_idle", f->shed[RSV_TCP_CLOSED_IDLE] - f->shed_reported[RSV_TCP_CLOSED_IDLE]);
+	SL_U64(l, "sluice.dns_tcp_refused_limit", f->shed[RSV_TCP_REFUSED_LIMIT] - f->shed_reported[RSV_TCP_REFUSED_LIMIT]);
+	SL_U64(l, "sluice.dns_tcp_refused_descriptors",
+	       f->shed[RSV_TCP_REFUSED_DESCRIPTORS] - f->shed_reported[RSV_TCP_REFUSED_DESCRIPTORS]);
+	if (sluice_evlog_commit_retry(f->log) == 0)
+		memcpy(f->shed_reported, f->shed, sizeof(f->shed_reported));
+}
+
 /* One line for what was dropped since the last one: per reason, since and in all. */
 static void report(struct rsv_fair *f)
 {
@@ -134,6 +173,7 @@ static void report(struct rsv_fair *f)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	report(arg);
+	report_tcp(arg);
 }
 
 struct rsv_fair *rsv_fair_new(struct event_base *base, struct sluice_evlog *log, unsigned rate, unsigned burst)
@@ -168,6 +208,7 @@ void rsv_fair_free(struct rsv_fair *f)
 		return;
 	f->poll = NULL;   /* the server is gone: its last drops were counted as it stopped */
 	report(f);
+	report_tcp(f);
 	event_free(f->tick);
 	free(f);
 }

@@ -27,6 +27,17 @@ enum rsv_drop {
 	RSV_DROP__MAX,
 };
 
+/* What the resolver did to a TCP client for want of room (the client limit,
+ * or descriptors); reported in "dns-tcp-refused" summary lines beside the
+ * dropped queries' (a refused connection's queries are never read: they
+ * are not counted as queries). */
+enum rsv_tcp_shed {
+	RSV_TCP_CLOSED_IDLE,         /* an idle client closed to admit a new one (RFC 7766 6.2.3) */
+	RSV_TCP_REFUSED_LIMIT,       /* a new client refused: at the client limit, none idle */
+	RSV_TCP_REFUSED_DESCRIPTORS, /* a new client refused at EMFILE/ENFILE (accept_backoff.h) */
+	RSV_TCP__MAX,
+};
+
 struct rsv_fair;
 
 /* Before each summary, poll(arg) (the server counts its sockets' drops). */
@@ -43,6 +54,12 @@ bool rsv_fair_admit(struct rsv_fair *f, const struct sockaddr_storage *client, d
 
 /* Count n queries dropped for `why`. */
 void rsv_fair_count(struct rsv_fair *f, enum rsv_drop why, uint64_t n);
+
+/* Count one TCP client shed for `why`. */
+void rsv_fair_count_tcp(struct rsv_fair *f, enum rsv_tcp_shed why);
+
+/* TCP clients shed so far for `why`. */
+uint64_t rsv_fair_tcp(const struct rsv_fair *f, enum rsv_tcp_shed why);
 
 /* Dropped so far for `why`. */
 uint64_t rsv_fair_dropped(const struct rsv_fair *f, enum rsv_drop why);

@@ -496,6 +496,7 @@ int main(int argc, char **argv)
 	}
 	fair = start_fair(base, &evlog, srv, &o);
 	cfg.fair = fair;
+	rsv_server_fit_descriptors(srv);
 	/* the mode and policy on record before the first query; a line that
 	 * cannot be written is counted (and said on stderr), never fatal */
 	rsv_log_start(&evlog, upbuf, listen_desc);

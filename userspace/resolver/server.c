@@ -15,10 +15,17 @@
  * A query the policy allows is answered from the cache when it holds a live
  * reply for the name and qtype: the same answer filter runs on the cached
  * bytes (rsv_process_cached()), only the upstream round trip is saved.
+ *
+ * Descriptors: the TCP clients and the upstream queries (a socket each) fit
+ * RLIMIT_NOFILE (rsv_server_fit_descriptors), so that clients holding
+ * connections open never take what UDP lookups need; a new client past the
+ * limit closes the longest idle one, and EMFILE all the same refuses one
+ * and pauses (accept_backoff.h); each counted (rsv_fair_count_tcp).
  */
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sock_diag.h>
@@ -26,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +41,7 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
+#include "accept_backoff.h"
 #include "fair.h"
 #include "flow.h"
 #include "log.h"
@@ -42,6 +51,7 @@
 #define TCP_MAX_PENDING 16      /* queries in flight per TCP client (RFC 7766 6.2.1.1) */
 #define MAX_TRIES      2        /* one retry */
 #define MAX_BOGUS      16       /* non-matching replies tolerated per attempt */
+#define FDS_SPARE      16       /* kept free beyond the budget: SIGHUP's reopen, libevent */
 
 struct conn;
 
@@ -85,6 +95,7 @@ struct conn {
 	bool closing;
 	bool have_orig;              /* orig: the kernel redirected the connection (flow.h) */
 	struct sluice_orig orig;
+	double last_active;          /* monotonic seconds: accepted, or a query read */
 	struct conn *prev, *next;    /* in rsv_server.conns */
 };
 
@@ -109,6 +120,9 @@ struct rsv_server {
 	bool draining;               /* rsv_server_drain: reading nothing new */
 	unsigned n_conns;
 	unsigned inflight;
+	unsigned tcp_cap;            /* TCP clients at once: cfg's, or what the descriptors allow */
+	unsigned inflight_cap;       /* upstream queries at once (each holds a socket), likewise */
+	struct sluice_accept_backoff accept;  /* at EMFILE: refuse one through a reserve, pause */
 	char upstream_str[64];
 	struct rsv_cache *cache;     /* NULL: no cache */
 };
@@ -593,7 +607,7 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 	case RSV_ACT_FORWARD:
 		if (answer_cached(s, t, now))
 			return;
-		if (s->inflight >= s->cfg->max_inflight) {
+		if (s->inflight >= s->inflight_cap) {
 			txn_fail(t, RSV_SERVFAIL, false, "overloaded");
 			return;
 		}
@@ -755,6 +769,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			conn_free(c);
 			return;
 		}
+		c->last_active = mono_now();
 		/* handle_query() may finish at once and free c if closing:
 		 * it is not closing here, so c survives */
 		handle_query(c->srv, msg, mlen, &c->peer, c->peer_len, -1, c);
@@ -797,6 +812,25 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	conn_free(c);
 }
 
+/* At the client limit: close the client idle the longest (no query in
+ * flight, nothing left to send) to make room for a new one, as RFC 7766
+ * 6.2.3 lets a server short of resources do; the held-open connections of
+ * a hostile client go first, a client that asks goes on.  false: none idle. */
+static bool close_idle(struct rsv_server *s)
+{
+	struct conn *c, *oldest = NULL;
+
+	for (c = s->conns; c; c = c->next)
+		if (!c->closing && c->pending == 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
+		    (!oldest || c->last_active < oldest->last_active))
+			oldest = c;
+	if (!oldest)
+		return false;
+	conn_free(oldest);
+	rsv_fair_count_tcp(s->cfg->fair, RSV_TCP_CLOSED_IDLE);
+	return true;
+}
+
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		      int salen, void *arg)
 {
@@ -804,7 +838,13 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	struct timeval tv = ms_tv(s->cfg->tcp_timeout_ms);
 	struct conn *c;
 
-	if (s->n_conns >= s->cfg->max_tcp_clients || (size_t)salen > sizeof(c->peer)) {
+	sluice_accept_backoff_ok(&s->accept);
+	if ((size_t)salen > sizeof(c->peer)) {
+		close(fd);
+		return;
+	}
+	if (s->n_conns >= s->tcp_cap && !close_idle(s)) {
+		rsv_fair_count_tcp(s->cfg->fair, RSV_TCP_REFUSED_LIMIT);
 		close(fd);
 		return;
 	}
@@ -814,6 +854,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		return;
 	}
 	c->srv = s;
+	c->last_active = mono_now();
 	memcpy(&c->peer, sa, (size_t)salen);
 	c->peer_len = (socklen_t)salen;
 	if (s->cfg->flow_fd >= 0) {
@@ -838,6 +879,41 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
+/* The back-off's (accept_backoff.h): pause or resume the TCP listeners; a
+ * draining or stopping server reads nothing new and stays paused. */
+static void set_listening(void *arg, bool on)
+{
+	struct rsv_server *s = arg;
+
+	if (on && (s->draining || s->stopping))
+		return;
+	for (size_t i = 0; i < s->n_tcp; i++)
+		if (on)
+			evconnlistener_enable(s->tcp[i]);
+		else
+			evconnlistener_disable(s->tcp[i]);
+}
+
+/* The back-off's: a client taken through the reserved descriptor is closed
+ * at once (it learns, instead of waiting in the queue), counted. */
+static void refuse_client(void *arg, int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct rsv_server *s = arg;
+
+	close(fd);
+	rsv_fair_count_tcp(s->cfg->fair, RSV_TCP_REFUSED_DESCRIPTORS);
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct rsv_server *s = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+
+	/* out of descriptors: refuse one, pause, instead of spinning */
+	if (!sluice_accept_backoff_error(&s->accept, l, err))
+		log_warnx("accept: %s", evutil_socket_error_to_string(err));
+}
+
 int rsv_server_add_tcp(struct rsv_server *s, int fd)
 {
 	struct evconnlistener **n, *l;
@@ -852,6 +928,7 @@ int rsv_server_add_tcp(struct rsv_server *s, int fd)
 	l = evconnlistener_new(s->base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE, 0, fd);
 	if (!l)
 		return -1;
+	evconnlistener_set_error_cb(l, accept_error_cb);
 	s->tcp[s->n_tcp++] = l;
 	return 0;
 }
@@ -886,8 +963,15 @@ struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg
 		return NULL;
 	s->base = base;
 	s->cfg = cfg;
+	s->tcp_cap = cfg->max_tcp_clients;
+	s->inflight_cap = cfg->max_inflight;
+	if (sluice_accept_backoff_init(&s->accept, base, set_listening, refuse_client, s) < 0) {
+		free(s);
+		return NULL;
+	}
 	s->cache = rsv_cache_new(cfg->cache_size, cfg->cache_max_ttl);
 	if (!s->cache && errno) {
+		sluice_accept_backoff_free(&s->accept);
 		free(s);
 		return NULL;
 	}
@@ -997,6 +1081,41 @@ void rsv_server_free(struct rsv_server *s)
 	}
 	free(s->udp);
 	free(s->tcp);
+	sluice_accept_backoff_free(&s->accept);
 	rsv_cache_free(s->cache);
 	free(s);
+}
+
+/* Descriptors open now: the entries of /proc/self/fd (its own directory's
+ * one included); 0 when it cannot be read. */
+static unsigned fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n > 2 ? n - 2 : 0;   /* "." and ".." */
+}
+
+void rsv_server_fit_descriptors(struct rsv_server *s)
+{
+	struct rlimit rl;
+	unsigned limit, used = fds_open(), avail, tcp, up;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || !used)
+		return;
+	limit = rl.rlim_cur > 1u << 30 ? 1u << 30 : (unsigned)rl.rlim_cur;
+	avail = limit > used + FDS_SPARE + 2 ? limit - used - FDS_SPARE : 2;
+	/* half for clients, the rest for their (and UDP's) upstream queries */
+	tcp = s->cfg->max_tcp_clients < avail / 2 ? s->cfg->max_tcp_clients : avail / 2;
+	up = s->cfg->max_inflight < avail - tcp ? s->cfg->max_inflight : avail - tcp;
+	s->tcp_cap = tcp ? tcp : 1;
+	s->inflight_cap = up ? up : 1;
+	if (s->tcp_cap < s->cfg->max_tcp_clients || s->inflight_cap < s->cfg->max_inflight)
+		log_debug("descriptor limit %u (%u open): at most %u TCP clients and %u upstream queries at once",
+			  limit, used, s->tcp_cap, s->inflight_cap);
 }

@@ -24,8 +24,10 @@ struct rsv_server_cfg {
 	socklen_t upstream_len;
 	unsigned timeout_ms;              /* per UDP attempt (default 2000) */
 	unsigned tcp_timeout_ms;          /* per TCP attempt, and client idle (default 5000) */
-	unsigned max_inflight;            /* upstream queries at once (default 1024) */
-	unsigned max_tcp_clients;         /* default 256 */
+	unsigned max_inflight;            /* upstream queries at once (default 1024; lowered by
+					   * rsv_server_fit_descriptors) */
+	unsigned max_tcp_clients;         /* default 256; at the limit the longest idle one is
+					   * closed for a new one, else the new one refused */
 	struct rsv_fair *fair;            /* per-client limit on denied names, drop counts (fair.h;
 					   * not owned; NULL: none) */
 	unsigned cache_size;              /* upstream replies kept (default 4096; 0: no cache) */
@@ -54,6 +56,14 @@ int rsv_server_add_tcp(struct rsv_server *s, int fd);
 /* Open a UDP (`type` SOCK_DGRAM) or listening TCP (SOCK_STREAM) socket on
  * `sa`.  Returns the fd, or -1 with errno set. */
 int rsv_listen(const struct sockaddr *sa, socklen_t len, int type);
+
+/* Fit the TCP client limit and the upstream queries in flight (each holds
+ * a descriptor) into what RLIMIT_NOFILE leaves beside the descriptors open
+ * now, half each, 16 kept spare: at its limit the resolver sheds TCP
+ * clients (counted, rsv_fair_count_tcp) and fails upstream queries with
+ * SERVFAIL "overloaded" instead of running out of descriptors for UDP.
+ * Call once the sockets and the log are open.  Never raises a limit. */
+void rsv_server_fit_descriptors(struct rsv_server *s);
 
 /* Is `sa` the local address of one of the server's sockets?  (An upstream
  * that is the resolver itself would forward each query to itself forever.) */

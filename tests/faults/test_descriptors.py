@@ -33,7 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_daemon import Daemon, Workload  # noqa: E402
-from test_proxy import Env, HATCH, HTTP_PORT  # noqa: E402
+from test_proxy import Env, HTTP_PORT, daemon_hatch  # noqa: E402
 from test_control import _cpu_ticks  # noqa: E402
 import world as W  # noqa: E402
 CLIENT = os.path.join(HERE, "fd_client.py")
@@ -52,10 +52,7 @@ allow:
 
 def test_proxy_at_its_descriptor_limit_refuses_with_a_line(w):
     env = Env(w)
-    hatch = []
-    for c in HATCH:
-        hatch += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
-                  "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    hatch = daemon_hatch()
     # idle clients are held (no header timeout within the case, even under ASan)
     d = Daemon(w, args=hatch + ["--proxy-arg", "--header-timeout", "--proxy-arg", "60"], nofile=1024)
     name = "ffd%d" % os.getpid()

@@ -20,7 +20,7 @@ import world as W
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_daemon import Daemon, Workload  # noqa: E402
-from test_proxy import HATCH, env as proxy_env  # noqa: E402
+from test_proxy import HATCH, daemon_hatch, env as proxy_env  # noqa: E402
 FLOOD = os.path.join(HERE, "dns_flood.py")
 
 POLICY = """\
@@ -53,9 +53,7 @@ def settled(d, name, timeout=20):
 
 def test_dropped_queries_per_sandbox_in_status_across_a_reload(w):
     proxy_env(w)   # the world's upstream DNS server
-    hatch = []
-    for c in HATCH:
-        hatch += ["--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    hatch = daemon_hatch()
     d = Daemon(w, args=hatch + ["--resolver-arg", "--denied-rate", "--resolver-arg", "100"])
     name = "fdst%d" % os.getpid()
     a = Workload(w, name)

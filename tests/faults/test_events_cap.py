@@ -17,7 +17,7 @@ import time
 
 import world as W
 from test_daemon import POLICY_A, Daemon, Workload
-from test_proxy import Env, HATCH, HTTP_PORT
+from test_proxy import Env, HTTP_PORT, daemon_hatch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOAD = os.path.join(HERE, "http_load.py")
@@ -69,10 +69,7 @@ def _flood(a, k, errors):
 
 def test_rotations_under_load_lose_and_tear_nothing(w):
     env = Env(w)
-    hatch = []
-    for c in HATCH:
-        hatch += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
-                  "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    hatch = daemon_hatch()
     d = Daemon(w, args=hatch + ["--events-max-size", "1M", "--events-keep", "1000"])
     name = "fcap%d" % os.getpid()
     a = Workload(w, name)

@@ -20,7 +20,7 @@ import world as W
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_daemon import Daemon, Workload  # noqa: E402
-from test_proxy import HATCH, HTTP_PORT, env as proxy_env  # noqa: E402
+from test_proxy import HTTP_PORT, daemon_hatch, env as proxy_env  # noqa: E402
 CLIENT = os.path.join(HERE, "hostile_client.py")
 
 POLICY = """\
@@ -76,10 +76,7 @@ class Sampler:
 class Setup:
     def __init__(self, w, tag):
         self.env = proxy_env(w)
-        hatch = []
-        for c in HATCH:
-            hatch += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
-                      "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+        hatch = daemon_hatch()
         self.d = Daemon(w, args=hatch)
         self.name = "fh%s%d" % (tag, os.getpid())
         self.a = Workload(w, self.name)

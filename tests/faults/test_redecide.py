@@ -20,7 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_daemon import Daemon, Workload  # noqa: E402
-from test_proxy import HATCH, HTTP_PORT, TLS_PORT, env as proxy_env  # noqa: E402
+from test_proxy import HTTP_PORT, TLS_PORT, daemon_hatch, env as proxy_env  # noqa: E402
 CLIENT = os.path.join(HERE, "redecide_client.py")
 
 BEFORE = """\
@@ -63,10 +63,7 @@ def wait_for(what, cond, timeout=20):
 
 def test_reload_cuts_what_the_new_policy_refuses_and_nothing_else(w):
     env = proxy_env(w)
-    hatch = []
-    for c in HATCH:
-        hatch += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
-                  "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    hatch = daemon_hatch()
     d = Daemon(w, args=hatch)
     name = "frdc%d" % os.getpid()
     a = Workload(w, name)

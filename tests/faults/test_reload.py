@@ -1,10 +1,12 @@
-"""Fault suite: a reload storm under proxy load.  A sandbox's client makes
-keep-alive HTTP requests (small ones and 2 MB transfers) through the
-transparent proxy while its policy is reloaded again and again, between two
-policies that both allow them.  Each reload starts a new proxy and resolver
+"""Fault suite: a reload storm under proxy and kernel load.  A sandbox's
+client makes keep-alive HTTP requests (small ones and 2 MB transfers)
+through the transparent proxy, beside a flood of refused connects, while
+its policy is reloaded again and again, between two policies that both
+allow the requests and neither the connects.  Each reload starts a new proxy and resolver
 on the same sockets and tells the old ones to drain (SIGQUIT): no request
 is cut, every request the client made has exactly one access-log line, and
-none was closed by a drain deadline.  Servers are the test world's
+none was closed by a drain deadline, and every refused connect is a denial
+line or a reported loss.  Servers are the test world's
 (documentation addresses, in its own namespaces).
 """
 import collections
@@ -15,7 +17,7 @@ import time
 
 import world as W
 from test_daemon import Daemon, Workload
-from test_proxy import Env, HATCH, HTTP_PORT
+from test_proxy import Env, HTTP_PORT, daemon_hatch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOAD = os.path.join(HERE, "http_load.py")
@@ -36,10 +38,7 @@ allow:
 
 def test_reload_storm_cuts_nothing_and_logs_every_request(w):
     env = Env(w)
-    hatch = []
-    for c in HATCH:
-        hatch += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
-                  "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    hatch = daemon_hatch()
     d = Daemon(w, args=hatch)
     name = "frld%d" % os.getpid()
     a = Workload(w, name)
@@ -50,9 +49,16 @@ def test_reload_storm_cuts_nothing_and_logs_every_request(w):
         r = d.ctl("attach", "--policy", pa, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
         assert r.returncode == 0, r.stderr
         mark = env.mark()
+        wmark = w.mark()
         res = {}
-        t = threading.Thread(target=lambda: res.update(r=a.run("python3", LOAD, "http://api.example.com:%d" % HTTP_PORT,
-                                                                "8", "4", out, timeout=90)))
+        # kernel load beside the proxy load: refused connects to a port
+        # neither policy allows, blocks of 1,000 (about 10,000 a second at
+        # most) until the HTTP load has written its results
+        flood = os.path.join(a.dir, "flood.jsonl")
+        script = ("python3 %s http://api.example.com:%d 8 4 %s & "
+                  "while [ ! -e %s ]; do %s flood-tcp 192.0.2.10 8080 1000 >>%s; sleep 0.1; done; wait"
+                  % (LOAD, HTTP_PORT, out, out, W.PROBE, flood))
+        t = threading.Thread(target=lambda: res.update(r=a.run("sh", "-c", script, timeout=90)))
         t.start()
         reloads = 0
         t0 = time.time()
@@ -99,6 +105,30 @@ def test_reload_storm_cuts_nothing_and_logs_every_request(w):
         assert len(seen) == len(load["ok"]), (len(seen), len(load["ok"]))
         st = d.status()[name]
         assert st["policy_name"] in ("reload-a", "reload-b"), st
+        # the kernel's side: every flooded connect refused, each a line or a
+        # reported loss, across every reload (each one a new generation)
+        blocks = [json.loads(l) for l in open(flood) if l.strip()]
+        assert blocks and all(b["result"] == "ok" for b in blocks), blocks[:3]
+        attempts = sum(int(b["detail"]) for b in blocks)
+        deadline, prev = time.time() + 20, None
+        while time.time() < deadline:
+            ev = d.events_of(name)
+            cur = (len(ev), d.status()[name]["denied"])
+            if cur == prev:
+                break
+            prev = cur
+            time.sleep(0.5)
+        ev = d.events_of(name)
+        denials = [e for e in ev if e.get("event.action") == "egress-denied"]
+        lost = sum(e["sluice.events_lost"] for e in ev
+                   if e.get("event.action") == "events_lost" and e.get("event.dataset") == "sluice.kernel")
+        st = d.status()[name]
+        # (the HTTP client's address sorting also connect()s UDP sockets to
+        # the origin's addresses, RFC 6724: refused too, no packet sent)
+        flooded = sum(1 for e in denials if e.get("destination.port") == 8080)
+        assert len(denials) + lost == st["denied"], (len(denials), lost, st["denied"])
+        assert flooded <= attempts <= flooded + lost and st["denied"] >= attempts, (flooded, lost, attempts, st)
+        assert not w.arrived_since(wmark, port=8080), "a denied connection got through during the storm"
     finally:
         a.close()
         d.close()
@@ -131,9 +161,7 @@ def test_reload_storm_answers_and_logs_every_dns_query(w):
     every answered one has exactly one dns-query line (matched by the
     client's port and the query's ID)."""
     Env(w)
-    hatch = []
-    for c in HATCH:
-        hatch += ["--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    hatch = daemon_hatch()
     d = Daemon(w, args=hatch)
     name = "frdn%d" % os.getpid()
     a = Workload(w, name)

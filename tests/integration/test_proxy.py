@@ -93,6 +93,16 @@ allow:
 HATCH = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"]
 
 
+def daemon_hatch():
+    """`sluice daemon` options that let every sandbox's proxy dial, and its
+    resolver answer, the test world's documentation ranges (HATCH)."""
+    out = []
+    for c in HATCH:
+        out += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c,
+                "--resolver-arg", "--allow-private-answers", "--resolver-arg", c]
+    return out
+
+
 class Env:
     """Servers of the world for these tests, started once per World."""
 

@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,11 +190,14 @@ static const void *record_of(struct nlattr *a, int len, size_t *vlen)
 static bool has_record(struct nlattr *a, int len, bool audit)
 {
 	size_t vlen = 0;
-	const struct sluice_orig *o = record_of(a, len, &vlen);
+	const uint8_t *o = record_of(a, len, &vlen);
 
 	if (!o)
 		return false;
-	return !audit || (vlen >= sizeof(*o) && (o->flags & SLUICE_ORIG_AUDIT));
+	/* the value is 4-byte aligned in the message: its flags byte is read
+	 * where it lies, not through a struct sluice_orig (8-byte aligned) */
+	return !audit || (vlen >= sizeof(struct sluice_orig) &&
+			  (o[offsetof(struct sluice_orig, flags)] & SLUICE_ORIG_AUDIT));
 }
 
 /* The executable of the process holding socket inode `ino`; {0, 0} (which

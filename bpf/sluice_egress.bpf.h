@@ -69,6 +69,22 @@ static __always_inline __u32 ip6_l4_offset(struct __sk_buff *skb, __u8 *proto)
 	return nh == 0 || nh == 43 || nh == 60 || nh == 44 ? 0 : off;
 }
 
+/* The packet's socket as a full socket (what sk storage takes), or NULL. */
+static __always_inline struct bpf_sock *skb_fullsock(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+
+	return sk ? bpf_sk_fullsock(sk) : NULL;
+}
+
+/* a == b for `family` (network byte order, IPv4 in [0] for SLUICE_AF_INET). */
+static __always_inline bool same_addr(__u8 family, const __u32 *a, const __u32 *b)
+{
+	if (family == SLUICE_AF_INET)
+		return a[0] == b[0];
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
 /* Did this packet's socket connect to exactly this TCP destination with a
  * cidr entry's allowance (sluice_sk_judged) under generation gen_plus1 - 1
  * (gen_plus1 0: under any)?  `daddr`: network byte order, IPv4 in [0] for
@@ -76,22 +92,16 @@ static __always_inline __u32 ip6_l4_offset(struct __sk_buff *skb, __u8 *proto)
 static __always_inline bool judged_to(struct __sk_buff *skb, __u32 gen_plus1, __u8 family, const __u32 *daddr,
 				      __u16 dport)
 {
-	struct bpf_sock *sk = skb->sk;
+	struct bpf_sock *sk = skb_fullsock(skb);
 	struct sluice_judged *j;
 
-	if (!sk)
-		return false;
-	sk = bpf_sk_fullsock(sk);
 	if (!sk)
 		return false;
 	j = bpf_sk_storage_get(&sluice_sk_judged, sk, 0, 0);
 	if (!j || !j->gen_plus1 || (gen_plus1 && j->gen_plus1 != gen_plus1) || j->family != family ||
 	    j->dport != dport)
 		return false;
-	if (family == SLUICE_AF_INET)
-		return j->daddr[0] == daddr[0];
-	return j->daddr[0] == daddr[0] && j->daddr[1] == daddr[1] && j->daddr[2] == daddr[2] &&
-	       j->daddr[3] == daddr[3];
+	return same_addr(family, j->daddr, daddr);
 }
 
 /* judged_to() under generation `gen`: the backstop's memo. */
@@ -106,21 +116,15 @@ static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8
  * have refused)?  `daddr` as for judged_to(). */
 static __always_inline bool audited_to(struct __sk_buff *skb, __u8 family, const __u32 *daddr, __u16 dport)
 {
-	struct bpf_sock *sk = skb->sk;
+	struct bpf_sock *sk = skb_fullsock(skb);
 	struct sluice_orig *o;
 
-	if (!sk)
-		return false;
-	sk = bpf_sk_fullsock(sk);
 	if (!sk)
 		return false;
 	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
 	if (!o || !(o->flags & SLUICE_ORIG_AUDIT) || o->family != family || o->dport != dport)
 		return false;
-	if (family == SLUICE_AF_INET)
-		return o->daddr[0] == daddr[0];
-	return o->daddr[0] == daddr[0] && o->daddr[1] == daddr[1] && o->daddr[2] == daddr[2] &&
-	       o->daddr[3] == daddr[3];
+	return same_addr(family, o->daddr, daddr);
 }
 
 /*
@@ -155,11 +159,9 @@ static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off, __u
 static __always_inline void dns_asked(struct __sk_buff *skb, __u8 family, const __u32 *saddr, __u16 sport)
 {
 	struct sluice_flow_key key = {};
-	struct bpf_sock *sk = skb->sk;
+	struct bpf_sock *sk = skb_fullsock(skb);
 	struct sluice_orig *o = NULL;
 
-	if (sk)
-		sk = bpf_sk_fullsock(sk);
 	if (sk)
 		o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
 	key.family = family;

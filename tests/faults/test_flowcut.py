@@ -67,22 +67,29 @@ def server_conns(w, port):
     return [int(l.split()[-1].rsplit(":", 1)[1]) for l in r.stdout.splitlines() if l.strip()]
 
 
+def attach_with_connections(w, d, a, name, policy_text):
+    """Attach a's cgroup under policy_text, start the client (two
+    connections to port 5432, one to 9000, held open until OUT.go) and wait
+    until the world's server has all three.  Returns (thread, out, ports)."""
+    pol = w.write(name + "-first.yaml", policy_text)
+    r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
+    assert r.returncode == 0, r.stderr
+    out = os.path.join(a.dir, "flowcut.json")
+    t = threading.Thread(target=lambda: a.run("python3", CLIENT, out, timeout=150))
+    t.start()
+    ports = json.loads(wait_for("the client's connections",
+                                lambda: os.path.exists(out + ".mid") and open(out + ".mid").read(), 60))
+    assert sorted(server_conns(w, 5432)) == sorted([ports["c4"], ports["c6"]]), ports
+    return t, out, ports
+
+
 def test_reload_cuts_the_direct_flows_the_new_policy_refuses(w):
     d = Daemon(w)
     name = "ffc%d" % os.getpid()
     a = Workload(w, name)
-    out = os.path.join(a.dir, "flowcut.json")
     try:
-        before = w.write(name + "-before.yaml", BEFORE)
         after = w.write(name + "-after.yaml", AFTER)
-        r = d.ctl("attach", "--policy", before, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
-        res = {}
-        t = threading.Thread(target=lambda: res.update(r=a.run("python3", CLIENT, out, timeout=150)))
-        t.start()
-        ports = json.loads(wait_for("the client's connections",
-                                    lambda: os.path.exists(out + ".mid") and open(out + ".mid").read(), 60))
-        assert sorted(server_conns(w, 5432)) == sorted([ports["c4"], ports["c6"]]), ports
+        t, out, ports = attach_with_connections(w, d, a, name, BEFORE)
         t0 = time.time()
         r = d.ctl("reload", "--policy", after, "--json", name)
         assert r.returncode == 0, r.stderr
@@ -96,7 +103,7 @@ def test_reload_cuts_the_direct_flows_the_new_policy_refuses(w):
         assert server_conns(w, 9000) == [ports["k"]]
         open(out + ".go", "w").close()
         t.join(150)
-        assert os.path.exists(out), "the client did not finish: %s" % res
+        assert os.path.exists(out), "the client did not finish"
         got = json.load(open(out))
         for c in ("c4", "c6"):
             e = got["ended"].get(c)
@@ -147,19 +154,10 @@ def test_moving_from_audit_to_enforce_cuts_what_audit_let_through(w):
     d = Daemon(w)
     name = "ffa%d" % os.getpid()
     a = Workload(w, name)
-    out = os.path.join(a.dir, "flowcut.json")
     try:
-        audit = w.write(name + "-audit.yaml", AUDIT)
         after = w.write(name + "-after.yaml", AFTER)
-        r = d.ctl("attach", "--policy", audit, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
-        res = {}
-        t = threading.Thread(target=lambda: res.update(r=a.run("python3", CLIENT, out, timeout=150)))
-        t.start()
-        ports = json.loads(wait_for("the client's connections",
-                                    lambda: os.path.exists(out + ".mid") and open(out + ".mid").read(), 60))
-        # audit mode let the two connections the policy does not allow through
-        assert sorted(server_conns(w, 5432)) == sorted([ports["c4"], ports["c6"]]), ports
+        # audit mode lets the two connections the policy does not allow through
+        t, out, ports = attach_with_connections(w, d, a, name, AUDIT)
         r = d.ctl("reload", "--policy", after, "--json", name)
         assert r.returncode == 0, (r.stderr, open(os.path.join(w.tmp, "daemon.err")).read()[-3000:])
         wait_for("the server's side reset", lambda: not server_conns(w, 5432), 10)

@@ -575,8 +575,6 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	memcpy(&t->client, from, fromlen);
 	t->client_len = fromlen;
-	if (!c && s->cfg->flow_fd >= 0)
-		t->have_orig = sluice_flow_udp_lookup(s->cfg->flow_fd, (const struct sockaddr *)from, &t->orig) == 0;
 	if (c) {
 		t->have_orig = c->have_orig;
 		t->orig = c->orig;
@@ -596,6 +594,10 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		txn_finish(t);
 		return;
 	}
+	/* who asked which server: only for a query that gets a line (not the
+	 * rate-limited flood above, counted without one) */
+	if (!c && s->cfg->flow_fd >= 0)
+		t->have_orig = sluice_flow_udp_lookup(s->cfg->flow_fd, (const struct sockaddr *)from, &t->orig) == 0;
 	switch (act) {
 	case RSV_ACT_DROP:
 		txn_finish(t);

@@ -850,7 +850,7 @@ static __always_inline bool egress_allowed4(__u32 gen, __u32 daddr, __u8 proto, 
 #include "sluice_egress.bpf.h"
 
 SEC("cgroup_skb/egress")
-int sluice_egress(struct __sk_buff *skb)
+int sluice_skb_egress(struct __sk_buff *skb)
 {
 	struct verdict_ctx v = {};
 	__u32 gen = current_gen();

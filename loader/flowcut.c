@@ -424,7 +424,7 @@ int sluice_flowcut(const struct sluice_sandbox *sb, const char *netns_path, cons
 
 	if (np->mode == SLUICE_MODE_AUDIT)
 		return 0;
-	map_fd = map_fd_by_name(sb, SLUICE_PROG_EGRESS, "sluice_sk_judged");
+	map_fd = map_fd_by_name(sb, SLUICE_PROG_SKB_EGRESS, "sluice_sk_judged");
 	if (map_fd < 0) {
 		log_warnx("sandbox %s: cannot find its socket records to cut flows: %s", sb->name, strerror(-map_fd));
 		return map_fd;

@@ -17,6 +17,10 @@
 #include "pin_layout.h"
 #include "sluice.skel.h"
 
+/* A program's one name: its pin (link_NAME), its entry in `status`'s
+ * "hooks", and, with the prefix sluice_, its function in bpf/sluice.bpf.c;
+ * where one program is one event hook (loader/events.c), also the event's
+ * sluice.hook. */
 static const char *prog_names[SLUICE_PROG__MAX] = {
 	[SLUICE_PROG_CONNECT4] = "connect4",
 	[SLUICE_PROG_CONNECT6] = "connect6",
@@ -28,7 +32,7 @@ static const char *prog_names[SLUICE_PROG__MAX] = {
 	[SLUICE_PROG_GETPEERNAME6] = "getpeername6",
 	[SLUICE_PROG_SOCK_CREATE] = "sock_create",
 	[SLUICE_PROG_SOCKOPS] = "sockops",
-	[SLUICE_PROG_EGRESS] = "egress",
+	[SLUICE_PROG_SKB_EGRESS] = "skb_egress",
 	[SLUICE_PROG_CONNECT_UNIX] = "connect_unix",
 	[SLUICE_PROG_SENDMSG_UNIX] = "sendmsg_unix",
 	[SLUICE_PROG_LSM_POST_CREATE] = "lsm_socket_post_create",
@@ -115,7 +119,7 @@ static struct bpf_program *prog_of(struct sluice_bpf *s, enum sluice_prog_id id)
 	case SLUICE_PROG_GETPEERNAME6: return s->progs.sluice_getpeername6;
 	case SLUICE_PROG_SOCK_CREATE: return s->progs.sluice_sock_create;
 	case SLUICE_PROG_SOCKOPS: return s->progs.sluice_sockops;
-	case SLUICE_PROG_EGRESS: return s->progs.sluice_egress;
+	case SLUICE_PROG_SKB_EGRESS: return s->progs.sluice_skb_egress;
 	case SLUICE_PROG_CONNECT_UNIX: return s->progs.sluice_connect_unix;
 	case SLUICE_PROG_SENDMSG_UNIX: return s->progs.sluice_sendmsg_unix;
 	case SLUICE_PROG_LSM_POST_CREATE: return s->progs.sluice_lsm_post_create;
@@ -290,11 +294,42 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	return 0;
 }
 
+/* Link pins that earlier builds named otherwise, moved to this build's
+ * name on adoption so that status, flow cuts and detach find them. */
+static const struct {
+	enum sluice_prog_id id;
+	const char *old;
+} renamed_links[] = {
+	{ SLUICE_PROG_SKB_EGRESS, "egress" },   /* until 0.1.0's issue 11 */
+};
+
+/* Rename sb's pinned links of renamed_links[] to their names in this build.
+ * 0, or -errno with msg. */
+static int rename_old_links(struct sluice_sandbox *sb, char *msg, size_t msglen)
+{
+	char from[512], to[512];
+
+	for (size_t i = 0; i < sizeof(renamed_links) / sizeof(renamed_links[0]); i++) {
+		snprintf(from, sizeof(from), "%s/link_%s", sb->pin_dir, renamed_links[i].old);
+		snprintf(to, sizeof(to), "%s/link_%s", sb->pin_dir, prog_names[renamed_links[i].id]);
+		if (access(from, F_OK) < 0 || access(to, F_OK) == 0)
+			continue;
+		if (rename(from, to) < 0) {
+			int err = -errno;
+
+			snprintf(msg, msglen, "cannot rename the pinned link %s to %s: %s", from, to, strerror(errno));
+			return err;
+		}
+	}
+	return 0;
+}
+
 int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t msglen)
 {
 	char path[512];
 	uint32_t zero = 0;
 	struct sluice_state st;
+	int err;
 
 	memset(sb, 0, sizeof(*sb));
 	for (int i = 0; i < SLUICE_MAP__MAX; i++)
@@ -307,8 +342,7 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
 		snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, map_names[i]);
 		sb->map_fd[i] = bpf_obj_get(path);
 		if (sb->map_fd[i] < 0) {
-			int err = -errno;
-
+			err = -errno;
 			snprintf(msg, msglen, "cannot open pinned map %s: %s", path, strerror(errno));
 			return err;
 		}
@@ -316,10 +350,12 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
 	/* pinned by another build: never read with this one's structs */
 	if (sluice_pin_layout_check(name, sb->pin_dir, sb->map_fd, msg, msglen) < 0)
 		return -EPROTO;
+	err = rename_old_links(sb, msg, msglen);
+	if (err < 0)
+		return err;
 	if (bpf_map_lookup_elem(sb->map_fd[SLUICE_MAP_CONFIG], &zero, &sb->cfg) ||
 	    bpf_map_lookup_elem(sb->map_fd[SLUICE_MAP_STATE], &zero, &st)) {
-		int err = -errno;
-
+		err = -errno;
 		snprintf(msg, msglen, "cannot read the configuration of sandbox %s: %s", name, strerror(errno));
 		return err;
 	}

@@ -247,11 +247,17 @@ def test_daemon_kill9_fails_closed_and_restart_readopts(w):
         a.flood("tcp", "192.0.2.10", 8080)
         time.sleep(0.5)
         d.kill9()
+        # the backstop's link as a build before one name per program pinned
+        # it: the new daemon moves it to this build's name
+        pins = "/sys/fs/bpf/sluice/k9"
+        os.rename(os.path.join(pins, "link_skb_egress"), os.path.join(pins, "link_egress"))
         time.sleep(1.0)   # the flood goes on with no daemon, no proxy, no resolver
         during = len(a.flood_results())
         d.start()
         st = d.status()
         assert "k9" in st and len(st["k9"]["hooks"]) == n_hooks(st["k9"]), st
+        assert "skb_egress" in st["k9"]["hooks"], st
+        assert sorted(f for f in os.listdir(pins) if "egress" in f) == ["link_skb_egress"], os.listdir(pins)
         n_before = len([e for e in d.events_of("k9") if e.get("event.action") == "egress-denied"])
         time.sleep(1.0)
         a.stop_flood()

@@ -347,10 +347,10 @@ def test_egress_backstop_drops_what_no_rule_allows(w):
         cg2 = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
         cg = os.path.join(cg2, "sluice", name)
         deadline = time.time() + 10
-        while time.time() < deadline and not os.path.exists("/sys/fs/bpf/sluice/%s/link_egress" % name):
+        while time.time() < deadline and not os.path.exists("/sys/fs/bpf/sluice/%s/link_skb_egress" % name):
             time.sleep(0.05)
         progs = _json.loads(W.sh("bpftool", "cgroup", "show", cg, "-j").stdout)
-        eg = [x["id"] for x in progs if x.get("name") == "sluice_egress"]
+        eg = [x["id"] for x in progs if x.get("name", "").startswith("sluice_skb_egre")]  # 15 characters kept
         assert len(eg) == 1, progs
         cases = [
             (_ipv4("192.0.2.10", 6, 5432), 1),

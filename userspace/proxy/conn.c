@@ -120,6 +120,24 @@ void conn_finish(struct conn *c)
 	free(c);
 }
 
+/* Let go of c's upstream: its TLS handshake, its connect event, its I/O
+ * and its socket. */
+static void upstream_release(struct conn *c)
+{
+	tls_pump_free(c->pump);
+	c->pump = NULL;
+	if (c->uev) {
+		event_free(c->uev);
+		c->uev = NULL;
+	}
+	proxy_io_free(c->uio);
+	c->uio = NULL;
+	if (c->ufd >= 0) {
+		close(c->ufd);
+		c->ufd = -1;
+	}
+}
+
 /* End without an HTTP answer (TLS, tunnels, unknown protocols). */
 static void conn_close(struct conn *c, const char *reason)
 {
@@ -141,18 +159,7 @@ void conn_linger(struct conn *c)
 	relay_free(c->relay);
 	c->relay = NULL;
 	/* an upstream TLS handshake still running is not wanted any more */
-	tls_pump_free(c->pump);
-	c->pump = NULL;
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
-	proxy_io_free(c->uio);
-	c->uio = NULL;
-	if (c->ufd >= 0) {
-		close(c->ufd);
-		c->ufd = -1;
-	}
+	upstream_release(c);
 	free(c->buf);
 	c->buf = NULL;
 	c->len = c->cap = 0;
@@ -236,18 +243,7 @@ static void request_reset(struct conn *c)
 	proxy_lookup_cancel(c->lookup);
 	c->lookup = NULL;
 	http_free(c);
-	tls_pump_free(c->pump);   /* (an upstream handshake the request's answer cut short) */
-	c->pump = NULL;
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
-	proxy_io_free(c->uio);
-	c->uio = NULL;
-	if (c->ufd >= 0) {
-		close(c->ufd);
-		c->ufd = -1;
-	}
+	upstream_release(c);   /* (an upstream handshake the request's answer cut short) */
 	free(c->url_full);
 	c->url_full = NULL;
 	free(c->host);

@@ -21,6 +21,7 @@
 #include <event2/buffer.h>
 
 #include "addr.h"
+#include "evlog.h"
 
 const struct proxy_limits proxy_default_limits = {
 	.max_request_line = 8192,
@@ -768,17 +769,9 @@ static void hb_str(struct head_buf *b, const char *s)
 
 static void hb_u64(struct head_buf *b, uint64_t v)
 {
-	char tmp[20];
-	size_t n = 0;
 	char out[20];
 
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	hb_add(b, out, n);
+	hb_add(b, out, sluice_u64_dec(out, v));
 }
 
 /* Into `out`, and free; returns 0 or -1. */

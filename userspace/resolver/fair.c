@@ -113,61 +113,72 @@ uint64_t rsv_fair_tcp(const struct rsv_fair *f, enum rsv_tcp_shed why)
 	return f && (unsigned)why < RSV_TCP__MAX ? f->shed[why] : 0;
 }
 
-/* One line for the TCP clients shed since the last one: per reason, since and in all. */
-static void report_tcp(struct rsv_fair *f)
+/* A metric line of counts per reason: its action, the keys of the sum since
+ * the last line and in all, and one key per reason. */
+struct count_line {
+	const char *action, *since_key, *total_key;
+	const char *const *reason_keys;
+	int n;
+};
+
+static const char *const drop_keys[RSV_DROP__MAX] = {
+	[RSV_DROP_RATE_LIMITED] = "sluice.dns_dropped_rate_limited",
+	[RSV_DROP_SOCKET_OVERFLOW] = "sluice.dns_dropped_socket_overflow",
+	[RSV_DROP_SHUTDOWN] = "sluice.dns_dropped_shutdown",
+};
+static const struct count_line drops_line = {
+	"dns-queries-dropped", "sluice.dns_dropped", "sluice.dns_dropped_total", drop_keys, RSV_DROP__MAX,
+};
+
+static const char *const shed_keys[RSV_TCP__MAX] = {
+	[RSV_TCP_CLOSED_IDLE] = "sluice.dns_tcp_closed_idle",
+	[RSV_TCP_REFUSED_LIMIT] = "sluice.dns_tcp_refused_limit",
+	[RSV_TCP_REFUSED_DESCRIPTORS] = "sluice.dns_tcp_refused_descriptors",
+};
+static const struct count_line shed_line = {
+	"dns-tcp-refused", "sluice.dns_tcp_refused", "sluice.dns_tcp_refused_total", shed_keys, RSV_TCP__MAX,
+};
+
+/* One line `spec` for the counts[] since reported[], per reason, since and
+ * in all; reported[] catches up once the line is written, so a count is
+ * never lost with its line. */
+static void report_counts(struct rsv_fair *f, const struct count_line *spec, const uint64_t *counts,
+			  uint64_t *reported)
 {
 	uint64_t since = 0, total = 0;
 	struct sluice_line *l;
 
-	for (int i = 0; i < RSV_TCP__MAX; i++) {
-		since += f->shed[i] - f->shed_reported[i];
-		total += f->shed[i];
+	for (int i = 0; i < spec->n; i++) {
+		since += counts[i] - reported[i];
+		total += counts[i];
 	}
 	if (!since)
 		return;
 	l = sluice_evlog_begin(f->log, SLUICE_DS_RESOLVER, -1);
 	SL_STR(l, "sluice.component", "resolver");
 	SL_STR(l, "event.kind", "metric");
-	SL_STR(l, "event.action", "dns-tcp-refused");
+	SL_STR(l, "event.action", spec->action);
 	SL_STR(l, "event.outcome", "failure");
-	SL_U64(l, "sluice.dns_tcp_refused", since);
-	SL_U64(l, "sluice.dns_tcp_refused_total", total);
-	SL_U64(l, "sluice.dns_tcp_closed_idle", f->shed[RSV_TCP_CLOSED_IDLE] - f->shed_reported[RSV_TCP_CLOSED_IDLE]);
-	SL_U64(l, "sluice.dns_tcp_refused_limit", f->shed[RSV_TCP_REFUSED_LIMIT] - f->shed_reported[RSV_TCP_REFUSED_LIMIT]);
-	SL_U64(l, "sluice.dns_tcp_refused_descriptors",
-	       f->shed[RSV_TCP_REFUSED_DESCRIPTORS] - f->shed_reported[RSV_TCP_REFUSED_DESCRIPTORS]);
+	sluice_line_put_u64(l, spec->since_key, strlen(spec->since_key), since);
+	sluice_line_put_u64(l, spec->total_key, strlen(spec->total_key), total);
+	for (int i = 0; i < spec->n; i++)
+		sluice_line_put_u64(l, spec->reason_keys[i], strlen(spec->reason_keys[i]), counts[i] - reported[i]);
 	if (sluice_evlog_commit_retry(f->log) == 0)
-		memcpy(f->shed_reported, f->shed, sizeof(f->shed_reported));
+		memcpy(reported, counts, sizeof(*counts) * (size_t)spec->n);
 }
 
-/* One line for what was dropped since the last one: per reason, since and in all. */
+/* One line for the TCP clients shed since the last one. */
+static void report_tcp(struct rsv_fair *f)
+{
+	report_counts(f, &shed_line, f->shed, f->shed_reported);
+}
+
+/* One line for what was dropped since the last one. */
 static void report(struct rsv_fair *f)
 {
-	uint64_t since = 0, total = 0;
-	struct sluice_line *l;
-
 	if (f->poll)
 		f->poll(f->poll_arg);
-	for (int i = 0; i < RSV_DROP__MAX; i++) {
-		since += f->dropped[i] - f->reported[i];
-		total += f->dropped[i];
-	}
-	if (!since)
-		return;
-	l = sluice_evlog_begin(f->log, SLUICE_DS_RESOLVER, -1);
-	SL_STR(l, "sluice.component", "resolver");
-	SL_STR(l, "event.kind", "metric");
-	SL_STR(l, "event.action", "dns-queries-dropped");
-	SL_STR(l, "event.outcome", "failure");
-	SL_U64(l, "sluice.dns_dropped", since);
-	SL_U64(l, "sluice.dns_dropped_total", total);
-	SL_U64(l, "sluice.dns_dropped_rate_limited", f->dropped[RSV_DROP_RATE_LIMITED] - f->reported[RSV_DROP_RATE_LIMITED]);
-	SL_U64(l, "sluice.dns_dropped_socket_overflow",
-	       f->dropped[RSV_DROP_SOCKET_OVERFLOW] - f->reported[RSV_DROP_SOCKET_OVERFLOW]);
-	SL_U64(l, "sluice.dns_dropped_shutdown", f->dropped[RSV_DROP_SHUTDOWN] - f->reported[RSV_DROP_SHUTDOWN]);
-	/* kept until written: a count is never lost with its line */
-	if (sluice_evlog_commit_retry(f->log) == 0)
-		memcpy(f->reported, f->dropped, sizeof(f->reported));
+	report_counts(f, &drops_line, f->dropped, f->reported);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)

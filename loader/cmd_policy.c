@@ -77,7 +77,7 @@ static void print_table(const struct sluice_policy *p)
 	printf("sha256  %s\n", p->digest);
 	printf("dns     on_deny %s, qtypes", p->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain");
 	for (size_t i = 0; i < p->n_dns_qtypes; i++)
-		printf(" %s", pol_qtype_str(p->dns_qtypes[i], q, sizeof(q)));
+		printf(" %s", sluice_qtype_str(p->dns_qtypes[i], "TYPE", q, sizeof(q)));
 	printf("%s\n", p->n_dns_qtypes ? "" : " (none)");
 	if (p->fs.present) {
 		/* sluice run's sandbox profile: what CMD may see and write */
@@ -269,7 +269,7 @@ static void check_json_policy(json_object *fo, const struct sluice_policy *p)
 	json_object_object_add(fo, "sha256", jstr(p->digest));
 	json_object_object_add(dns, "on_deny", jstr(p->dns_on_deny == SLUICE_DNS_REFUSED ? "refused" : "nxdomain"));
 	for (size_t k = 0; k < p->n_dns_qtypes; k++)
-		json_object_array_add(qt, jstr(pol_qtype_str(p->dns_qtypes[k], q, sizeof(q))));
+		json_object_array_add(qt, jstr(sluice_qtype_str(p->dns_qtypes[k], "TYPE", q, sizeof(q))));
 	json_object_object_add(dns, "qtypes", qt);
 	json_object_object_add(fo, "dns", dns);
 	for (size_t k = 0; k < p->n_entries; k++)

@@ -268,8 +268,8 @@ static void diff_qtypes(struct diff_out *d, const struct sluice_policy *a,
 			continue;
 		o = json_object_new_object();
 		json_object_object_add(o, "kind", jstr("dns.qtype"));
-		json_object_object_add(o, "target", jstr(pol_qtype_str(a->dns_qtypes[i], q, sizeof(q))));
-		snprintf(text, sizeof(text), "dns qtype %s", pol_qtype_str(a->dns_qtypes[i], q, sizeof(q)));
+		json_object_object_add(o, "target", jstr(sluice_qtype_str(a->dns_qtypes[i], "TYPE", q, sizeof(q))));
+		snprintf(text, sizeof(text), "dns qtype %s", sluice_qtype_str(a->dns_qtypes[i], "TYPE", q, sizeof(q)));
 		emit(d, dir > 0 ? d->opens : d->closes, dir > 0 ? '+' : '-', text, o);
 	}
 }

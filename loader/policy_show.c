@@ -12,16 +12,6 @@
 
 #include "cli.h"
 
-const char *pol_qtype_str(uint16_t t, char *buf, size_t len)
-{
-	const char *n = sluice_qtype_name(t);
-
-	if (n)
-		return n;
-	snprintf(buf, len, "TYPE%u", t);
-	return buf;
-}
-
 const char *pol_proto_str(const struct sluice_entry *e)
 {
 	return e->protocol == IPPROTO_UDP ? "udp" : "tcp";

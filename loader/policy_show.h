@@ -25,9 +25,6 @@ static inline json_object *jstr(const char *s)
 	return json_object_new_string(s ? s : "");
 }
 
-/* A DNS query type's name ("AAAA"), or "TYPE<n>" in buf. */
-const char *pol_qtype_str(uint16_t t, char *buf, size_t len);
-
 /* The entry's transport: "udp" or "tcp". */
 const char *pol_proto_str(const struct sluice_entry *e);
 

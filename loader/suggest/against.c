@@ -136,7 +136,7 @@ static void qtypes_list(FILE *f, const uint16_t *t, size_t n)
 
 	fputc('[', f);
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s%s", i ? ", " : "", sg_qtype_text(t[i], q, sizeof(q)));
+		fprintf(f, "%s%s", i ? ", " : "", sluice_qtype_str(t[i], "", q, sizeof(q)));
 	fputc(']', f);
 }
 
@@ -242,7 +242,7 @@ static void diff_qtypes(const struct render *r, const struct src *sr, FILE *f)
 	}
 	fprintf(f, "@@ dns.qtypes: add");
 	for (size_t i = 0; i < r->n_extra; i++)
-		fprintf(f, " %s", sg_qtype_text(r->extra_qtypes[i], q, sizeof(q)));
+		fprintf(f, " %s", sluice_qtype_str(r->extra_qtypes[i], "", q, sizeof(q)));
 	fprintf(f, " @@\n");
 	if (dns && (at = find_key(sr, dns + 1, block_end(sr, dns), "qtypes", &lead, &last))) {
 		lines_out(f, '-', sr, at, last);

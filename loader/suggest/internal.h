@@ -300,7 +300,6 @@ int sg_method_index(const char *m);
 bool sg_is_web_port(uint16_t port);
 void sg_qnames_init(struct qnames *q);
 uint16_t sg_qtype_number(const struct qnames *q, const char *name);
-const char *sg_qtype_text(uint16_t t, char *buf, size_t len);
 char *sg_common_prefix(const char *a, const char *b);
 char *sg_first_segment(const char *path);
 char *sg_reversed_labels(const char *host);

@@ -109,7 +109,7 @@ char *sg_policy_text(struct suggest *s, struct render *r, bool comments)
 				sg_oom();
 			fprintf(m, "Record types beyond A and AAAA were asked for names below:");
 			for (size_t i = 0; i < r->n_extra; i++)
-				fprintf(m, " %s", sg_qtype_text(r->extra_qtypes[i], q, sizeof(q)));
+				fprintf(m, " %s", sluice_qtype_str(r->extra_qtypes[i], "", q, sizeof(q)));
 			fprintf(m, ". TXT and other free-form records can carry data: drop what the job does not need.");
 			fclose(m);
 			sg_ycomment(f, "", "  ", t);
@@ -117,7 +117,7 @@ char *sg_policy_text(struct suggest *s, struct render *r, bool comments)
 		}
 		fprintf(f, "  qtypes: [");
 		for (size_t i = 0; i < r->n_qtypes; i++)
-			fprintf(f, "%s%s", i ? ", " : "", sg_qtype_text(r->qtypes[i], q, sizeof(q)));
+			fprintf(f, "%s%s", i ? ", " : "", sluice_qtype_str(r->qtypes[i], "", q, sizeof(q)));
 		fprintf(f, "]\n");
 	}
 	if (!r->n) {

@@ -220,16 +220,6 @@ uint16_t sg_qtype_number(const struct qnames *q, const char *name)
 	return 0;
 }
 
-const char *sg_qtype_text(uint16_t t, char *buf, size_t len)
-{
-	const char *n = sluice_qtype_name(t);
-
-	if (n)
-		return n;
-	snprintf(buf, len, "%u", t);
-	return buf;
-}
-
 /* The longest prefix covering both, ending at a '/' (at least "/"). */
 char *sg_common_prefix(const char *a, const char *b)
 {

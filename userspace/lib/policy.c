@@ -41,6 +41,16 @@ const char *sluice_qtype_name(uint16_t qtype)
 	return NULL;
 }
 
+const char *sluice_qtype_str(uint16_t qtype, const char *unknown_prefix, char *buf, size_t len)
+{
+	const char *n = sluice_qtype_name(qtype);
+
+	if (n)
+		return n;
+	snprintf(buf, len, "%s%u", unknown_prefix, qtype);
+	return buf;
+}
+
 static const char *const http_methods[] = { "GET", "HEAD", "POST", "PUT", "PATCH",
 					    "DELETE", "OPTIONS", NULL };
 

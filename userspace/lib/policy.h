@@ -472,6 +472,12 @@ const char *sluice_entry_kind_name(enum sluice_entry_kind kind);
 /* Mnemonic of a DNS RR type ("A", "AAAA", ...) or NULL when unknown. */
 const char *sluice_qtype_name(uint16_t qtype);
 
+/* The mnemonic of qtype, or for a type without one `unknown_prefix` and its
+ * number in buf (len bytes): "TYPE65280" (RFC 3597 section 5) with prefix
+ * "TYPE", "65280" (as a policy's dns.qtypes takes it) with "".  Returns
+ * the mnemonic or buf. */
+const char *sluice_qtype_str(uint16_t qtype, const char *unknown_prefix, char *buf, size_t len);
+
 /* Does `e` (HOST or CIDR, or URL for its one port) name TCP/UDP `port`? */
 bool sluice_entry_has_port(const struct sluice_entry *e, uint16_t port);
 

@@ -545,11 +545,10 @@ int sluice_policy_within(const struct sluice_policy *p, const struct sluice_poli
 	/* record types: asked for any name the policy resolves */
 	for (size_t i = 0; names && i < p->n_dns_qtypes; i++)
 		if (!sluice_policy_allows_qtype(boundary, p->dns_qtypes[i])) {
-			const char *q = sluice_qtype_name(p->dns_qtypes[i]);
 			char num[16];
 
-			snprintf(num, sizeof(num), "TYPE%u", p->dns_qtypes[i]);
-			add(&o, NULL, "dns", "DNS %s queries (dns.qtypes)", q ? q : num);
+			add(&o, NULL, "dns", "DNS %s queries (dns.qtypes)",
+			    sluice_qtype_str(p->dns_qtypes[i], "TYPE", num, sizeof(num)));
 		}
 	if (o.oom) {
 		free(o.v);

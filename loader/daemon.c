@@ -60,7 +60,6 @@
 #include "kfeatures.h"
 #include "labels.h"
 #include "owner.h"
-#include "pin_layout.h"
 #include "run_limits.h"
 #include "inspect.h"
 #include "log.h"
@@ -75,6 +74,7 @@
 #include "run_limits.h"
 #include "sandbox_ca.h"
 #include "sandbox.h"
+#include "sandbox_up.h"
 
 struct daemon_globals D;
 
@@ -243,39 +243,18 @@ static int attach_netns(struct dsandbox *s, const char *netns, const char *upstr
 	return 0;
 }
 
-/* Listeners, BPF load, policy maps, pins, the ring buffer and the children
- * of s, then the attach to cg_fd.  0, or -1 with msg. */
+/* Listeners, BPF load, policy maps and pins of s (sandbox_up.c, as for
+ * `sluice run`), its ring buffer and children, then the attach to cg_fd.
+ * 0, or -1 with msg. */
 static int attach_bring_up(struct dsandbox *s, int cg_fd, char *msg, size_t msglen)
 {
-	struct sluice_bpf_config cfg;
+	struct sandbox_up u = {
+		.name = s->name, .netns = s->netns[0] ? s->netns : NULL, .want_proxy = D.proxy_bin[0] != 0,
+		.want_dns = D.resolver_bin[0] != 0, .use_lsm = D.use_lsm, .require_lsm = D.require_lsm,
+		.policy = s->policy,
+	};
 
-	memset(&cfg, 0, sizeof(cfg));
-	if (sluice_listeners_open(&s->l, s->netns[0] ? s->netns : NULL, D.proxy_bin[0] != 0, D.resolver_bin[0] != 0,
-				  &cfg, msg, msglen) < 0)
-		return -1;
-	cfg.have_set_retval = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
-	cfg.have_lsm = D.use_lsm && sluice_bpf_lsm_active(msg, msglen);
-	cfg.have_unix = 1;
-	if (sandbox_load(&s->sb, s->name, &cfg, s->policy, msg, msglen) < 0 ||
-	    sluice_listeners_mark(&s->l, s->sb.map_fd[SLUICE_MAP_LISTENERS], msg, msglen) < 0)
-		return -1;
-	if (D.require_lsm && !s->sb.cfg.have_lsm) {
-		snprintf(msg, msglen, "--require-lsm: the kernel refused the BPF LSM programs (%s)", strerror(-s->sb.lsm_err));
-		return -1;
-	}
-	if (sandbox_apply_policy(&s->sb, s->policy, msg, msglen) < 0) {
-		char m[1024];
-
-		snprintf(m, sizeof(m), "%s", msg);
-		snprintf(msg, msglen, "%s: %s", s->policy->path ? s->policy->path : "policy", m);
-		return -1;
-	}
-	if (sandbox_pin_maps(&s->sb) < 0) {
-		snprintf(msg, msglen, "cannot pin maps under %s: %s", s->sb.pin_dir, strerror(errno));
-		return -1;
-	}
-	/* what a later build checks before it re-adopts the sandbox */
-	if (sluice_pin_layout_write(s->sb.pin_dir, msg, msglen) < 0)
+	if (sandbox_up(&u, &s->sb, &s->l, msg, msglen) < 0)
 		return -1;
 	init_meta(s);
 	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) < 0) {

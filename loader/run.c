@@ -59,6 +59,7 @@
 #include "hostmounts.h"
 #include "policy_within.h"
 #include "sandbox.h"
+#include "sandbox_up.h"
 #include "upstream_ca.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -513,92 +514,69 @@ static int run_open_netns_events(struct run_state *st)
 	return 0;
 }
 
+/* The helpers the run starts, found (a missing one is an error:
+ * --no-proxy / --no-resolver skip one).  Returns 0 or -1 said. */
+static int run_find_helpers(struct run_state *st)
+{
+	char tried[2 * 4096 + 8];
+
+	if (!st->o.no_proxy && !sluice_helper_path("sluice-proxy", st->proxy_bin, sizeof(st->proxy_bin), tried,
+						   sizeof(tried))) {
+		log_warnx("run: sluice-proxy not found (tried %s); install it or pass --no-proxy", tried);
+		return -1;
+	}
+	if (!st->o.no_resolver && !sluice_helper_path("sluice-resolver", st->resolver_bin, sizeof(st->resolver_bin),
+						      tried, sizeof(tried))) {
+		log_warnx("run: sluice-resolver not found (tried %s); install it or pass --no-resolver", tried);
+		return -1;
+	}
+	return 0;
+}
+
 /* 3.-4. The listeners of the proxy and resolver inside the sandbox's
  * netns, then the BPF programs loaded, filled with the policy and pinned
- * (sandbox.c), and the owner recorded.  Returns 0 or -1 said. */
+ * (sandbox_up.c, as for the daemon's attach), and the owner recorded.
+ * Returns 0 or -1 said. */
 static int run_bring_up(struct run_state *st)
 {
-	char msg[512];
+	struct sandbox_up u = {
+		.name = st->o.name, .netns = st->netns_path, .want_proxy = !st->o.no_proxy,
+		.want_dns = !st->o.no_resolver, .use_lsm = !st->o.no_lsm, .require_lsm = st->o.require_lsm,
+		.policy = st->policy,
+	};
+	char msg[1024], d[256], info[512];
+	int rc, err;
 
-	/* 3. listeners for the proxy and resolver, inside the sandbox's netns */
-	memset(&st->cfg, 0, sizeof(st->cfg));
-	{
-		char tried[2 * 4096 + 8];
-		int want_proxy = !st->o.no_proxy, want_dns = !st->o.no_resolver;
-
-		/* a missing helper is an error: --no-proxy / --no-resolver skip one */
-		if (want_proxy && !sluice_helper_path("sluice-proxy", st->proxy_bin, sizeof(st->proxy_bin), tried, sizeof(tried))) {
-			log_warnx("run: sluice-proxy not found (tried %s); install it or pass --no-proxy", tried);
-			return -1;
-		}
-		if (want_dns && !sluice_helper_path("sluice-resolver", st->resolver_bin, sizeof(st->resolver_bin), tried,
-						    sizeof(tried))) {
-			log_warnx("run: sluice-resolver not found (tried %s); install it or pass --no-resolver", tried);
-			return -1;
-		}
-		if (sluice_listeners_open(&st->listeners, st->netns_path, want_proxy, want_dns, &st->cfg, msg, sizeof(msg)) < 0) {
-			log_warnx("run: %s", msg);
-			return -1;
-		}
-	}
-	st->cfg.have_set_retval = sluice_have_set_retval();
-	st->cfg.have_lsm = !st->o.no_lsm && sluice_bpf_lsm_active(st->lsm_msg, sizeof(st->lsm_msg));
-	st->cfg.have_unix = 1;
-
-	/* 4. load, fill, pin */
-	if (sandbox_load(&st->sb, st->o.name, &st->cfg, st->policy, msg, sizeof(msg)) < 0) {
+	if (run_find_helpers(st) < 0)
+		return -1;
+	rc = sandbox_up(&u, &st->sb, &st->listeners, msg, sizeof(msg));
+	st->sb_loaded = u.loaded;
+	snprintf(st->lsm_msg, sizeof(st->lsm_msg), "%s", u.lsm_why);
+	if (rc < 0) {
 		log_warnx("run: %s", msg);
 		return -1;
 	}
-	st->sb_loaded = true;
-	if (st->sb.lsm_err)
-		snprintf(st->lsm_msg, sizeof(st->lsm_msg), "the kernel refused the BPF LSM programs (%s)", strerror(-st->sb.lsm_err));
 	st->cfg = st->sb.cfg;
 	/* the socket families: the BPF LSM's socket_create where it loaded;
 	 * else, under egress-only, the seccomp filter's family row alone (the
 	 * sandbox profile's baseline has it anyway) */
 	st->o.conf.families_seccomp = st->o.conf.profile == SLUICE_PROFILE_EGRESS_ONLY && !st->cfg.have_lsm;
-	if (!st->cfg.have_lsm && st->o.require_lsm) {
-		log_warnx("run: --require-lsm: %s", st->lsm_msg);
-		return -1;
-	}
 	/* an inet socket as stdio is the launcher's: judged only by the BPF LSM */
 	if (sluice_stdio_sockets(st->cfg.have_lsm, st->stdio_socks, sizeof(st->stdio_socks), msg, sizeof(msg)) < 0) {
 		log_warnx("run: %s; nothing was run", msg);
 		return -1;
 	}
-	if (sluice_listeners_mark(&st->listeners, st->sb.map_fd[SLUICE_MAP_LISTENERS], msg, sizeof(msg)) < 0) {
-		log_warnx("run: %s", msg);
+	/* who owns the pins, for `sluice gc` after a SIGKILL; and what the
+	 * sandbox is, for `sluice status` */
+	snprintf(info, sizeof(info), "policy %s (%.12s), mode %s, %s, socket families by %s",
+		 st->policy->name ? st->policy->name : "", st->policy->digest, st->mode,
+		 sluice_confine_describe(&st->o.conf, d, sizeof(d)), sluice_run_families_by(&st->cfg, &st->o.conf));
+	err = sluice_owner_write_info(st->o.name, "run", info);
+	if (err) {
+		log_warnx("run: cannot record the owner in %s: %s", SLUICE_OWNER_DIR, strerror(-err));
 		return -1;
 	}
-	if (sandbox_apply_policy(&st->sb, st->policy, msg, sizeof(msg)) < 0) {
-		log_warnx("run: %s: %s", st->policy->path ? st->policy->path : "policy", msg);
-		return -1;
-	}
-	{
-		int err = sandbox_pin_maps(&st->sb);
-
-		if (err) {
-			log_warnx("run: cannot pin maps under %s: %s (another sandbox named '%s'?)", st->sb.pin_dir,
-				  strerror(-err), st->o.name);
-			return -1;
-		}
-		/* who owns the pins, for `sluice gc` after a SIGKILL; and what
-		 * the sandbox is, for `sluice status` */
-		{
-			char d[256], info[512];
-
-			snprintf(info, sizeof(info), "policy %s (%.12s), mode %s, %s, socket families by %s",
-				 st->policy->name ? st->policy->name : "", st->policy->digest, st->mode,
-				 sluice_confine_describe(&st->o.conf, d, sizeof(d)), sluice_run_families_by(&st->cfg, &st->o.conf));
-			err = sluice_owner_write_info(st->o.name, "run", info);
-		}
-		if (err) {
-			log_warnx("run: cannot record the owner in %s: %s", SLUICE_OWNER_DIR, strerror(-err));
-			return -1;
-		}
-		st->owner_written = true;
-	}
+	st->owner_written = true;
 	return 0;
 }
 
@@ -1014,7 +992,6 @@ static void run_state_init(struct run_state *st)
 	for (int i = 0; i < 2; i++)
 		st->errpipe[i] = st->syncpipe[i] = st->gopipe[i] = -1;
 	st->mon.sock[0] = st->mon.sock[1] = -1;
-	snprintf(st->lsm_msg, sizeof(st->lsm_msg), "not loaded (--no-lsm)");
 	st->listeners.proxy4 = st->listeners.proxy6 = st->listeners.dns_udp4 = -1;
 	st->listeners.dns_udp6 = st->listeners.dns_tcp4 = st->listeners.dns_tcp6 = -1;
 }

@@ -1003,7 +1003,7 @@ static __always_inline bool gen_family(__u32 gen, int family)
  * families the policy names (the same rule as sluice_policy_allows_family()
  * and sluice run's seccomp filter). */
 SEC("lsm/socket_create")
-int BPF_PROG(sluice_lsm_create, int family, int type, int protocol, int kern, int ret)
+int BPF_PROG(sluice_lsm_socket_create, int family, int type, int protocol, int kern, int ret)
 {
 	struct verdict_ctx v = {};
 

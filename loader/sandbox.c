@@ -35,12 +35,12 @@ static const char *prog_names[SLUICE_PROG__MAX] = {
 	[SLUICE_PROG_SKB_EGRESS] = "skb_egress",
 	[SLUICE_PROG_CONNECT_UNIX] = "connect_unix",
 	[SLUICE_PROG_SENDMSG_UNIX] = "sendmsg_unix",
-	[SLUICE_PROG_LSM_POST_CREATE] = "lsm_socket_post_create",
+	[SLUICE_PROG_LSM_POST_CREATE] = "lsm_post_create",
 	[SLUICE_PROG_LSM_CREATE] = "lsm_socket_create",
-	[SLUICE_PROG_LSM_CONNECT] = "lsm_socket_connect",
-	[SLUICE_PROG_LSM_SENDMSG] = "lsm_socket_sendmsg",
-	[SLUICE_PROG_LSM_UNIX_CONNECT] = "lsm_unix_stream_connect",
-	[SLUICE_PROG_LSM_UNIX_SEND] = "lsm_unix_may_send",
+	[SLUICE_PROG_LSM_CONNECT] = "lsm_connect",
+	[SLUICE_PROG_LSM_SENDMSG] = "lsm_sendmsg",
+	[SLUICE_PROG_LSM_UNIX_CONNECT] = "lsm_unix_connect",
+	[SLUICE_PROG_LSM_UNIX_SEND] = "lsm_unix_send",
 };
 
 static const char *map_names[SLUICE_MAP__MAX] = {
@@ -106,30 +106,14 @@ static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id)
 	}
 }
 
+/* Program `id` of the object: the function sluice_NAME (prog_names[]),
+ * NULL if this build's object has none. */
 static struct bpf_program *prog_of(struct sluice_bpf *s, enum sluice_prog_id id)
 {
-	switch (id) {
-	case SLUICE_PROG_CONNECT4: return s->progs.sluice_connect4;
-	case SLUICE_PROG_CONNECT6: return s->progs.sluice_connect6;
-	case SLUICE_PROG_SENDMSG4: return s->progs.sluice_sendmsg4;
-	case SLUICE_PROG_SENDMSG6: return s->progs.sluice_sendmsg6;
-	case SLUICE_PROG_RECVMSG4: return s->progs.sluice_recvmsg4;
-	case SLUICE_PROG_RECVMSG6: return s->progs.sluice_recvmsg6;
-	case SLUICE_PROG_GETPEERNAME4: return s->progs.sluice_getpeername4;
-	case SLUICE_PROG_GETPEERNAME6: return s->progs.sluice_getpeername6;
-	case SLUICE_PROG_SOCK_CREATE: return s->progs.sluice_sock_create;
-	case SLUICE_PROG_SOCKOPS: return s->progs.sluice_sockops;
-	case SLUICE_PROG_SKB_EGRESS: return s->progs.sluice_skb_egress;
-	case SLUICE_PROG_CONNECT_UNIX: return s->progs.sluice_connect_unix;
-	case SLUICE_PROG_SENDMSG_UNIX: return s->progs.sluice_sendmsg_unix;
-	case SLUICE_PROG_LSM_POST_CREATE: return s->progs.sluice_lsm_post_create;
-	case SLUICE_PROG_LSM_CREATE: return s->progs.sluice_lsm_create;
-	case SLUICE_PROG_LSM_CONNECT: return s->progs.sluice_lsm_connect;
-	case SLUICE_PROG_LSM_SENDMSG: return s->progs.sluice_lsm_sendmsg;
-	case SLUICE_PROG_LSM_UNIX_CONNECT: return s->progs.sluice_lsm_unix_connect;
-	case SLUICE_PROG_LSM_UNIX_SEND: return s->progs.sluice_lsm_unix_send;
-	default: return NULL;
-	}
+	char fn[64];
+
+	snprintf(fn, sizeof(fn), "sluice_%s", prog_names[id]);
+	return bpf_object__find_program_by_name(s->obj, fn);
 }
 
 bool sluice_prog_is_lsm(enum sluice_prog_id id)
@@ -205,11 +189,12 @@ static size_t count_cidr(const struct sluice_policy *p, int family)
 	return n;
 }
 
-/* Open, size and load the object with configuration `cfg`; 0 or -errno. */
 /* Attach types of the unix hooks (UAPI 6.7); older headers lack the names. */
 #define SLUICE_CGROUP_UNIX_CONNECT 49 /* BPF_CGROUP_UNIX_CONNECT */
 #define SLUICE_CGROUP_UNIX_SENDMSG 50 /* BPF_CGROUP_UNIX_SENDMSG */
 
+/* Open, size and load the object with configuration `cfg`; 0 or -errno
+ * (-ENOENT: a program of prog_names[] is missing from the object). */
 static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config *cfg, size_t n4, size_t n6,
 		       size_t nu, size_t np)
 {
@@ -227,8 +212,15 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	bpf_map__set_max_entries(s->maps.sluice_prog_allow, 2 * (np + 1024));
 	/* 4 MiB: about 43,000 events of burst before losses are counted */
 	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
-	for (int i = 0; i < SLUICE_PROG__MAX; i++)
-		bpf_program__set_autoload(prog_of(s, i), sluice_prog_loaded(cfg, i));
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		struct bpf_program *prog = prog_of(s, i);
+
+		if (!prog) {   /* prog_names[] and bpf/sluice.bpf.c disagree: a build defect */
+			sluice_bpf__destroy(s);
+			return -ENOENT;
+		}
+		bpf_program__set_autoload(prog, sluice_prog_loaded(cfg, i));
+	}
 	bpf_program__set_expected_attach_type(s->progs.sluice_connect_unix, SLUICE_CGROUP_UNIX_CONNECT);
 	bpf_program__set_expected_attach_type(s->progs.sluice_sendmsg_unix, SLUICE_CGROUP_UNIX_SENDMSG);
 	err = sluice_bpf__load(s);
@@ -300,7 +292,13 @@ static const struct {
 	enum sluice_prog_id id;
 	const char *old;
 } renamed_links[] = {
-	{ SLUICE_PROG_SKB_EGRESS, "egress" },   /* until 0.1.0's issue 11 */
+	/* until one name per program (issue 11) */
+	{ SLUICE_PROG_SKB_EGRESS, "egress" },
+	{ SLUICE_PROG_LSM_POST_CREATE, "lsm_socket_post_create" },
+	{ SLUICE_PROG_LSM_CONNECT, "lsm_socket_connect" },
+	{ SLUICE_PROG_LSM_SENDMSG, "lsm_socket_sendmsg" },
+	{ SLUICE_PROG_LSM_UNIX_CONNECT, "lsm_unix_stream_connect" },
+	{ SLUICE_PROG_LSM_UNIX_SEND, "lsm_unix_may_send" },
 };
 
 /* Rename sb's pinned links of renamed_links[] to their names in this build.

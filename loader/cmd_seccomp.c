@@ -7,6 +7,7 @@
 #include "cmd_seccomp.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,35 +277,33 @@ int cmd_policy_seccomp(int argc, char **argv)
 	struct sluice_policy_error perr;
 	json_object *base = NULL, *prof;
 	char err[512], fam[256];
-	bool opts = true;
+	static const struct option longopts[] = {
+		{ "base", required_argument, NULL, 'b' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	int c;
 
 	if (sluice_cli_json()) {
 		sluice_cli_error("sluice policy seccomp: no -j/--json: it writes a seccomp profile (JSON already)");
 		return EXIT_ERROR;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (opts && strcmp(a, "--") == 0) {
-			opts = false;
-		} else if (opts && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-			usage(stdout);
-			return EXIT_OK;
-		} else if (opts && strcmp(a, "--base") == 0 && i + 1 < argc) {
-			base_path = argv[++i];
-		} else if (opts && strcmp(a, "-o") == 0 && i + 1 < argc) {
-			out_path = argv[++i];
-		} else if (opts && a[0] == '-' && a[1]) {
-			sluice_cli_error("sluice policy seccomp: unknown option or missing value '%s'", a);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'b': base_path = optarg; break;
+		case 'o': out_path = optarg; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default:
+			sluice_cli_error("sluice policy seccomp: unknown option or missing value '%s'", argv[optind - 1]);
 			usage(stderr);
 			return EXIT_ERROR;
-		} else if (policy_path) {
-			sluice_cli_error("sluice policy seccomp: one policy file, not '%s' too", a);
-			return EXIT_ERROR;
-		} else {
-			policy_path = a;
 		}
 	}
+	if (argc - optind > 1) {
+		sluice_cli_error("sluice policy seccomp: one policy file, not '%s' too", argv[optind + 1]);
+		return EXIT_ERROR;
+	}
+	policy_path = optind < argc ? argv[optind] : NULL;
 	if (!policy_path) {
 		usage(stderr);
 		return EXIT_ERROR;

@@ -6,6 +6,7 @@
  */
 #include "cmd_sign.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,34 +56,38 @@ static void file_result(json_object *fo, bool ok, const char *digest, const char
 int cmd_policy_sign(int argc, char **argv)
 {
 	const char *key = NULL, *signers_path = NULL;
-	bool sign = strcmp(argv[0], "sign") == 0, opts = true;
+	bool sign = strcmp(argv[0], "sign") == 0;
+	static const struct option longopts[] = {
+		{ "key", required_argument, NULL, 'k' }, { "allowed-signers", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },      { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
 	struct sluice_signers signers;
-	int n = 0, rc = 0;
+	int n = 0, rc = 0, c;
 	char msg[1024];
 	json_object *files = NULL;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hj", longopts, NULL)) != -1) {
+		bool bad = false;
 
-		if (opts && strcmp(a, "--") == 0) {
-			opts = false;
-		} else if (opts && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-			usage(stdout);
-			return 0;
-		} else if (opts && (strcmp(a, "--json") == 0 || strcmp(a, "-j") == 0)) {
-			sluice_cli_set_json();
-		} else if (opts && sign && strcmp(a, "--key") == 0 && i + 1 < argc) {
-			key = argv[++i];
-		} else if (opts && !sign && strcmp(a, "--allowed-signers") == 0 && i + 1 < argc) {
-			signers_path = argv[++i];
-		} else if (opts && a[0] == '-' && a[1]) {
-			sluice_cli_error("sluice policy %s: unknown option or missing value '%s'", argv[0], a);
+		switch (c) {
+		case 'h': usage(stdout); return 0;
+		case 'j': sluice_cli_set_json(); break;
+		case 'k': key = optarg; bad = !sign; break;              /* verify takes no key */
+		case 'a': signers_path = optarg; bad = sign; break;      /* sign no allowed-signers file */
+		default: bad = true; break;
+		}
+		if (bad) {   /* argv[optind - 1]: the unknown option, or the one without its value */
+			sluice_cli_error("sluice policy %s: unknown option or missing value '%s'", argv[0],
+					 c == 'k' ? "--key" : c == 'a' ? "--allowed-signers" : argv[optind - 1]);
 			usage(stderr);
 			return 2;
-		} else {
-			argv[++n] = argv[i];   /* compact the files to argv[1..n] */
 		}
 	}
+	for (int i = optind; i < argc; i++)
+		argv[++n] = argv[i];   /* compact the files to argv[1..n] */
 	if (n == 0 || (sign && !key) || (!sign && !signers_path)) {
 		sluice_cli_error("sluice policy %s: need %s and at least one POLICY", argv[0],
 			sign ? "--key KEY" : "--allowed-signers FILE");

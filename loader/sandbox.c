@@ -233,6 +233,16 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	return 0;
 }
 
+/* sb as nothing yet: no maps, named `name`, its pins under SLUICE_PIN_ROOT. */
+static void sb_init(struct sluice_sandbox *sb, const char *name)
+{
+	memset(sb, 0, sizeof(*sb));
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		sb->map_fd[i] = -1;
+	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
+}
+
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
 		 const struct sluice_policy *policy, char *msg, size_t msglen)
 {
@@ -240,11 +250,7 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	size_t np = sluice_plan_count_programs(policy);
 	int err;
 
-	memset(sb, 0, sizeof(*sb));
-	for (int i = 0; i < SLUICE_MAP__MAX; i++)
-		sb->map_fd[i] = -1;
-	snprintf(sb->name, sizeof(sb->name), "%s", name);
-	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
+	sb_init(sb, name);
 
 	/* the LSM active is not enough: the kernel may still refuse
 	 * tracing-type programs (lockdown, a hardened build); a kernel before
@@ -329,11 +335,7 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
 	struct sluice_state st;
 	int err;
 
-	memset(sb, 0, sizeof(*sb));
-	for (int i = 0; i < SLUICE_MAP__MAX; i++)
-		sb->map_fd[i] = -1;
-	snprintf(sb->name, sizeof(sb->name), "%s", name);
-	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
+	sb_init(sb, name);
 	sb->own_fds = true;
 	sb->pinned = true;
 	for (int i = 0; i < SLUICE_MAP__MAX; i++) {

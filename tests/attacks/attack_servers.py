@@ -32,17 +32,9 @@ import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
 import dnswire  # noqa: E402
+from httpsrv import DualStackServer, TLSHandshake, open_log, record  # noqa: E402
 
-LOG = None
-LOCK = threading.Lock()
 ANSWER = "203.0.113.99"
-
-
-def record(**kw):
-    kw["t"] = time.time()
-    with LOCK:
-        LOG.write(json.dumps(kw) + "\n")
-        LOG.flush()
 
 
 def answer(query):
@@ -92,23 +84,16 @@ class DoH(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class TLSHTTP(socketserver.ThreadingMixIn, http.server.HTTPServer):
+class TLSHTTP(TLSHandshake, socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_timeout = 10
 
-    def get_request(self):
-        sock, addr = self.socket.accept()
+    def on_accept(self, addr):
         record(event="accept", port=self.server_address[1], peer=addr[0])
-        return self.ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
-    def finish_request(self, request, client_address):
-        request.settimeout(10)
-        try:
-            request.do_handshake()
-        except (ssl.SSLError, OSError) as e:
-            record(event="tls_error", port=self.server_address[1], error=str(e))
-            return
-        super().finish_request(request, client_address)
+    def on_tls_error(self, request, err):
+        record(event="tls_error", port=self.server_address[1], error=str(err))
 
 
 def serve_dot(ctx, addr):
@@ -249,23 +234,12 @@ class Origin(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class DualStack(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    address_family = socket.AF_INET6
-    allow_reuse_address = True
-
-    def server_bind(self):
-        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
-
-
 def origin(a):
-    s = DualStack(("::", a.port), Origin)
+    s = DualStackServer(("::", a.port), Origin)
     threading.Thread(target=s.serve_forever, daemon=True).start()
 
 
 def main():
-    global LOG
     ap = argparse.ArgumentParser()
     ap.add_argument("role", choices=["resolver", "origin"])
     ap.add_argument("--addr", default="203.0.113.53")
@@ -275,7 +249,7 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--ready", required=True)
     a = ap.parse_args()
-    LOG = open(a.log, "a")
+    open_log(a.log)
     (resolver if a.role == "resolver" else origin)(a)
     open(a.ready, "w").close()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

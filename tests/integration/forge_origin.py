@@ -16,11 +16,8 @@ Runs in the world netns; exits on SIGTERM.
 """
 import argparse
 import http.server
-import json
 import os
 import signal
-import socket
-import socketserver
 import ssl
 import subprocess
 import sys
@@ -28,32 +25,16 @@ import threading
 import time
 import urllib.parse
 
+from httpsrv import DualStackServer, TLSHandshake, open_log, read_body, record
+
 A = None
-LOCK = threading.Lock()
-
-
-def record(**kw):
-    kw["t"] = time.time()
-    with LOCK, open(A.log, "a") as f:
-        f.write(json.dumps(kw) + "\n")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def _body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = b""
-            while True:
-                size = int(self.rfile.readline().strip().split(b";")[0], 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return out
-                out += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
+        return read_body(self)
 
     def _send(self, status, body, headers=()):
         self.send_response(status)
@@ -106,28 +87,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    address_family = socket.AF_INET6
-    allow_reuse_address = True
-
-    def server_bind(self):
-        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
-
-    def get_request(self):
-        sock, addr = self.socket.accept()
-        return self.ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
-
-    def finish_request(self, request, client_address):
-        request.settimeout(20)
-        try:
-            request.do_handshake()
-        except (ssl.SSLError, OSError) as e:
-            record(event="tls_error", error=str(e))
-            return
-        request.settimeout(None)
-        super().finish_request(request, client_address)
+class Server(TLSHandshake, DualStackServer):
+    handshake_timeout = 20
 
 
 def main():
@@ -138,6 +99,7 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     A = ap.parse_args()
     A.root = os.path.abspath(A.root)
+    open_log(A.log)
     s = Server(("::", A.port), Handler)
     s.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     s.ctx.load_cert_chain(A.cert, A.key)

@@ -28,22 +28,14 @@ import http.server
 import json
 import signal
 import socket
-import socketserver
 import ssl
 import sys
 import threading
 import time
 
-LOG = None
+from httpsrv import DualStackServer, TLSHandshake, open_log, read_body, record
+
 AUTH_TOKENS = None
-LOCK = threading.Lock()
-
-
-def record(**kw):
-    kw["t"] = time.time()
-    with LOCK:
-        LOG.write(json.dumps(kw) + "\n")
-        LOG.flush()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -57,18 +49,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = b""
-            while True:
-                size = int(self.rfile.readline().strip().split(b";")[0], 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return out
-                out += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
+        return read_body(self)
 
     def _sink(self):
         """Read the body without keeping it: its length (and that of a
@@ -172,38 +153,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    address_family = socket.AF_INET6
-    allow_reuse_address = True
+class Server(DualStackServer):
     request_queue_size = 2048
 
-    def server_bind(self):
-        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
 
-
-class TLSServer(Server):
-    def get_request(self):
-        sock, addr = self.socket.accept()
+class TLSServer(TLSHandshake, Server):
+    def on_accept(self, addr):
         # every TCP connection, handshake or not: a refused tunnel must not make one
         record(event="accept", port=self.server_address[1], peer="%s:%d" % addr[:2])
-        return self.ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
-    def finish_request(self, request, client_address):
-        # the handshake runs in the request's own thread
-        request.settimeout(10)
-        try:
-            request.do_handshake()
-        except (ssl.SSLError, OSError) as e:
-            record(event="tls_error", error=str(e), sni=getattr(request, "sluice_sni", None))
-            return
-        request.settimeout(None)
-        super().finish_request(request, client_address)
+    def on_tls_error(self, request, err):
+        record(event="tls_error", error=str(err), sni=getattr(request, "sluice_sni", None))
 
 
 def main():
-    global LOG
     ap = argparse.ArgumentParser()
     ap.add_argument("--http", type=int)
     ap.add_argument("--https", type=int)
@@ -215,7 +178,7 @@ def main():
     a = ap.parse_args()
     global AUTH_TOKENS
     AUTH_TOKENS = a.auth_tokens
-    LOG = open(a.log, "a")
+    open_log(a.log)
     servers = []
     if a.http:
         s = Server(("::", a.http), Handler)

@@ -118,9 +118,7 @@ def test_silent_and_trickling_clients_do_not_stall_status_or_events(w):
     a = Workload(w, name)
     silent = []
     try:
-        pol = w.write(name + ".yaml", POLICY_A)
-        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
+        d.attach(a, name, POLICY_A)
         mark = w.mark()
         a.flood("tcp", "192.0.2.10", 8080)
         time.sleep(0.5)
@@ -204,9 +202,7 @@ def test_out_of_descriptors_lowers_the_cap_and_keeps_serving(w):
     a = Workload(w, name)
     silent = []
     try:
-        pol = w.write(name + ".yaml", POLICY_A)
-        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
+        pol = d.attach(a, name, POLICY_A)
         a.flood("tcp", "192.0.2.10", 8080)
         time.sleep(0.5)
         lat, silent = _hostile_phase(w, d, name, 1100, 0)

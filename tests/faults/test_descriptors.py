@@ -59,9 +59,7 @@ def test_proxy_at_its_descriptor_limit_refuses_with_a_line(w):
     a = Workload(w, name)
     out = os.path.join(a.dir, "fd.json")
     try:
-        pol = w.write(name + ".yaml", POLICY)
-        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
+        d.attach(a, name, POLICY)
         proxy = d.status()[name]["proxy_pid"]
         res = {}
         t = threading.Thread(target=lambda: res.update(r=a.run("python3", CLIENT, "api.example.com", HTTP_PORT,

@@ -78,9 +78,7 @@ def test_rotations_under_load_lose_and_tear_nothing(w):
     try:
         cap = _rotations(d)
         assert cap == {"max_bytes": CAP, "keep": 1000, "rotations": 0}, cap
-        pol = w.write(name + ".yaml", POLICY % HTTP_PORT)
-        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
+        d.attach(a, name, POLICY % HTTP_PORT)
         # a follower from the attach on: it must get every line of every file
         fo_out = os.path.join(a.dir, "follow.jsonl")
         fo = subprocess.Popen([W.SLUICE, "events", "--follow", "--sandbox", name, "--since", "0"],
@@ -167,9 +165,7 @@ def test_few_files_kept_the_oldest_removed_and_said(w):
     name = "fcpk%d" % os.getpid()
     a = Workload(w, name)
     try:
-        pol = w.write(name + ".yaml", POLICY_A)
-        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
+        d.attach(a, name, POLICY_A)
         mark = w.mark()
         errors = []
         deadline = time.time() + 60

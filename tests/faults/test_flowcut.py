@@ -71,9 +71,7 @@ def attach_with_connections(w, d, a, name, policy_text):
     """Attach a's cgroup under policy_text, start the client (two
     connections to port 5432, one to 9000, held open until OUT.go) and wait
     until the world's server has all three.  Returns (thread, out, ports)."""
-    pol = w.write(name + "-first.yaml", policy_text)
-    r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-    assert r.returncode == 0, r.stderr
+    d.attach(a, name, policy_text, file=name + "-first.yaml")
     out = os.path.join(a.dir, "flowcut.json")
     t = threading.Thread(target=lambda: a.run("python3", CLIENT, out, timeout=150))
     t.start()

@@ -52,9 +52,7 @@ def test_daemon_events_on_a_full_disk_lose_lines_countably(w):
         d.events = path
         name = "ffull%d" % os.getpid()
         a = Workload(w, name)
-        pol = w.write(name + ".yaml", POLICY_A)
-        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
+        d.attach(a, name, POLICY_A)
         mark = w.mark()
         _flood(a, FLOOD)            # fills the disk; enforcement goes on
         # while full: status counts the lines the daemon could not write

@@ -29,9 +29,7 @@ def test_two_kill9_restarts_account_for_every_denial(w):
     name = "frst%d" % os.getpid()
     a = Workload(w, name)
     try:
-        pol = w.write(name + ".yaml", POLICY_A)
-        r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
-        assert r.returncode == 0, r.stderr
+        d.attach(a, name, POLICY_A)
         mark = w.mark()
         errors = []
 

@@ -87,6 +87,15 @@ class Daemon:
     def ctl(self, *args):
         return subprocess.run([W.SLUICE] + list(args), capture_output=True, text=True, env=self.env, timeout=60)
 
+    def attach(self, a, name, policy_text, file=None):
+        """Attach Workload a as sandbox `name` under policy_text (written to
+        `file`, default NAME.yaml, in the world's directory) in the world's
+        sandbox netns; asserts it worked.  Returns the policy's path."""
+        pol = self.w.write(file or name + ".yaml", policy_text)
+        r = self.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", self.w.sbx_path, "--name", name)
+        assert r.returncode == 0, r.stderr
+        return pol
+
     def status(self):
         r = self.ctl("status", "--json")
         assert r.returncode == 0, r

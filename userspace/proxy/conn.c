@@ -921,7 +921,7 @@ static void start_tunnel(struct conn *c)
 	c->buf = NULL;
 	c->len = c->cap = 0;
 	c->phase = PH_TUNNEL;
-	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, &c->px->tv_idle_plain,
+	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, &c->px->tv_idle_plain, true,
 			       on_relay_done, c);
 	if (!c->relay) {
 		free(init);

@@ -1,0 +1,148 @@
+"""Kernel tunnels (sluice-proxy --kernel-tunnels, userspace/proxy/ktunnel.c):
+a decided passthrough tunnel's two sockets are handed to the loader's
+sockhash and the stream verdict program (bpf/sluice_tunnel.bpf.c) moves the
+bytes.  Every case runs a real python client under `sluice run` through the
+proxy to a raw TCP server of the test world (192.0.2.10, in the world netns)
+and checks the sha256 of the bytes both ways, and the access-log line's
+sluice.tunnel_path and byte counts.
+"""
+import json
+import os
+
+import world as W
+import test_proxy as P
+
+PORT = 2223
+UP = 4 * 1024 * 1024 + 12345       # client -> server
+DOWN = 3 * 1024 * 1024 + 777       # server -> client (after its banner)
+
+# Speaks first (a banner, then DOWN bytes), reads what the client sends
+# until its FIN, answers the sha256 of it and closes.  "sink" as the first
+# line of the client: reads nothing (backpressure).
+SERVER = r"""
+import hashlib, socket, sys, threading, time
+def stream(seed, n):
+    out, block = [], hashlib.sha256(seed).digest() * 2048
+    while n > 0:
+        out.append(block[:n]); n -= len(block)
+    return b"".join(out)
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("192.0.2.10", %(port)d))
+s.listen(16)
+open(sys.argv[sys.argv.index("--ready") + 1], "w").close()
+def serve(c):
+    c.sendall(b"BANNER sluice\n")
+    first = c.recv(5, socket.MSG_PEEK)
+    if first == b"sink\n":
+        time.sleep(30); c.close(); return
+    w = threading.Thread(target=c.sendall, args=(stream(b"down", %(down)d),))
+    w.start()
+    h, n = hashlib.sha256(), 0
+    while True:
+        b = c.recv(1 << 16)
+        if not b:
+            break
+        h.update(b); n += len(b)
+    w.join()
+    c.sendall(("%%d %%s\n" %% (n, h.hexdigest())).encode())
+    c.close()
+while True:
+    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+""" % {"port": PORT, "down": DOWN}
+
+# CONNECT with the first bytes pipelined in the same segment, then the rest
+# while the server streams; shutdown(SHUT_WR); reads to EOF.
+CLIENT = r"""
+import hashlib, json, os, socket, threading, urllib.parse
+def stream(seed, n):
+    out, block = [], hashlib.sha256(seed).digest() * 2048
+    while n > 0:
+        out.append(block[:n]); n -= len(block)
+    return b"".join(out)
+up = os.urandom(%(up)d)
+u = urllib.parse.urlsplit(os.environ["SLUICE_PROXY"])
+c = socket.create_connection((u.hostname, u.port), timeout=30)
+c.sendall(b"CONNECT api.example.com:%(port)d HTTP/1.1\r\nHost: api.example.com:%(port)d\r\n\r\n" + up[:1000])
+buf = b""
+while b"\r\n\r\n" not in buf:
+    b = c.recv(1000)
+    if not b:
+        break
+    buf += b
+head, rest = buf.split(b"\r\n\r\n", 1)
+got = [rest]
+def reader():
+    while True:
+        b = c.recv(1 << 16)
+        if not b:
+            break
+        got.append(b)
+t = threading.Thread(target=reader); t.start()
+c.sendall(up[1000:])
+c.shutdown(socket.SHUT_WR)
+t.join()
+data = b"".join(got)
+banner, _, data = data.partition(b"\n")
+alen = len(str(%(up)d)) + 66   # "N SHA256\n"
+body, answer = data[:-alen], data[-alen:]
+n, sha = answer.decode(errors="replace").split()[:2] if len(answer.split()) == 2 else ("-1", "-")
+print(json.dumps({"status": head.split(b"\r\n")[0].decode(), "banner": banner.decode(),
+                  "down_ok": body == stream(b"down", %(down)d), "down_len": len(body),
+                  "up_sent_sha": hashlib.sha256(up).hexdigest(), "up_got_sha": sha, "up_got_n": int(n)}))
+""" % {"port": PORT, "up": UP, "down": DOWN}
+
+
+def policy(w):
+    return w.write("ktunnel.yaml", P.POLICY.replace(
+        "    ports: [%d, %d]\n    why: the test API\n" % (P.HTTP_PORT, P.TLS_PORT),
+        "    ports: [%d, %d, %d]\n    why: the test API, and raw tunnels\n" % (P.HTTP_PORT, P.TLS_PORT, PORT), 1))
+
+
+def server(w):
+    P.env(w)
+    if not hasattr(w, "ktunnel_server"):
+        w.ktunnel_server = w.start_server([w.write("ktserver.py", SERVER)], name="ktserver")
+
+
+def bulk(w, proxy_args):
+    server(w)
+    e = P.env(w)
+    r = e.run(["python3", "-c", CLIENT], policy=policy(w), proxy_args=proxy_args, timeout=180)
+    assert r.rc == 0, r
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    line = P.only(r.proxy, event__action="proxy-connect")
+    return r, res, line
+
+
+def check_bulk(res, line):
+    print("line:", json.dumps({k: v for k, v in line.items() if k.startswith(("event.", "source.bytes", "destination.bytes", "sluice.tunnel"))}))
+    assert res["status"] == "HTTP/1.1 200 Connection established", res
+    assert res["banner"] == "BANNER sluice", res
+    assert res["down_ok"] and res["down_len"] == DOWN, res
+    assert res["up_got_sha"] == res["up_sent_sha"] and res["up_got_n"] == UP, res
+    P.check_common(line, "success", "allowed", "proxy-connect")
+    assert line["source.bytes"] == UP, line
+    # banner + stream + the answer line
+    assert line["destination.bytes"] == len("BANNER sluice\n") + DOWN + len("%d %s\n" % (UP, res["up_got_sha"])), line
+
+
+def test_kernel_tunnel_bytes_both_ways_in_order(w):
+    """Server speaks first, the client pipelines its first bytes after the
+    CONNECT, both half-close: every byte arrives, in order, both ways."""
+    r, res, line = bulk(w, ["--kernel-tunnels"])
+    check_bulk(res, line)
+    assert line["sluice.tunnel_path"] == "kernel", line
+
+
+def test_splice_is_the_default(w):
+    r, res, line = bulk(w, [])
+    check_bulk(res, line)
+    assert line["sluice.tunnel_path"] == "splice", line
+
+
+def test_no_maps_falls_back_to_splice_said_once(w):
+    r, res, line = bulk(w, ["--kernel-tunnels", "--tunnel-maps", "/nonexistent"])
+    check_bulk(res, line)
+    assert line["sluice.tunnel_path"] == "splice", line
+    assert r.stderr.count("kernel tunnels unavailable") == 1, r.stderr

@@ -8,6 +8,10 @@ sluice.tunnel_path and byte counts.
 """
 import json
 import os
+import re
+import signal
+import subprocess
+import time
 
 import world as W
 import test_proxy as P
@@ -36,6 +40,23 @@ def serve(c):
     first = c.recv(5, socket.MSG_PEEK)
     if first == b"sink\n":
         time.sleep(30); c.close(); return
+    if first == b"hold ":
+        # echo until the peer goes, then say so in the log (argv[1])
+        ident = b""
+        while not ident.endswith(b"\n"):
+            ident += c.recv(1)
+        try:
+            while True:
+                b = c.recv(1 << 16)
+                if not b:
+                    break
+                c.sendall(b)
+            how = "eof"
+        except OSError as e:
+            how = type(e).__name__
+        with open(sys.argv[1], "a") as f:
+            f.write("%%s %%s\n" %% (ident.decode().split()[1], how))
+        c.close(); return
     w = threading.Thread(target=c.sendall, args=(stream(b"down", %(down)d),))
     w.start()
     h, n = hashlib.sha256(), 0
@@ -102,7 +123,8 @@ def policy(w):
 def server(w):
     P.env(w)
     if not hasattr(w, "ktunnel_server"):
-        w.ktunnel_server = w.start_server([w.write("ktserver.py", SERVER)], name="ktserver")
+        w.ktunnel_log = os.path.join(w.tmp, "ktserver.log")
+        w.ktunnel_server = w.start_server([w.write("ktserver.py", SERVER), w.ktunnel_log], name="ktserver")
 
 
 def bulk(w, proxy_args):
@@ -209,3 +231,106 @@ def test_backpressure_measured(w):
     # again and revisit docs/performance.md and the default.
     assert ker["sent"] == CAP, ker
     assert ker["tcp_mem_grew"] < CAP // 4, ker
+
+
+
+# A held tunnel: "hold ID", one echo through the kernel, then `pings` more
+# every 0.5 s, then silence until the tunnel goes; prints how and when.
+HOLD = r"""
+import json, os, socket, sys, time, urllib.parse
+ident, pings, ready = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+u = urllib.parse.urlsplit(os.environ["SLUICE_PROXY"])
+c = socket.create_connection((u.hostname, u.port), timeout=60)
+c.sendall(b"CONNECT api.example.com:%(port)d HTTP/1.1\r\nHost: api.example.com:%(port)d\r\n\r\n")
+buf = b""
+while b"\r\n\r\n" not in buf:
+    buf += c.recv(1000)
+buf = buf.split(b"\r\n\r\n", 1)[1]
+c.sendall(("hold %%s\n" %% ident).encode())
+def echo(msg):
+    global buf
+    c.sendall(msg)
+    while msg not in buf:
+        b = c.recv(1000)
+        if not b:
+            return False
+        buf += b
+    return True
+ok = echo(b"BANNER sluice\nfirst")
+for i in range(pings):
+    time.sleep(0.5)
+    ok = ok and echo(b"ping%%d" %% i)
+open(ready, "w").close()
+t0 = time.time()
+try:
+    how = "eof" if c.recv(1000) == b"" else "data"
+except OSError as e:
+    how = type(e).__name__
+print(json.dumps({"echo_ok": ok, "how": how, "after": round(time.time() - t0, 2)}))
+""" % {"port": PORT}
+
+
+def server_closed(w, ident, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(w.ktunnel_log):
+            for l in open(w.ktunnel_log):
+                if l.split()[0] == ident:
+                    return l.split()[1]
+        time.sleep(0.1)
+    return None
+
+
+def test_kernel_tunnel_idle_timeout_and_activity(w):
+    """The idle timeout cuts a silent kernel tunnel (both sides closed, the
+    line says idle_timeout) and not one whose bytes keep moving (the
+    kernel's bytes count as activity, read from tcp_info)."""
+    server(w)
+    e = P.env(w)
+    ident = "idle%d" % time.monotonic_ns()
+    ready = os.path.join(w.tmp, ident + ".ready")
+    # 8 pings over 4 s under a 2 s idle timeout: kept; then silence: cut
+    r = e.run(["python3", "-c", HOLD, ident, "8", ready], policy=policy(w),
+              proxy_args=["--kernel-tunnels", "--idle-timeout", "2"], timeout=120)
+    assert r.rc == 0, r
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["echo_ok"] and res["how"] == "eof", res
+    assert 1.0 <= res["after"] < 15, res
+    assert server_closed(w, ident) == "eof"
+    line = P.only(r.proxy, event__action="proxy-connect")
+    assert line["event.reason"] == "idle_timeout" and line["sluice.tunnel_path"] == "kernel", line
+    assert line["source.bytes"] == len("hold %s\nBANNER sluice\nfirst" % ident) + sum(len("ping%d" % i) for i in range(8)), line
+
+
+def test_killed_proxy_closes_kernel_tunnels(w):
+    """Fail closed: the sockets are the proxy's; SIGKILL of the proxy closes
+    both sides of a kernel tunnel (the client sees it end, so does the
+    server), nothing is left relaying."""
+    server(w)
+    e = P.env(w)
+    ident = "kill%d" % time.monotonic_ns()
+    ready = os.path.join(w.tmp, ident + ".ready")
+    events = os.path.join(w.tmp, ident + "-events.jsonl")
+    cmd = [W.SLUICE, "run", "--profile", "egress-only", "--events", events, "--netns", w.sbx_path,
+           "--policy", policy(w), "--upstream-dns", "192.0.2.53", "--proxy-arg", "--kernel-tunnels"]
+    for c in P.HATCH:
+        cmd += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c]
+    p = subprocess.Popen(cmd + ["--", "python3", "-c", HOLD, ident, "0", ready], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 30
+        while not os.path.exists(ready):
+            assert time.time() < deadline and p.poll() is None, p.communicate()
+            time.sleep(0.05)
+        ss = w.ns(w.sbx, "ss", "-Htlnp").stdout
+        pids = set(int(m) for m in re.findall(r'"sluice-proxy",pid=(\d+)', ss))
+        assert len(pids) == 1, ss
+        os.kill(pids.pop(), signal.SIGKILL)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["echo_ok"] and res["how"] in ("eof", "ConnectionResetError"), res
+    assert server_closed(w, ident) in ("eof", "ConnectionResetError")

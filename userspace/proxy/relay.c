@@ -319,6 +319,13 @@ static void kernel_check(struct proxy_relay *r)
 		if (!d->eof || d->done)
 			continue;
 		if (side_error(d->dst)) {
+			/* A peer that had closed (its FIN passed on) and resets on
+			 * the last bytes (a TLS close_notify after its own) ends as
+			 * it would under splice, where the send succeeded first. */
+			if (r->d[1 - i].done) {
+				d->done = true;
+				continue;
+			}
 			finish(r, i == 0 ? "upstream_reset" : "client_reset");
 			return;
 		}

@@ -80,7 +80,7 @@ static int tcp_counts(int fd, uint64_t *received, uint64_t *written)
 static int base_counts(struct ktunnel *k, int i)
 {
 	for (int tries = 0; tries < 100; tries++) {
-		uint64_t r1, w1, r2, w2;
+		uint64_t r1 = 0, w1 = 0, r2 = 0, w2 = 0;
 		int inq = 0, err;
 
 		err = tcp_counts(k->fd[i], &r1, &w1);
@@ -184,7 +184,7 @@ fallback:
 
 int ktunnel_dir_counts(const struct ktunnel *k, int i, bool fin, uint64_t *must, uint64_t *moved)
 {
-	uint64_t rx, unused, tx;
+	uint64_t rx = 0, unused = 0, tx = 0;
 	int err = tcp_counts(k->fd[i], &rx, NULL);
 
 	if (!err)

@@ -469,7 +469,6 @@ static int kernel_try(struct proxy_relay *r, struct event_base *base)
 		break;
 	case KTUNNEL_BROKEN:
 		log_warnx("kernel tunnel: %s: closed", why);
-		d0->buf = NULL;   /* relay_start() failed: the caller's again */
 		return -1;
 	case KTUNNEL_FALLBACK:
 		goto fallback;
@@ -479,10 +478,8 @@ static int kernel_try(struct proxy_relay *r, struct event_base *base)
 		event_free(r->d[i].rev);
 		r->d[i].rev = event_new(base, r->d[i].src, EV_CLOSED, i == 0 ? on_kclosed0 : on_kclosed1, r);
 	}
-	if (!r->flush_ev || !r->d[0].rev || !r->d[1].rev) {
-		d0->buf = NULL;
+	if (!r->flush_ev || !r->d[0].rev || !r->d[1].rev)
 		return -1;
-	}
 	drop_buf(d0);
 	r->k_activity = ktunnel_activity(r->k);
 	event_add(r->d[0].rev, NULL);
@@ -549,6 +546,7 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 	event_add(r->d[1].rev, NULL);
 	return r;
 fail:
+	free(initial);
 	for (int i = 0; i < 2; i++) {
 		if (r->d[i].rev)
 			event_free(r->d[i].rev);

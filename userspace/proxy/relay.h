@@ -37,8 +37,9 @@ typedef void (*relay_done_cb)(void *arg, const char *err, uint64_t up, uint64_t 
  * `initial` (malloc'd, may be NULL) holds bytes already read from the client
  * (a peeked ClientHello); the relay sends them upstream first and frees
  * them.  `idle` (NULL: none) ends the relay when no byte moved for that
- * long.  The sockets stay owned by the caller.  Returns NULL on allocation
- * failure (then `initial` is still the caller's).
+ * long.  The sockets stay owned by the caller; `initial` is the relay's
+ * in every case.  Returns NULL on allocation failure, or when a kernel
+ * hand-over failed half-way (then close the sockets).
  */
 struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 				char *initial, size_t initial_len, const struct timeval *idle,

@@ -162,6 +162,7 @@ $(OUTPUT)/%.o: %.c | $(OUTPUT)
 # `#include "X.skel.h"` needs its line here.
 $(OUTPUT)/loader/sandbox.o: $(OUTPUT)/sluice.skel.h
 $(OUTPUT)/loader/destroy.o: $(OUTPUT)/sluice_destroy.skel.h
+$(OUTPUT)/loader/ktunnel.o: $(OUTPUT)/sluice_tunnel.skel.h
 
 # children.c is rebuilt when the helpers' directory changes (PREFIX=...)
 $(OUTPUT)/helperdir.stamp: FORCE | $(OUTPUT)
@@ -294,7 +295,7 @@ demo: all
 # (bpf_object__destroy_skeleton) reads as a leak in build/*.skel.h, which
 # NOLINT cannot reach; unix.Malloc is off for those files only.
 LINT_SRCS := $(LIB_SRCS) $(LOADER_SRCS) loader/main.c $(wildcard userspace/proxy/*.c) $(wildcard userspace/resolver/*.c)
-LINT_SKEL_FILES := $(filter loader/destroy.c loader/sandbox.c,$(LINT_SRCS))
+LINT_SKEL_FILES := $(filter loader/destroy.c loader/ktunnel.c loader/sandbox.c,$(LINT_SRCS))
 LINT_FLAGS := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-U_FORTIFY_SOURCE $(INCLUDES) -Iloader
 lint: $(SKELS)

@@ -216,10 +216,10 @@ forwarded_for delete
         self.proxy["squid" + inst] = (p, port)
         return self.proxy["squid" + inst]
 
-    def fresh_sluice(self, tag):
+    def fresh_sluice(self, tag, extra=()):
         """A second sandbox with its own, fresh sluice-proxy: (sandbox, proxy pid, port)."""
         sb = self.b.sandbox(tag, self.policy, netns=self.S, events=os.path.join(self.b.tmp, "events-%s.jsonl" % tag),
-                            extra=self.sluice_extra)
+                            extra=self.sluice_extra + list(extra))
         pid = children(sb.pid).get("sluice-proxy")
         if not pid:
             raise Skip("sluice-proxy did not start under sluice run: %s" % sb.stderr_tail())
@@ -398,6 +398,13 @@ def tunnel_scenario(b, cfg, res):
                                                      "%s:%d" % (NAMES["sluice explicit"][0], SOURCE_PORT)], w.proxy_pid))
     else:
         skipped["sluice CONNECT"] = "sluice-proxy did not start under sluice run"
+    # the same, relayed in the kernel (sockhash; off by default: docs/performance.md)
+    try:
+        ksb, kpid, kport = w.fresh_sluice("pxk", ["--proxy-arg", "--kernel-tunnels"])
+        variants.append(("sluice CONNECT kernel", ksb.cg, ["--to", "127.0.0.1:%d" % kport, "--connect",
+                                                          "%s:%d" % (NAMES["sluice explicit"][0], SOURCE_PORT)], kpid))
+    except Skip as e:
+        skipped["sluice CONNECT kernel"] = str(e)
     for nm, fn in (("tinyproxy", w.tinyproxy), ("squid", w.squid)):
         try:
             p, port = fn()

@@ -353,6 +353,8 @@ static void cmd_common(struct child_cmd *c, bool is_proxy, const struct sluice_l
 			cmd_fd(c, flag[i], sock[i]);
 	if (o->flow_map)
 		cmd_arg(c, "--flow-map", o->flow_map);
+	if (is_proxy && o->tunnel_maps)
+		cmd_arg(c, "--tunnel-maps", o->tunnel_maps);
 	if (o->policy_fd > 0) {
 		snprintf(c->policyfd, sizeof(c->policyfd), "/dev/fd/%d", o->policy_fd);
 		cmd_arg(c, "--policy", c->policyfd);

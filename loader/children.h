@@ -80,6 +80,7 @@ struct sluice_child_opts {
 	const char *netns_path;    /* NULL: the loader's */
 	const char *sandbox;
 	const char *flow_map;      /* pinned sluice_flows: who each client is (the resolver: which server it asked) */
+	const char *tunnel_maps;   /* the proxy: the pin directory of the kernel tunnels' maps (loader/ktunnel.h) */
 	int log_fd;                /* the events destination (an O_APPEND file, stderr, stdout),
 				    * inherited as `--log-fd N` so that the loader and both
 				    * children share one open file; 0: none (the child's default) */

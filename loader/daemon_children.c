@@ -204,7 +204,7 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 	struct sluice_child_opts co = {
 		.policy_fd = s->policy_fd, .policy_digest = s->policy->digest, .policy_next = s->policy_path,
 		.netns_path = child_netns(s), .sandbox = s->name,
-		.flow_map = flow_map, .log_fd = D.events, .upstream_dns = D.upstream_dns,
+		.flow_map = flow_map, .tunnel_maps = s->sb.pin_dir, .log_fd = D.events, .upstream_dns = D.upstream_dns,
 		.mode = s->mode, .extra = D.proxy_extra, .secrets = &s->secrets, .ocsf = D.log.ocsf,
 		.seq_fd = sluice_evlog_seq_fd(&s->log), .labels = &s->labels,
 		.container_id = s->meta.container_id, .container_name = s->meta.container_name,

@@ -634,6 +634,7 @@ static int run_start_children(struct run_state *st)
 		snprintf(st->flow_map, sizeof(st->flow_map), "%s/sluice_flows", st->sb.pin_dir);
 		st->proxy_co = co;
 		st->proxy_co.flow_map = st->flow_map;
+		st->proxy_co.tunnel_maps = st->sb.pin_dir;
 		st->proxy_co.extra = st->o.proxy_extra;
 		st->proxy_co.upstream_ca = st->upstream_ca;
 		st->resolver_co = co;

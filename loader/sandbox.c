@@ -14,6 +14,8 @@
 #include <bpf/libbpf.h>
 
 #include "kfeatures.h"
+#include "ktunnel.h"
+#include "log.h"
 #include "pin_layout.h"
 #include "sluice.skel.h"
 
@@ -552,6 +554,13 @@ int sandbox_pin_maps(struct sluice_sandbox *sb)
 		if (err)
 			return err;
 	}
+	/* best effort: without them the proxy's tunnels use splice */
+	{
+		char msg[256];
+
+		if (sluice_ktunnel_pin(sb->pin_dir, msg, sizeof(msg)) < 0)
+			log_debug("sandbox %s: no kernel tunnels: %s", sb->pin_dir, msg);
+	}
 	return 0;
 }
 
@@ -661,6 +670,7 @@ void sandbox_destroy(struct sluice_sandbox *sb)
 		}
 		snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, SLUICE_LAYOUT_PIN);
 		unlink(path);
+		sluice_ktunnel_unpin(sb->pin_dir);
 		rmdir(sb->pin_dir);
 		rmdir(SLUICE_PIN_ROOT); /* only if empty */
 		sb->pinned = false;

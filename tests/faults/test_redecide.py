@@ -62,10 +62,23 @@ def wait_for(what, cond, timeout=20):
 
 
 def test_reload_cuts_what_the_new_policy_refuses_and_nothing_else(w):
+    reload_cuts(w, [])
+
+
+def test_reload_cuts_kernel_tunnels_too(w):
+    """The same with the tunnels relayed in the kernel (--kernel-tunnels):
+    the tunnel the new policy refuses is cut (its sockets are the old
+    proxy's, closed), the one both allow keeps its bytes."""
+    final = reload_cuts(w, ["--proxy-arg", "--kernel-tunnels"])
+    tls = [e for e in final if e["event.action"] == "proxy-tls"]
+    assert tls and tls[0]["sluice.tunnel_path"] == "kernel", tls
+
+
+def reload_cuts(w, extra):
     env = proxy_env(w)
-    hatch = daemon_hatch()
+    hatch = daemon_hatch() + list(extra)
     d = Daemon(w, args=hatch)
-    name = "frdc%d" % os.getpid()
+    name = "frdc%s%d" % ("k" if extra else "", os.getpid())
     a = Workload(w, name)
     out = os.path.join(a.dir, "redecide.json")
     try:
@@ -132,7 +145,11 @@ def test_reload_cuts_what_the_new_policy_refuses_and_nothing_else(w):
         bad = [e for e in others if e.get("event.outcome") == "failure"]
         assert not bad, bad
         assert len([e for e in others if e.get("url.full", "").endswith("/big?n=20000000")]) == 2, others
-        assert len([e for e in others if e.get("tls.client.server_name") == "other.example.com"]) == 1, others
+        kept = [e for e in others if e.get("tls.client.server_name") == "other.example.com"]
+        assert len(kept) == 1, others
+        if extra:
+            assert kept[0]["sluice.tunnel_path"] == "kernel", kept
+        return final
     finally:
         a.close()
         d.close()

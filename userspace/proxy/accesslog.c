@@ -135,6 +135,7 @@ void proxy_log_fields(struct sluice_line *b, const struct proxy_log_rec *r)
 			SL_I64(b, "source.bytes", r->req_bytes);
 		if (r->resp_bytes >= 0)
 			SL_I64(b, "destination.bytes", r->resp_bytes);
+		SL_STR(b, "sluice.tunnel_path", r->tunnel_path);
 	} else {
 		if (r->req_bytes >= 0)
 			SL_I64(b, "http.request.bytes", r->req_bytes);

@@ -43,6 +43,7 @@ struct proxy_log_rec {
 	bool tunnel;                  /* bytes as source.bytes/destination.bytes, not http.* */
 	int64_t req_bytes;            /* client -> upstream (or request) bytes, -1 = none */
 	int64_t resp_bytes;           /* upstream -> client bytes, -1 = none */
+	const char *tunnel_path;      /* a tunnel: "kernel", "splice" or "copy" (relay_mode()), or NULL */
 	const struct sockaddr *src;   /* the client */
 	const struct sockaddr *dst;   /* the dialed address, NULL when none */
 	int target_port;              /* the port asked for (CONNECT target, Host), written as

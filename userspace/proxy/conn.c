@@ -917,12 +917,10 @@ static void start_tunnel(struct conn *c)
 	c->buf = NULL;
 	c->len = c->cap = 0;
 	c->phase = PH_TUNNEL;
-	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, &c->px->tv_idle_plain,
+	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, &c->px->tv_idle_plain, true,
 			       on_relay_done, c);
-	if (!c->relay) {
-		free(init);
-		conn_close(c, "out_of_memory");
-	}
+	if (!c->relay)
+		conn_close(c, "relay_error");
 }
 
 /* A passthrough CONNECT whose first bytes were checked (or that has none):

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "accesslog.h"
+#include "relay.h"
 
 static uint64_t elapsed_ns(const struct conn *c)
 {
@@ -65,6 +66,8 @@ void conn_log(struct conn *c)
 	r.http_version = c->http_version;
 	r.status = c->status;
 	r.tunnel = c->kind == K_TLS || (c->kind == K_CONNECT && c->status == 200);
+	if (r.tunnel && c->relay)
+		r.tunnel_path = relay_mode(c->relay);
 	r.req_bytes = c->req_bytes;
 	r.resp_bytes = c->resp_bytes;
 	r.src = &c->peer.sa;

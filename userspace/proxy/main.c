@@ -32,6 +32,7 @@
 #include "policy_expect.h"
 #include "version.h"
 #include "proxy.h"
+#include "relay.h"
 #include "tls_pump.h"
 #include "upool.h"
 
@@ -48,6 +49,11 @@ static void usage(FILE *f)
 		"  --listen-fd N              serve on inherited listening socket N (repeatable)\n"
 		"  --listen ADDR:PORT         listen on ADDR:PORT (standalone and tests; repeatable)\n"
 		"  --flow-map PATH            pinned sluice_flows map (required): who each client is\n"
+		"  --tunnel-maps DIR          where the loader pinned the kernel tunnels' maps\n"
+		"                             (sluice_tunnel_*; the sandbox's pin directory)\n"
+		"  --kernel-tunnels           relay passthrough tunnels in the kernel (sockhash) instead\n"
+		"                             of splice; off by default: the kernel queues a fast sender's\n"
+		"                             bytes without bound (docs/performance.md)\n"
 		"  --policy FILE              allowlist (default: built-in, deny everything)\n"
 		"  --policy-digest HEX        refuse to start unless FILE's digest is HEX (the loader's)\n"
 		"  --policy-next FILE         where a drain (SIGQUIT) reads the policy that replaced ours\n"
@@ -286,6 +292,8 @@ static int parse_options(int argc, char **argv, struct proxy_config *cfg, int *s
 		{ "listen-fd", required_argument, NULL, 'F' },
 		{ "listen", required_argument, NULL, 'L' },
 		{ "flow-map", required_argument, NULL, 'm' },
+		{ "tunnel-maps", required_argument, NULL, 'j' },
+		{ "kernel-tunnels", no_argument, NULL, 'k' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "policy-digest", required_argument, NULL, 'g' },
 		{ "policy-next", required_argument, NULL, 'q' },
@@ -340,6 +348,8 @@ static int parse_options(int argc, char **argv, struct proxy_config *cfg, int *s
 			cfg->listen_addrs[cfg->n_listen_addrs++] = optarg;
 			break;
 		case 'm': cfg->flow_map = optarg; break;
+		case 'j': cfg->tunnel_maps = optarg; break;
+		case 'k': cfg->kernel_tunnels = true; break;
 		case 'S': *secrets_fd = (int)parse_uint("--secrets-fd", optarg, 0, INT_MAX); break;
 		case 'p': cfg->policy_path = optarg; break;
 		case 'g': cfg->policy_digest = optarg; break;
@@ -566,6 +576,8 @@ int main(int argc, char **argv)
 	px.flow_fd = sluice_flow_open(cfg->flow_map);
 	if (px.flow_fd < 0)
 		fatal("--flow-map %s", cfg->flow_map);
+	if (cfg->kernel_tunnels)
+		relay_kernel_enable(cfg->tunnel_maps);
 	make_loop(&px);
 	if (sluice_accept_backoff_init(&px.accept, px.base, set_listening, refuse_client, &px) < 0)
 		fatal("the reserved descriptor");

@@ -62,6 +62,8 @@ struct proxy_config {
 	const char *listen_addrs[PROXY_MAX_LISTEN];
 	size_t n_listen_addrs;
 	const char *flow_map;
+	const char *tunnel_maps;        /* --tunnel-maps: the kernel tunnels' pin directory, or NULL */
+	bool kernel_tunnels;            /* --kernel-tunnels: relay tunnels in the kernel (ktunnel.h) */
 	const char *policy_path;        /* NULL: the built-in default (deny everything) */
 	const char *policy_digest;      /* --policy-digest: the loader's digest of it; NULL: unchecked */
 	const char *policy_next;        /* --policy-next: where a drain reads the policy that replaced

@@ -12,6 +12,10 @@
 
 #include <event2/event.h>
 
+#include "ktunnel.h"
+#include "sluice_tunnel.h"
+#include "log.h"
+
 #define RELAY_CHUNK     65536   /* bytes asked of one splice; a pipe holds 64 KiB by default */
 #define RELAY_COPY_BUF  16384   /* fallback copy buffer */
 
@@ -39,7 +43,18 @@ struct proxy_relay {
 	relay_done_cb cb;
 	void *arg;
 	bool finished;
+	/* kernel mode (ktunnel.h): the kernel moves the bytes, d[i].rev
+	 * waits for side i's FIN (EV_CLOSED), flush_ev for a FIN's bytes
+	 * to be out of the peer */
+	struct ktunnel *k;
+	struct event *flush_ev;
+	unsigned flush_ms;
+	uint64_t k_activity;
+	uint64_t k_moved[2];   /* the last counts read: what the kernel moved each way */
 };
+
+static bool kernel_wanted;
+static bool kernel_said;   /* the fallback to splice is said once */
 
 static void now(struct timespec *ts)
 {
@@ -57,8 +72,15 @@ static void finish(struct proxy_relay *r, const char *err)
 	}
 	if (r->idle_ev)
 		event_del(r->idle_ev);
-	/* last call: the callback may free r */
-	r->cb(r->arg, err, r->d[0].bytes, r->d[1].bytes);
+	if (r->flush_ev)
+		event_del(r->flush_ev);
+	{
+		uint64_t up, down;
+
+		relay_counts(r, &up, &down);
+		/* last call: the callback may free r */
+		r->cb(r->arg, err, up, down);
+	}
 }
 
 /*
@@ -243,6 +265,14 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 	long long idle_ms = (long long)r->idle.tv_sec * 1000 + r->idle.tv_usec / 1000;
 	long long since;
 
+	if (r->k) {
+		uint64_t a = ktunnel_activity(r->k);
+
+		if (a != r->k_activity) {
+			r->k_activity = a;
+			now(&r->last);
+		}
+	}
 	now(&t);
 	since = (long long)(t.tv_sec - r->last.tv_sec) * 1000 + (t.tv_nsec - r->last.tv_nsec) / 1000000;
 	if (since >= idle_ms) {
@@ -258,9 +288,216 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* --- kernel mode (ktunnel.h) ------------------------------------------------ */
+
+#define FLUSH_MS_MAX 100   /* longest wait between two looks at a FIN's bytes */
+
+static bool side_error(int fd)
+{
+	int err = 0;
+	socklen_t l = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+		err = errno;
+	return err != 0;
+}
+
+/*
+ * A direction whose source said FIN ends once every byte the kernel took
+ * from the source is in the destination's send queue: only then is the
+ * destination's FIN queued behind them (the redirect runs from a work
+ * queue, after the FIN was seen).  Waits with a growing timer while not.
+ */
+static void kernel_check(struct proxy_relay *r)
+{
+	bool pending = false;
+
+	for (int i = 0; i < 2; i++) {
+		struct relay_dir *d = &r->d[i];
+		uint64_t must, moved;
+
+		if (!d->eof || d->done)
+			continue;
+		if (side_error(d->dst)) {
+			/* A peer that had closed (its FIN passed on) and resets on
+			 * the last bytes (a TLS close_notify after its own) ends as
+			 * it would under splice, where the send succeeded first. */
+			if (r->d[1 - i].done) {
+				d->done = true;
+				continue;
+			}
+			finish(r, i == 0 ? "upstream_reset" : "client_reset");
+			return;
+		}
+		if (ktunnel_dir_counts(r->k, i, true, &must, &moved) < 0) {
+			finish(r, "relay_error");
+			return;
+		}
+		r->k_moved[i] = moved;
+		if (moved < must) {
+			pending = true;
+			continue;
+		}
+		shutdown(d->dst, SHUT_WR);
+		d->done = true;
+	}
+	if (r->d[0].done && r->d[1].done) {
+		finish(r, NULL);
+		return;
+	}
+	if (pending) {
+		struct timeval tv = { .tv_sec = 0, .tv_usec = (suseconds_t)r->flush_ms * 1000 };
+
+		event_add(r->flush_ev, &tv);
+		if (r->flush_ms < FLUSH_MS_MAX)
+			r->flush_ms *= 2;
+	}
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	kernel_check(arg);
+}
+
+static void kernel_closed(struct proxy_relay *r, int i)
+{
+	struct relay_dir *d = &r->d[i];
+
+	event_del(d->rev);
+	if (side_error(d->src)) {
+		finish(r, i == 0 ? "client_reset" : "upstream_reset");
+		return;
+	}
+	d->eof = true;
+	r->flush_ms = 1;
+	kernel_check(r);
+}
+
+static void on_kclosed0(evutil_socket_t fd, short what, void *arg) { kernel_closed(arg, 0); }
+static void on_kclosed1(evutil_socket_t fd, short what, void *arg) { kernel_closed(arg, 1); }
+
+void relay_kernel_enable(const char *pin_dir)
+{
+	int err = pin_dir ? ktunnel_open(pin_dir) : -ENOENT;
+
+	kernel_wanted = true;
+	if (err < 0) {
+		log_warnx("kernel tunnels unavailable (%s/%s: %s): tunnels use splice", pin_dir ? pin_dir : "-",
+			  SLUICE_TUNNEL_PIN_SK, strerror(-err));
+		kernel_said = true;
+	}
+}
+
+static void drop_buf(struct relay_dir *d)
+{
+	free(d->buf);
+	d->buf = NULL;
+	d->off = d->len = d->cap = 0;
+}
+
+#define DRAIN_MAX (256 * 1024)   /* read at most this much before a hand-over */
+
+/* Read what the client socket holds into d->buf (after the bytes there).
+ * Returns 0 once a read says EAGAIN (or EOF, left for the kernel path to
+ * see), -1 past DRAIN_MAX or on an error (relay in user space). */
+static int drain_client(struct relay_dir *d)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (d->cap - d->len < RELAY_COPY_BUF) {
+			size_t cap = d->cap + RELAY_COPY_BUF;
+			char *b;
+
+			if (cap > DRAIN_MAX)
+				return -1;
+			b = realloc(d->buf, cap);
+			if (!b)
+				return -1;
+			d->buf = b;
+			d->cap = cap;
+		}
+		n = recv(d->src, d->buf + d->len, d->cap - d->len, MSG_DONTWAIT);
+		if (n > 0) {
+			d->len += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 || errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return -1;
+	}
+}
+
+/*
+ * Hand the tunnel to the kernel if it is wanted and can be: the initial
+ * bytes go out first (every byte the kernel moves comes after them); if
+ * they do not fit in the upstream's send buffer at once the tunnel stays
+ * here.  Returns 1 (the kernel's), 0 (relay here) or -1 (neither: close).
+ */
+static int kernel_try(struct proxy_relay *r, struct event_base *base)
+{
+	struct relay_dir *d0 = &r->d[0];
+	const char *why = "";
+
+	if (!kernel_wanted || !ktunnel_available())
+		return 0;
+	if (!(event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE)) {
+		why = "no EV_CLOSED in the event loop";
+		goto fallback;
+	}
+	/* The verdict program is given whole socket buffers: one user space
+	 * has read a part of would go again whole.  So read the client dry
+	 * first (the last read ends on a buffer's end); its bytes go first. */
+	if (drain_client(d0) < 0) {
+		why = "the client sends faster than the hand-over";
+		goto fallback;
+	}
+	while (d0->off < d0->len) {
+		ssize_t n = send(d0->dst, d0->buf + d0->off, d0->len - d0->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;   /* the rest (or the error) in user space */
+		d0->off += (size_t)n;
+		d0->bytes += (uint64_t)n;
+	}
+	switch (ktunnel_start(r->d[0].src, r->d[1].src, &r->k, &why)) {
+	case KTUNNEL_OK:
+		break;
+	case KTUNNEL_BROKEN:
+		log_warnx("kernel tunnel: %s: closed", why);
+		return -1;
+	case KTUNNEL_FALLBACK:
+		goto fallback;
+	}
+	r->flush_ev = evtimer_new(base, on_flush, r);
+	for (int i = 0; i < 2; i++) {
+		event_free(r->d[i].rev);
+		r->d[i].rev = event_new(base, r->d[i].src, EV_CLOSED, i == 0 ? on_kclosed0 : on_kclosed1, r);
+	}
+	if (!r->flush_ev || !r->d[0].rev || !r->d[1].rev)
+		return -1;
+	drop_buf(d0);
+	r->k_activity = ktunnel_activity(r->k);
+	event_add(r->d[0].rev, NULL);
+	event_add(r->d[1].rev, NULL);
+	return 1;
+fallback:
+	if (d0->off == d0->len)
+		drop_buf(d0);
+	if (!kernel_said) {
+		log_warnx("kernel tunnel not possible (%s): tunnels use splice", why);
+		kernel_said = true;
+	}
+	return 0;
+}
+
 struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 				char *initial, size_t initial_len, const struct timeval *idle,
-				relay_done_cb cb, void *arg)
+				bool kernel_ok, relay_done_cb cb, void *arg)
 {
 	struct proxy_relay *r = calloc(1, sizeof(*r));
 
@@ -295,11 +532,21 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 	} else {
 		free(initial);
 	}
+	switch (kernel_ok ? kernel_try(r, base) : 0) {
+	case 1:
+		return r;
+	case -1:
+		relay_free(r);
+		return NULL;
+	default:
+		break;
+	}
 	/* start both directions; initial bytes go out as soon as upstream takes them */
 	event_add(r->d[0].buf ? r->d[0].wev : r->d[0].rev, NULL);
 	event_add(r->d[1].rev, NULL);
 	return r;
 fail:
+	free(initial);
 	for (int i = 0; i < 2; i++) {
 		if (r->d[i].rev)
 			event_free(r->d[i].rev);
@@ -324,16 +571,34 @@ void relay_free(struct proxy_relay *r)
 	}
 	if (r->idle_ev)
 		event_free(r->idle_ev);
+	if (r->flush_ev)
+		event_free(r->flush_ev);
+	ktunnel_free(r->k);
 	free(r);
 }
 
 int relay_spliced(const struct proxy_relay *r)
 {
-	return !r->d[0].copy && !r->d[1].copy;
+	return !r->k && !r->d[0].copy && !r->d[1].copy;
+}
+
+const char *relay_mode(const struct proxy_relay *r)
+{
+	return r->k ? "kernel" : relay_spliced(r) ? "splice" : "copy";
 }
 
 void relay_counts(const struct proxy_relay *r, uint64_t *up, uint64_t *down)
 {
-	*up = r->d[0].bytes;
-	*down = r->d[1].bytes;
+	uint64_t moved[2] = { r->k_moved[0], r->k_moved[1] };
+
+	for (int i = 0; r->k && i < 2; i++) {
+		uint64_t must;
+
+		if (ktunnel_dir_counts(r->k, i, r->d[i].eof, &must, &moved[i]) < 0)
+			moved[i] = r->k_moved[i];   /* the socket is gone: the last count read */
+		else if (r->d[i].done && moved[i])
+			moved[i]--;   /* our shutdown()'s FIN counts as one */
+	}
+	*up = r->d[0].bytes + moved[0];
+	*down = r->d[1].bytes + moved[1];
 }

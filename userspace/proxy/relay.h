@@ -13,6 +13,7 @@
 #ifndef SLUICE_PROXY_RELAY_H
 #define SLUICE_PROXY_RELAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,16 +31,19 @@ struct proxy_relay;
 typedef void (*relay_done_cb)(void *arg, const char *err, uint64_t up, uint64_t down);
 
 /*
- * Start relaying between connected non-blocking sockets `cfd` and `ufd`.
+ * Start relaying between connected non-blocking sockets `cfd` and `ufd`
+ * (in the kernel after relay_kernel_enable() if `kernel_ok`: a passthrough
+ * tunnel; else with splice).
  * `initial` (malloc'd, may be NULL) holds bytes already read from the client
  * (a peeked ClientHello); the relay sends them upstream first and frees
  * them.  `idle` (NULL: none) ends the relay when no byte moved for that
- * long.  The sockets stay owned by the caller.  Returns NULL on allocation
- * failure (then `initial` is still the caller's).
+ * long.  The sockets stay owned by the caller; `initial` is the relay's
+ * in every case.  Returns NULL on allocation failure, or when a kernel
+ * hand-over failed half-way (then close the sockets).
  */
 struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 				char *initial, size_t initial_len, const struct timeval *idle,
-				relay_done_cb cb, void *arg);
+				bool kernel_ok, relay_done_cb cb, void *arg);
 
 /* Stop and free a relay (its events, pipes and buffers; not the sockets). */
 void relay_free(struct proxy_relay *r);
@@ -50,5 +54,16 @@ void relay_counts(const struct proxy_relay *r, uint64_t *up, uint64_t *down);
 
 /* Did this relay use splice for both directions so far?  (For tests/logs.) */
 int relay_spliced(const struct proxy_relay *r);
+
+/* How this relay moves the bytes: "kernel" (ktunnel.h), "splice" or "copy"
+ * (the access log's sluice.tunnel_path). */
+const char *relay_mode(const struct proxy_relay *r);
+
+/*
+ * Hand every later tunnel whose initial bytes fit at once to the kernel
+ * (ktunnel.h), with the maps pinned in `pin_dir` (NULL: none).  When they
+ * cannot be opened, says so once and tunnels use splice.
+ */
+void relay_kernel_enable(const char *pin_dir);
 
 #endif

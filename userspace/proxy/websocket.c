@@ -92,9 +92,8 @@ void ws_relay_start(struct conn *c, struct evbuffer *from_client)
 		c->timer = NULL;
 	}
 	c->phase = PH_TUNNEL;
-	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, n, &c->px->tv_idle_plain, on_ws_done, c);
+	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, n, &c->px->tv_idle_plain, false, on_ws_done, c);
 	if (!c->relay) {
-		free(init);
 		c->failed = true;
 		c->reason = "out_of_memory";
 		conn_finish(c);

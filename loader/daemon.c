@@ -251,7 +251,7 @@ static int attach_bring_up(struct dsandbox *s, int cg_fd, char *msg, size_t msgl
 	struct sandbox_up u = {
 		.name = s->name, .netns = s->netns[0] ? s->netns : NULL, .want_proxy = D.proxy_bin[0] != 0,
 		.want_dns = D.resolver_bin[0] != 0, .use_lsm = D.use_lsm, .require_lsm = D.require_lsm,
-		.policy = s->policy,
+		.kernel_tunnels = sluice_args_have(D.proxy_extra, "--kernel-tunnels"), .policy = s->policy,
 	};
 
 	if (sandbox_up(&u, &s->sb, &s->l, msg, msglen) < 0)

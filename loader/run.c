@@ -542,7 +542,7 @@ static int run_bring_up(struct run_state *st)
 	struct sandbox_up u = {
 		.name = st->o.name, .netns = st->netns_path, .want_proxy = !st->o.no_proxy,
 		.want_dns = !st->o.no_resolver, .use_lsm = !st->o.no_lsm, .require_lsm = st->o.require_lsm,
-		.policy = st->policy,
+		.kernel_tunnels = sluice_args_have(st->o.proxy_extra, "--kernel-tunnels"), .policy = st->policy,
 	};
 	char msg[1024], d[256], info[512];
 	int rc, err;

@@ -15,7 +15,6 @@
 
 #include "kfeatures.h"
 #include "ktunnel.h"
-#include "log.h"
 #include "pin_layout.h"
 #include "sluice.skel.h"
 
@@ -553,13 +552,6 @@ int sandbox_pin_maps(struct sluice_sandbox *sb)
 		err = bpf_map__pin(map_of(sb->skel, i), path);
 		if (err)
 			return err;
-	}
-	/* best effort: without them the proxy's tunnels use splice */
-	{
-		char msg[256];
-
-		if (sluice_ktunnel_pin(sb->pin_dir, msg, sizeof(msg)) < 0)
-			log_debug("sandbox %s: no kernel tunnels: %s", sb->pin_dir, msg);
 	}
 	return 0;
 }

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "kfeatures.h"
+#include "ktunnel.h"
+#include "log.h"
 #include "pin_layout.h"
 #include "policy.h"
 
@@ -50,5 +52,22 @@ int sandbox_up(struct sandbox_up *u, struct sluice_sandbox *sb, struct sluice_li
 		return -1;
 	}
 	/* what a later build checks before it re-adopts the sandbox */
-	return sluice_pin_layout_write(sb->pin_dir, msg, msglen);
+	if (sluice_pin_layout_write(sb->pin_dir, msg, msglen) < 0)
+		return -1;
+	/* best effort: without them the proxy's tunnels use splice (and say so) */
+	if (u->kernel_tunnels) {
+		char why[256];
+
+		if (sluice_ktunnel_pin(sb->pin_dir, why, sizeof(why)) < 0)
+			log_warnx("sandbox %s: no kernel tunnels: %s", u->name, why);
+	}
+	return 0;
+}
+
+bool sluice_args_have(char *const *args, const char *arg)
+{
+	for (size_t i = 0; args && args[i]; i++)
+		if (strcmp(args[i], arg) == 0)
+			return true;
+	return false;
 }

@@ -5,7 +5,8 @@
  * proxy's and resolver's listeners in the sandbox's netns, the kernel's
  * features probed, the BPF object loaded, the listeners marked, the policy
  * written as the first generation, the maps pinned with the layout stamp
- * (pin_layout.h).  What follows differs by caller: run makes the cgroup
+ * (pin_layout.h), and for a proxy started with --kernel-tunnels the
+ * kernel tunnels' maps (ktunnel.h, best effort: without them it splices).  What follows differs by caller: run makes the cgroup
  * and starts CMD in it; the daemon attaches an existing cgroup.
  */
 #ifndef SLUICE_SANDBOX_UP_H
@@ -26,6 +27,7 @@ struct sandbox_up {
 	bool want_proxy, want_dns;         /* listeners for the proxy, the resolver */
 	bool use_lsm;                      /* load the BPF LSM programs where the kernel has them */
 	bool require_lsm;                  /* refuse to go on without them (--require-lsm) */
+	bool kernel_tunnels;               /* the proxy relays tunnels in the kernel: pin its maps (ktunnel.h) */
 	const struct sluice_policy *policy;
 	/* out */
 	bool loaded;                       /* sandbox_load() succeeded: sb wants sandbox_destroy() */
@@ -42,5 +44,8 @@ struct sandbox_up {
  */
 int sandbox_up(struct sandbox_up *u, struct sluice_sandbox *sb, struct sluice_listeners *l, char *msg,
 	       size_t msglen);
+
+/* Is `arg` one of the NULL-terminated `args` (a child's --proxy-arg list)? */
+bool sluice_args_have(char *const *args, const char *arg);
 
 #endif

@@ -351,6 +351,9 @@ def test_egress_backstop_drops_what_no_rule_allows(w):
             time.sleep(0.05)
         progs = _json.loads(W.sh("bpftool", "cgroup", "show", cg, "-j").stdout)
         eg = [x["id"] for x in progs if x.get("name", "").startswith("sluice_skb_egre")]  # 15 characters kept
+        # no kernel tunnels asked for (--proxy-arg --kernel-tunnels): none loaded
+        pins = os.listdir("/sys/fs/bpf/sluice/%s" % name)
+        assert not [f for f in pins if f.startswith("sluice_tunnel")], pins
         assert len(eg) == 1, progs
         cases = [
             (_ipv4("192.0.2.10", 6, 5432), 1),

@@ -142,9 +142,12 @@ static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
 	ssize_t n;
 
 	for (;;) {
-		/* 1. pending buffered bytes */
-		if (d->off < d->len) {
-			n = send(d->dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+		/* 1. pending buffered bytes, then 2. bytes in the pipe */
+		if (d->off < d->len || d->in_pipe) {
+			bool from_buf = d->off < d->len;
+
+			n = from_buf ? send(d->dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL)
+				     : splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
@@ -152,9 +155,13 @@ static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
 					goto wait_write;
 				return PUMP_ERROR_DST;
 			}
-			d->off += (size_t)n;
 			d->bytes += (uint64_t)n;
 			now(&r->last);
+			if (!from_buf) {
+				d->in_pipe -= (size_t)n;
+				continue;
+			}
+			d->off += (size_t)n;
 			if (d->off == d->len) {
 				d->off = d->len = 0;
 				if (!d->copy) {   /* initial bytes sent: no need to keep the buffer */
@@ -163,22 +170,6 @@ static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
 					d->cap = 0;
 				}
 			}
-			continue;
-		}
-		/* 2. bytes in the pipe */
-		if (d->in_pipe) {
-			n = splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe,
-				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EAGAIN || errno == EWOULDBLOCK)
-					goto wait_write;
-				return PUMP_ERROR_DST;
-			}
-			d->in_pipe -= (size_t)n;
-			d->bytes += (uint64_t)n;
-			now(&r->last);
 			continue;
 		}
 		/* 3. everything sent: pass on a FIN */

@@ -138,6 +138,19 @@ static void upstream_release(struct conn *c)
 	}
 }
 
+void conn_drop_events(struct conn *c)
+{
+	if (c->rev) {
+		event_free(c->rev);
+		c->rev = NULL;
+	}
+	c->rev_on = false;
+	if (c->uev) {
+		event_free(c->uev);
+		c->uev = NULL;
+	}
+}
+
 /* End without an HTTP answer (TLS, tunnels, unknown protocols). */
 static void conn_close(struct conn *c, const char *reason)
 {
@@ -903,14 +916,7 @@ static void start_tunnel(struct conn *c)
 	char *init = c->buf;
 	size_t ilen = c->len;
 
-	if (c->rev) {
-		event_free(c->rev);
-		c->rev = NULL;
-	}
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
+	conn_drop_events(c);
 	/* the relay keeps its own idle timer */
 	event_free(c->timer);
 	c->timer = NULL;

@@ -371,6 +371,10 @@ void conn_reply(struct conn *c, int status, const char *reason);
  * lost to a reset), then conn_finish(). */
 void conn_linger(struct conn *c);
 
+/* Free c's client read event (rev, rev_on cleared) and its upstream event
+ * (uev): the socket is about to belong to a relay or a TLS pump. */
+void conn_drop_events(struct conn *c);
+
 /* Read the client socket or not (adds or deletes c->rev). */
 void conn_client_reading(struct conn *c, bool on);
 

@@ -278,15 +278,7 @@ void inspect_start(struct conn *c)
 	}
 	SSL_set_accept_state(ssl);
 	/* the client socket belongs to the pump from here on */
-	if (c->rev) {
-		event_free(c->rev);
-		c->rev = NULL;
-		c->rev_on = false;
-	}
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
+	conn_drop_events(c);
 	if (c->ufd >= 0) {
 		close(c->ufd);
 		c->ufd = -1;

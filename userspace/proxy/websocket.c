@@ -76,17 +76,9 @@ void ws_relay_start(struct conn *c, struct evbuffer *from_client)
 	/* the client's and upstream's read events (and the upstream's pooled
 	 * handler) give way to the relay's own; it keeps its own idle timer */
 	http_free(c);
-	if (c->rev) {
-		event_free(c->rev);
-		c->rev = NULL;
-		c->rev_on = false;
-	}
+	conn_drop_events(c);
 	proxy_io_free(c->uio);
 	c->uio = NULL;
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
 	if (c->timer) {
 		event_free(c->timer);
 		c->timer = NULL;

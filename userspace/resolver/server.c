@@ -16,6 +16,11 @@
  * reply for the name and qtype: the same answer filter runs on the cached
  * bytes (rsv_process_cached()), only the upstream round trip is saved.
  *
+ * UDP queries are read, and those answered at once (refused, cached)
+ * answered, a batch at a time (udp_batch.c: recvmmsg, the lines in one
+ * write, sendmmsg); each is decided alone by handle_query().  On every path
+ * a query's line is written before its answer is sent (txn_end()).
+ *
  * Descriptors: the TCP clients and the upstream queries (a socket each) fit
  * RLIMIT_NOFILE (rsv_server_fit_descriptors), so that clients holding
  * connections open never take what UDP lookups need; a new client past the
@@ -982,6 +987,7 @@ struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg
 		free(s);
 		return NULL;
 	}
+	/* no cache (size 0) is NULL with errno 0 (cache.h); ENOMEM fails */
 	s->cache = rsv_cache_new(cfg->cache_size, cfg->cache_max_ttl);
 	s->batch = s->cache || !errno ? rsv_udp_batch_new() : NULL;
 	if (!s->batch) {

@@ -4,8 +4,11 @@
     dns_burst.py SPEC.json
 
 SPEC.json: {"server": "192.0.2.53", "queries": [[name, qtype], ...],
-            "dig": [name, ...], "wait": SECONDS, "events": PATH}
-Starts one `dig` per name of "dig" at once, then sends every query of
+            "dig": [name, ...], "wait": SECONDS, "events": PATH,
+            "warm": [[name, qtype], ...]}
+First asks each "warm" query alone (ID 1000 + its index) and waits for its
+answer (so the burst finds them cached), then starts one `dig` per name of
+"dig" at once, then sends every query of
 "queries" back to back from one UDP socket (ID = its index) before reading
 any answer, so that they queue together at the resolver, and reads answers
 until every query has one or "wait" seconds pass without a new one.  With
@@ -55,11 +58,16 @@ class Lines:
 def main():
     spec = json.load(open(sys.argv[1]))
     server, wait = spec.get("server", "192.0.2.53"), spec.get("wait", 3.0)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    s.settimeout(10)
+    for i, (name, qtype) in enumerate(spec.get("warm", [])):
+        s.sendto(dnswire.build_query(name, qtype, qid=1000 + i), (server, 53))
+        if dnswire.parse(s.recv(65535))["id"] != 1000 + i:
+            raise SystemExit("warm-up query %d: wrong answer" % i)
     digs = [(n, subprocess.Popen(["dig", "@" + server, "+tries=1", "+time=10", "+noall", "+comments",
                                   "+answer", n, "A"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True)) for n in spec.get("dig", [])]
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
     queries = spec["queries"]
     for i, (name, qtype) in enumerate(queries):
         s.sendto(dnswire.build_query(name, qtype, qid=i), (server, 53))

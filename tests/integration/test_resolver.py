@@ -9,6 +9,7 @@ resolver.  Each test checks the client's answer, what reached the upstream
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -254,6 +255,93 @@ def test_denied_name_never_reaches_upstream(w):
         assert l["sluice.verdict"] == "deny" and l["dns.response_code"] == "NXDOMAIN", l
         assert "sluice.upstream.ip" not in l and "rule.name" not in l, l
     assert len([x for x in lines if x["dns.question.name"] == "denied.example.net"]) == 2, lines
+
+
+def test_a_burst_is_answered_and_logged_query_by_query(w):
+    """200 UDP queries sent back to back from one socket (python, before it
+    reads any answer) and six `dig`s at the same time reach the resolver
+    together, so it reads, decides and answers them a batch at a time
+    (udp_batch.c: recvmmsg, one write of the batch's lines, sendmmsg).
+    Allowed names (forwarded, then from the cache), denied names and denied
+    names over the client's --denied-rate are mixed (api.example.com asked
+    once before the burst, so its queries in it are cache hits; the others
+    go upstream, several at once, then hit): every answer is the
+    right one for its query, each answered query has exactly one line, a
+    rate-limited one none and is counted in dns-queries-dropped, and the
+    sandbox's lines are numbered 0..N-1 with no gap, the resolver's in
+    increasing order in the file."""
+    allowed = [("api.example.com", "A", "192.0.2.10"), ("api.example.com", "AAAA", "2001:db8::10"),
+               ("short.example.com", "A", "192.0.2.40"), ("b.pkg.example.org", "A", "192.0.2.30")]
+    queries, want = [], {}
+    for i in range(200):
+        if i % 5 < 3:
+            name, qtype, data = allowed[i % len(allowed)]
+        else:
+            name, qtype, data = "q%d.denied.example.net" % i, "A", None
+        queries.append([name, qtype])
+        want[i] = (name, qtype, data)
+    digs = ["api.example.com", "b.pkg.example.org", "short.example.com"] * 2
+    assert _upstream(w)
+    events = os.path.join(w.tmp, "burst-events-%d.jsonl" % time.monotonic_ns())
+    spec = w.write("burst-%d.json" % time.monotonic_ns(),
+                   json.dumps({"queries": queries, "dig": digs, "wait": 4.0, "events": events,
+                               "warm": [["api.example.com", "A"], ["api.example.com", "AAAA"]]}))
+    argv = [W.SLUICE, "run", "--events", events, "--profile", "egress-only", "--netns", w.sbx_path,
+            "--policy", w.write("burst-policy.yaml", POLICY), "--upstream-dns", UPSTREAM] + ALLOW_DOC + \
+        ["--resolver-arg", "--denied-rate", "--resolver-arg", "5", "--",
+         "python3", os.path.join(HERE, "dns_burst.py"), spec]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    r = W.Result(p.returncode, p.stdout, p.stderr, W.read_events(events))
+    out = json.loads([x for x in r.stdout.splitlines() if x.startswith("{")][-1])
+    assert out["late"] == [], "answers that came before their query's line: %r" % out["late"]
+    got = {int(k): v for k, v in out["answers"].items()}
+    for i, (name, qtype, data) in want.items():
+        if data is not None:
+            a = got.get(i)
+            assert a and a["rcode"] == "NOERROR", (i, name, a)
+            assert a["qd"][0][0] == name and [x["data"] for x in a["answers"]] == [data], (i, name, a)
+        elif i in got:
+            assert got[i]["rcode"] == "NXDOMAIN" and not got[i]["answers"], (i, name, got[i])
+    denied = [i for i, v in want.items() if v[2] is None]
+    answered_denied = [i for i in denied if i in got]
+    dropped = [i for i in denied if i not in got]
+    assert answered_denied and dropped, "the burst (10) and the rate (5/s) must answer some, drop some: %d of %d" % (
+        len(answered_denied), len(denied))
+    print("burst: %d allowed answered, %d denied answered, %d rate-limited; %d digs" % (
+        len(want) - len(denied), len(answered_denied), len(dropped), len(out["dig"])))
+    for d in out["dig"]:
+        assert d["status"] == "NOERROR" and d["answers"], d
+    ours = [e for e in r.events if e.get("event.action") == "dns-query" and e.get("source.port") == out["port"]]
+    warm = [e for e in ours if int(e["dns.id"]) >= 1000]
+    assert [e["dns.id"] for e in warm] == ["1000", "1001"], warm
+    mine = [e for e in ours if int(e["dns.id"]) < 1000]
+    by_id = {}
+    for e in mine:
+        assert e["dns.id"] not in by_id, "two lines for query %s: %r" % (e["dns.id"], e)
+        by_id[e["dns.id"]] = e
+    assert sorted(int(k) for k in by_id) == sorted(got), "one line per answered query, none for a dropped one"
+    for i in got:
+        e = by_id[str(i)]
+        name, qtype, data = want[i]
+        assert e["dns.question.name"] == name and e["dns.question.type"] == qtype, (i, e)
+        assert e["network.transport"] == "udp", e
+        if data is None:
+            assert e["event.reason"] == "name_not_allowed" and e["dns.response_code"] == "NXDOMAIN", e
+        else:
+            assert e["event.reason"] == "allowed" and e["dns.response_code"] == "NOERROR", e
+            assert [x["data"] for x in e["dns.answers"]] == [data], e
+    # api.example.com was asked before the burst (TTL 60 s): every one of its queries is a cache hit
+    assert all(e.get("sluice.dns_cached") for e in mine if e["dns.question.name"] == "api.example.com"), mine
+    others = [e for e in r.events if e.get("event.action") == "dns-query" and e.get("source.port") != out["port"]]
+    assert sorted(e["dns.question.name"] for e in others) == sorted(digs), others
+    drops = [e for e in r.events if e.get("event.action") == "dns-queries-dropped"]
+    assert sum(e["sluice.dns_dropped_rate_limited"] for e in drops) == len(dropped), (drops, len(dropped))
+    assert sum(e["sluice.dns_dropped_socket_overflow"] for e in drops) == 0, drops
+    seqs = sorted(e["event.sequence"] for e in r.events)
+    assert seqs == list(range(len(seqs))), "event.sequence has a gap or a duplicate"
+    rs = [e["event.sequence"] for e in r.events if e.get("event.dataset") == "sluice.resolver"]
+    assert rs == sorted(rs), "the resolver's lines are out of order in the file"
 
 
 def test_on_deny_refused(w):

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "evlog.h"
@@ -326,6 +328,146 @@ static void test_restored_losses_carry_on(void **state)
 	close(fd);
 }
 
+/* Write `n` resolver lines with sluice_evlog_hold() on, each with a
+ * message of `pad` bytes (to size them); returns the commits' results OR'd. */
+static int held_lines(struct sluice_evlog *w, char *buf, size_t cap, int n, size_t pad)
+{
+	char msg[2048];
+	int r = 0;
+
+	memset(msg, 'x', pad);
+	msg[pad] = 0;
+	sluice_evlog_hold(w, buf, cap);
+	for (int i = 0; i < n; i++) {
+		struct sluice_line *l = sluice_evlog_begin(w, SLUICE_DS_RESOLVER, -1);
+
+		SL_STR(l, "event.action", "dns-query");
+		SL_I64(l, "n", i);
+		SL_STR(l, "message", msg);
+		r |= sluice_evlog_commit(w);
+	}
+	return r;
+}
+
+/* Lines held (the resolver's UDP batch) are written at the flush, not
+ * before, whole and in their order, numbered as they were begun; a run
+ * bigger than the buffer writes what it holds first.  Into a pipe, each
+ * write(2) is at most PIPE_BUF bytes of whole lines. */
+static void test_held_lines_written_at_flush_in_order(void **state)
+{
+	static struct sluice_evlog w;
+	static char buf[16384];
+	struct sluice_envelope env;
+	int fd = memfd_create("ev", MFD_CLOEXEC), p[2];
+	char *text, *line, *save = NULL, chunk[8192];
+	int i = 0;
+
+	sluice_envelope_of(&meta, &env);
+	sluice_evlog_init(&w, fd, "memfd", "test", &env);
+	assert_int_equal(held_lines(&w, buf, sizeof(buf), 40, 200), 0);
+	/* 40 lines of ~700 bytes are more than 16 KiB: some went at a commit */
+	assert_true(lseek(fd, 0, SEEK_END) > 0);
+	assert_int_equal(sluice_evlog_flush(&w), 0);
+	assert_int_equal(sluice_evlog_flush(&w), 0);   /* nothing held: nothing */
+	text = slurp(fd);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+		json_object *o = json_tokener_parse(line);
+
+		assert_non_null(o);
+		assert_int_equal(num(o, "n"), i);
+		assert_int_equal(num(o, "event.sequence"), i);
+		json_object_put(o);
+	}
+	assert_int_equal(i, 40);
+	assert_int_equal(w.written[SLUICE_DS_RESOLVER], 40);
+	free(text);
+	/* held, nothing is written before the flush */
+	assert_int_equal(held_lines(&w, buf, sizeof(buf), 3, 10), 0);
+	assert_int_equal(w.hold_n, 3);
+	assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)strlen(text = slurp(fd)));
+	free(text);
+	close(fd);
+
+	/* not a regular file (a pipe, the journal's stream): writes of whole
+	 * lines, each at most PIPE_BUF; a SOCK_SEQPACKET pair keeps each
+	 * write(2) apart for the reader */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, p), 0);
+	sluice_evlog_init(&w, p[1], "socket", "test", &env);
+	assert_int_equal(held_lines(&w, buf, sizeof(buf), 12, 1000), 0);
+	assert_int_equal(sluice_evlog_flush(&w), 0);
+	close(p[1]);
+	i = 0;
+	for (int writes = 0;; writes++) {
+		ssize_t n = read(p[0], chunk, sizeof(chunk));
+
+		if (n <= 0) {
+			/* lines of 1-2 KiB: two to a write, not one each */
+			assert_true(writes >= 3 && writes <= 7);
+			break;
+		}
+		assert_true(n <= SLUICE_LINE_MAX);
+		assert_int_equal(chunk[n - 1], '\n');   /* a write(2) ends on a line's end */
+		for (ssize_t k = 0; k < n; k++)
+			i += chunk[k] == '\n';
+	}
+	assert_int_equal(i, 12);
+	close(p[0]);
+}
+
+/* A full disk while lines are held: the lines that fit are kept, the torn
+ * one is taken back (no partial line in the file) and it and the rest are
+ * counted lost; the next line written reports the loss first. */
+static void test_held_lines_on_a_full_file(void **state)
+{
+	static struct sluice_evlog w;
+	static char buf[65536];
+	struct sluice_envelope env;
+	struct rlimit old, lim;
+	char path[] = "/tmp/sluice-evhold-XXXXXX", *text, *nl;
+	int fd = mkstemp(path), n = 0;
+	off_t size;
+	json_object *o;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	signal(SIGXFSZ, SIG_IGN);
+	sluice_envelope_of(&meta, &env);
+	sluice_evlog_init(&w, fd, "file", "test", &env);
+	assert_int_equal(held_lines(&w, buf, sizeof(buf), 10, 500), 0);
+	/* room for a little over two lines of the ten */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)(w.hold_end[1] + (w.hold_end[2] - w.hold_end[1]) / 2);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(sluice_evlog_flush(&w), -ENOSPC);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	size = lseek(fd, 0, SEEK_END);
+	assert_int_equal(size, (off_t)w.hold_end[1]);     /* two whole lines, the torn third taken back */
+	assert_int_equal(sluice_evlog_lost(&w, SLUICE_DS_RESOLVER), 8);
+	assert_int_equal(w.written[SLUICE_DS_RESOLVER], 2);
+	/* recovered: the loss is said first */
+	assert_int_equal(held_lines(&w, buf, sizeof(buf), 1, 10), 0);
+	assert_int_equal(sluice_evlog_flush(&w), 0);
+	text = malloc(1 << 16);
+	assert_non_null(text);
+	n = (int)pread(fd, text, (1 << 16) - 1, size);
+	assert_true(n > 0);
+	text[n] = 0;
+	nl = strchr(text, '\n');
+	assert_non_null(nl);
+	*nl = 0;
+	o = json_tokener_parse(text);
+	assert_string_equal(str(o, "event.action"), "events_lost");
+	assert_string_equal(str(o, "event.dataset"), "sluice.resolver");
+	assert_int_equal(num(o, "sluice.events_lost"), 8);
+	json_object_put(o);
+	o = json_tokener_parse(nl + 1);
+	assert_string_equal(str(o, "event.action"), "dns-query");
+	json_object_put(o);
+	free(text);
+	close(fd);
+}
+
 /* A file a killed writer left with a torn last line: the next writer starts
  * on a new line, and a file that ends in a newline gets nothing added. */
 static void test_torn_tail_gets_a_newline_first(void **state)
@@ -419,6 +561,8 @@ int main(void)
 		cmocka_unit_test(test_write_error_counted_then_recovery_line),
 		cmocka_unit_test(test_restored_losses_carry_on),
 		cmocka_unit_test(test_torn_tail_gets_a_newline_first),
+		cmocka_unit_test(test_held_lines_written_at_flush_in_order),
+		cmocka_unit_test(test_held_lines_on_a_full_file),
 		cmocka_unit_test(test_line_is_bounded),
 		cmocka_unit_test(test_small_buffer_fails_cleanly),
 	};

@@ -631,34 +631,149 @@ static int report_recovered(struct sluice_evlog *w)
 	return 0;
 }
 
+/* One line of dataset ds written (ok) or lost (!ok, to w->err): counted. */
+static void count_line(struct sluice_evlog *w, enum sluice_dataset ds, bool ok)
+{
+	if (ok) {
+		w->written[ds]++;
+		if (w->seq)
+			sluice_evseq_add(&w->seq->lines[ds], 1);
+		return;
+	}
+	w->last_err = w->err;
+	w->lost[ds]++;
+	w->lost_outage[ds]++;
+	if (w->seq)
+		sluice_evseq_add(&w->seq->lost[ds], 1);
+}
+
+/* The next run of held lines from line i to write at once: all of them to a
+ * regular file, else whole lines of at most SLUICE_LINE_MAX bytes in all.
+ * Returns the index past the run's last line. */
+static unsigned held_run(const struct sluice_evlog *w, unsigned i)
+{
+	size_t from = i ? w->hold_end[i - 1] : 0;
+	unsigned j = i + 1;
+
+	if (w->regular)
+		return w->hold_n;
+	while (j < w->hold_n && w->hold_end[j] - from <= SLUICE_LINE_MAX)
+		j++;
+	return j;
+}
+
+/* Write the held lines; *out: how many were written whole (the first ones).
+ * 0 or -errno.  A short write to a regular file takes back the torn line. */
+static int write_held(struct sluice_evlog *w, unsigned *out)
+{
+	unsigned i = 0;
+
+	while (i < w->hold_n) {
+		unsigned j = held_run(w, i);
+		size_t from = i ? w->hold_end[i - 1] : 0, to = w->hold_end[j - 1], off = from;
+
+		while (off < to) {
+			ssize_t n = write(w->fd, w->hold + off, to - off);
+			int e = n < 0 ? errno : n == 0 ? EIO : ENOSPC;
+			size_t torn;
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n > 0)
+				off += (size_t)n;
+			/* a regular file that took part of it is full: no second try */
+			if (n > 0 && (off == to || !w->regular))
+				continue;
+			while (i < w->hold_n && w->hold_end[i] <= off)
+				i++;
+			torn = i ? w->hold_end[i - 1] : 0;
+			if (off > torn && w->regular)
+				take_back(w, w->hold + torn, off - torn);
+			*out = i;
+			return -e;
+		}
+		i = j;
+	}
+	*out = i;
+	return 0;
+}
+
+void sluice_evlog_hold(struct sluice_evlog *w, char *buf, size_t cap)
+{
+	if (w->ocsf || !buf || cap < SLUICE_LINE_MAX)
+		return;
+	w->hold = buf;
+	w->hold_cap = cap;
+	w->hold_len = 0;
+	w->hold_n = 0;
+}
+
+/* Write what is held, keep holding. */
+static int write_out_held(struct sluice_evlog *w)
+{
+	unsigned done = 0, i;
+	int r = 0;
+
+	if (!w->hold_n)
+		return 0;
+	if (w->err && report_recovered(w) < 0)
+		r = -w->err;
+	else
+		r = write_held(w, &done);
+	if (r < 0 && -r != w->err)
+		report_failing(w, -r);
+	if (r < 0)
+		w->err = -r;
+	for (i = 0; i < w->hold_n; i++)
+		count_line(w, w->hold_ds[i], i < done);
+	w->hold_len = 0;
+	w->hold_n = 0;
+	return r;
+}
+
+int sluice_evlog_flush(struct sluice_evlog *w)
+{
+	int r = w->hold ? write_out_held(w) : 0;
+
+	w->hold = NULL;
+	w->hold_cap = 0;
+	return r;
+}
+
 static int commit(struct sluice_evlog *w, bool count)
 {
 	size_t n = sluice_line_end(&w->cur);
 	int r;
 
 	w->cur.p[n++] = '\n';
+	if (w->hold && count) {
+		/* gathered: written, and counted, at the flush */
+		if (w->hold_n == SLUICE_HOLD_MAX || w->hold_len + n > w->hold_cap)
+			(void)write_out_held(w);
+		memcpy(w->hold + w->hold_len, w->cur.p, n);
+		w->hold_len += n;
+		w->hold_ds[w->hold_n] = w->cur_ds;
+		w->hold_end[w->hold_n++] = w->hold_len;
+		return 0;
+	}
+	/* a report kept for retry is written now, after the lines before it */
+	if (w->hold)
+		(void)write_out_held(w);
 	if (w->err && report_recovered(w) < 0) {
 		r = -w->err;
 		goto lost;
 	}
 	r = write_whole(w, w->cur.p, n);
 	if (r == 0) {
-		w->written[w->cur_ds]++;
-		if (w->seq)
-			sluice_evseq_add(&w->seq->lines[w->cur_ds], 1);
+		count_line(w, w->cur_ds, true);
 		return 0;
 	}
 	if (-r != w->err)
 		report_failing(w, -r);
 	w->err = -r;
 lost:
-	if (count) {
-		w->last_err = w->err;
-		w->lost[w->cur_ds]++;
-		w->lost_outage[w->cur_ds]++;
-		if (w->seq)
-			sluice_evseq_add(&w->seq->lost[w->cur_ds], 1);
-	}
+	if (count)
+		count_line(w, w->cur_ds, false);
 	return r;
 }
 

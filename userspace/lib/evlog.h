@@ -39,6 +39,7 @@
 
 #define SLUICE_LINE_MAX 4096      /* whole line, newline included (PIPE_BUF) */
 #define SLUICE_LINE_VAL_MAX 2048  /* one string value, escaped */
+#define SLUICE_HOLD_MAX 64        /* lines gathered at most between hold and flush */
 
 struct sluice_line {
 	char *p;
@@ -154,6 +155,12 @@ struct sluice_evlog {
 	bool ocsf;                /* lines written as OCSF events (ocsf.h), not ECS */
 	int err;                  /* errno of the current outage; 0: writable */
 	int last_err;             /* errno of the latest loss (0: none ever) */
+	/* sluice_evlog_hold(): committed lines gathered here until the flush */
+	char *hold;               /* the caller's buffer; NULL: each line is written at its commit */
+	size_t hold_len, hold_cap;
+	unsigned hold_n;
+	size_t hold_end[SLUICE_HOLD_MAX];          /* where each gathered line ends in hold */
+	enum sluice_dataset hold_ds[SLUICE_HOLD_MAX];
 };
 
 /*
@@ -211,6 +218,31 @@ int sluice_evlog_commit(struct sluice_evlog *w);
  * counted as a lost line, the outage is still reported.  0 or -errno.
  */
 int sluice_evlog_commit_retry(struct sluice_evlog *w);
+
+/*
+ * Gather the lines committed from now on in `buf` (`cap` bytes, at least
+ * SLUICE_LINE_MAX; the caller's, untouched by anyone else until the flush)
+ * instead of writing each at its commit, and write them at
+ * sluice_evlog_flush() with as few write(2) as keep every line whole: one
+ * for a regular file (opened O_APPEND: appended at once, never interleaved
+ * with other writers' lines), else runs of whole lines of at most
+ * SLUICE_LINE_MAX bytes (PIPE_BUF: each atomic on a pipe, one buffer on the
+ * journal's stream).  Numbering is unchanged (at begin), so the lines still
+ * reach the destination in their order.  When the buffer or
+ * SLUICE_HOLD_MAX lines are full, a commit first writes what is gathered.
+ * A commit returns 0 while held: a loss is counted at the flush, per
+ * dataset, as for a line written alone (a short write to a regular file
+ * takes back only the torn line; the lines after it are lost and counted).
+ * The OCSF format writes each line at its commit (no gathering).  For a
+ * caller that must have its lines out before it acts on them (the
+ * resolver: a query's line before its answer), in one batch.
+ */
+void sluice_evlog_hold(struct sluice_evlog *w, char *buf, size_t cap);
+
+/* Write the lines gathered since sluice_evlog_hold() and stop gathering.
+ * Returns 0 when all were written (or none was held), else -errno of the
+ * failure (the lines not written are counted lost). */
+int sluice_evlog_flush(struct sluice_evlog *w);
 
 /*
  * Carry on the loss counts of an earlier writer of the same lines (a

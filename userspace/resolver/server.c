@@ -16,6 +16,11 @@
  * reply for the name and qtype: the same answer filter runs on the cached
  * bytes (rsv_process_cached()), only the upstream round trip is saved.
  *
+ * UDP queries are read, and those answered at once (refused, cached)
+ * answered, a batch at a time (udp_batch.c: recvmmsg, the lines in one
+ * write, sendmmsg); each is decided alone by handle_query().  On every path
+ * a query's line is written before its answer is sent (txn_end()).
+ *
  * Descriptors: the TCP clients and the upstream queries (a socket each) fit
  * RLIMIT_NOFILE (rsv_server_fit_descriptors), so that clients holding
  * connections open never take what UDP lookups need; a new client past the
@@ -45,8 +50,9 @@
 #include "fair.h"
 #include "flow.h"
 #include "log.h"
+#include "udp_batch.h"
 
-#define UDP_BATCH      64       /* datagrams read per wake-up */
+#define UDP_ROUNDS     2        /* recvmmsg batches per wake-up (2 x RSV_UDP_BATCH) */
 #define UDP_RCVBUF     (1 << 20)
 #define TCP_MAX_PENDING 16      /* queries in flight per TCP client (RFC 7766 6.2.1.1) */
 #define MAX_TRIES      2        /* one retry */
@@ -125,6 +131,7 @@ struct rsv_server {
 	struct sluice_accept_backoff accept;  /* at EMFILE: refuse one through a reserve, pause */
 	char upstream_str[64];
 	struct rsv_cache *cache;     /* NULL: no cache */
+	struct rsv_udp_batch *batch; /* the UDP batch being served (udp_batch.h) */
 };
 
 void rsv_server_cfg_default(struct rsv_server_cfg *c)
@@ -224,8 +231,12 @@ static void up_close(struct txn *t)
 	}
 }
 
-/* Log the query, release everything.  The response (if any) was sent. */
-static void txn_finish(struct txn *t)
+static void send_client(struct txn *t);
+
+/* Log the query, then send its response if `answer` (the line is out, or
+ * held in the UDP batch's, before the answer: udp_batch.h), release
+ * everything. */
+static void txn_end(struct txn *t, bool answer)
 {
 	struct rsv_server *s = t->srv;
 	struct timespec end;
@@ -250,6 +261,8 @@ static void txn_finish(struct txn *t)
 	 * says so on stderr once per state change */
 	if (!t->silent)
 		rsv_log_query(s->cfg->log, &t->d, &m);
+	if (answer)
+		send_client(t);
 
 	up_close(t);
 	if (t->timer)
@@ -284,11 +297,21 @@ static void txn_finish(struct txn *t)
 	drained_check(s);
 }
 
+/* A query that gets no answer: log it, release everything. */
+static void txn_finish(struct txn *t)
+{
+	txn_end(t, false);
+}
+
 static void send_client(struct txn *t)
 {
 	if (!t->d.resp)
 		return;
 	if (!t->d.tcp) {
+		/* in a UDP batch: sent after the batch's lines are written */
+		if (rsv_udp_batch_answer(t->srv->batch, t->udp_fd, &t->client, t->client_len, &t->d.resp,
+					 t->d.resp_len))
+			return;
 		if (sendto(t->udp_fd, t->d.resp, t->d.resp_len, 0, (struct sockaddr *)&t->client,
 			   t->client_len) < 0)
 			log_debug("sendto client: %s", strerror(errno));
@@ -303,12 +326,13 @@ static void send_client(struct txn *t)
 
 static void txn_fail(struct txn *t, int rcode, bool tc, const char *reason)
 {
+	bool answer;
+
 	up_close(t);
-	if (rsv_fail(&t->d, rcode, tc, reason) == 0)
-		send_client(t);
-	else
+	answer = rsv_fail(&t->d, rcode, tc, reason) == 0;
+	if (!answer)
 		t->d.rcode = -1;
-	txn_finish(t);
+	txn_end(t, answer);
 }
 
 static void up_udp_start(struct txn *t);
@@ -343,8 +367,7 @@ static bool got_reply(struct txn *t, const uint8_t *buf, size_t len)
 			(void)rsv_cache_put(s->cache, t->d.name, t->d.qtype, buf, len, t->d.cache_ttl,
 					    mono_now());
 		up_close(t);
-		send_client(t);
-		txn_finish(t);
+		txn_end(t, true);
 		return true;
 	case RSV_REPLY_TRUNCATED:
 		/* RFC 1035 4.2.1 / RFC 7766 5: ask again over TCP */
@@ -544,8 +567,7 @@ static bool answer_cached(struct rsv_server *s, struct txn *t, double now)
 		rsv_cache_drop(s->cache, t->d.name, t->d.qtype);
 		return false;
 	}
-	send_client(t);
-	txn_finish(t);
+	txn_end(t, true);
 	return true;
 }
 
@@ -603,8 +625,7 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		txn_finish(t);
 		return;
 	case RSV_ACT_RESPOND:
-		send_client(t);
-		txn_finish(t);
+		txn_end(t, true);
 		return;
 	case RSV_ACT_FORWARD:
 		if (answer_cached(s, t, now))
@@ -632,26 +653,21 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 
 /* --- UDP listeners ------------------------------------------------------ */
 
+/* rsv_udp_batch_serve()'s: one query of the batch, decided alone. */
+static void udp_query(void *arg, const uint8_t *msg, size_t len, const struct sockaddr_storage *from,
+		      socklen_t fromlen, int fd)
+{
+	handle_query(arg, msg, len, from, fromlen, fd, NULL);
+}
+
 static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct udpl *l = arg;
-	static uint8_t buf[65536];
-	int i;
 
-	for (i = 0; i < UDP_BATCH; i++) {
-		struct sockaddr_storage from;
-		socklen_t fromlen = sizeof(from);
-		ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fromlen);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_warn("recvfrom");
+	/* a batch short of full has emptied the queue */
+	for (int i = 0; i < UDP_ROUNDS; i++)
+		if (rsv_udp_batch_serve(l->srv->batch, fd, l->srv->cfg->log, udp_query, l->srv) < RSV_UDP_BATCH)
 			return;
-		}
-		handle_query(l->srv, buf, (size_t)n, &from, fromlen, fd, NULL);
-	}
 }
 
 /* The kernel's count of datagrams dropped on fd (receive queue full):
@@ -971,8 +987,11 @@ struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg
 		free(s);
 		return NULL;
 	}
+	/* no cache (size 0) is NULL with errno 0 (cache.h); ENOMEM fails */
 	s->cache = rsv_cache_new(cfg->cache_size, cfg->cache_max_ttl);
-	if (!s->cache && errno) {
+	s->batch = s->cache || !errno ? rsv_udp_batch_new() : NULL;
+	if (!s->batch) {
+		rsv_cache_free(s->cache);
 		sluice_accept_backoff_free(&s->accept);
 		free(s);
 		return NULL;
@@ -1066,9 +1085,7 @@ void rsv_server_free(struct rsv_server *s)
 	for (t = s->txns; t; t = tnext) {
 		tnext = t->snext;
 		up_close(t);
-		if (rsv_fail(&t->d, RSV_SERVFAIL, false, "shutdown") == 0)
-			send_client(t);
-		txn_finish(t);
+		txn_end(t, rsv_fail(&t->d, RSV_SERVFAIL, false, "shutdown") == 0);
 	}
 	for (i = 0; i < s->n_udp; i++) {
 		event_free(s->udp[i]->ev);
@@ -1085,6 +1102,7 @@ void rsv_server_free(struct rsv_server *s)
 	free(s->tcp);
 	sluice_accept_backoff_free(&s->accept);
 	rsv_cache_free(s->cache);
+	rsv_udp_batch_free(s->batch);
 	free(s);
 }
 

@@ -37,7 +37,6 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -71,8 +70,8 @@ struct txn {
 	socklen_t client_len;
 	int udp_fd;                  /* UDP: the listener it came on */
 	struct conn *conn;           /* TCP: NULL once the client is gone */
-	LIST_ENTRY(txn) centry;      /* in conn->txns (while conn is set) */
-	LIST_ENTRY(txn) sentry;      /* in rsv_server.txns (all of them) */
+	struct txn *cprev, *cnext;   /* in conn->txns */
+	struct txn *sprev, *snext;   /* in rsv_server.txns (all of them) */
 	bool counted;                /* holds an in-flight slot */
 	bool have_orig;              /* orig: the kernel redirected it (flow.h) */
 	struct sluice_orig orig;
@@ -97,13 +96,13 @@ struct conn {
 	struct bufferevent *bev;
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
-	LIST_HEAD(, txn) txns;       /* queries in flight */
+	struct txn *txns;            /* queries in flight (list) */
 	unsigned pending;
 	bool closing;
 	bool have_orig;              /* orig: the kernel redirected the connection (flow.h) */
 	struct sluice_orig orig;
 	double last_active;          /* monotonic seconds: accepted, or a query read */
-	LIST_ENTRY(conn) entry;      /* in rsv_server.conns */
+	struct conn *prev, *next;    /* in rsv_server.conns */
 };
 
 struct udpl {
@@ -121,8 +120,8 @@ struct rsv_server {
 	size_t n_udp;
 	struct evconnlistener **tcp;
 	size_t n_tcp;
-	LIST_HEAD(, conn) conns;
-	LIST_HEAD(, txn) txns;       /* every query not yet finished */
+	struct conn *conns;
+	struct txn *txns;            /* every query not yet finished */
 	bool stopping;
 	bool draining;               /* rsv_server_drain: reading nothing new */
 	unsigned n_conns;
@@ -210,7 +209,7 @@ static void conn_resume(struct conn *c);
 /* Draining and nothing left in flight, no TCP client open: leave the loop. */
 static void drained_check(struct rsv_server *s)
 {
-	if (s->draining && !s->stopping && LIST_EMPTY(&s->txns) && LIST_EMPTY(&s->conns))
+	if (s->draining && !s->stopping && !s->txns && !s->conns)
 		event_base_loopexit(s->base, NULL);
 }
 
@@ -270,11 +269,21 @@ static void txn_end(struct txn *t, bool answer)
 		event_free(t->timer);
 	if (t->counted)
 		s->inflight--;
-	LIST_REMOVE(t, sentry);
+	if (t->sprev)
+		t->sprev->snext = t->snext;
+	else
+		s->txns = t->snext;
+	if (t->snext)
+		t->snext->sprev = t->sprev;
 	if (t->conn) {
 		struct conn *c = t->conn;
 
-		LIST_REMOVE(t, centry);
+		if (t->cprev)
+			t->cprev->cnext = t->cnext;
+		else
+			c->txns = t->cnext;
+		if (t->cnext)
+			t->cnext->cprev = t->cprev;
 		c->pending--;
 		if (!c->closing)
 			conn_resume(c);
@@ -579,7 +588,10 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		return;
 	}
 	t->srv = s;
-	LIST_INSERT_HEAD(&s->txns, t, sentry);
+	t->snext = s->txns;
+	if (s->txns)
+		s->txns->sprev = t;
+	s->txns = t;
 	t->up_fd = -1;
 	t->udp_fd = udp_fd;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
@@ -589,7 +601,10 @@ static void handle_query(struct rsv_server *s, const uint8_t *msg, size_t len,
 		t->have_orig = c->have_orig;
 		t->orig = c->orig;
 		t->conn = c;
-		LIST_INSERT_HEAD(&c->txns, t, centry);
+		t->cnext = c->txns;
+		if (c->txns)
+			c->txns->cprev = t;
+		c->txns = t;
 		c->pending++;
 	}
 	now = mono_now();
@@ -739,11 +754,17 @@ static void conn_free(struct conn *c)
 	struct txn *t, *next;
 
 	/* in-flight queries finish without a client to answer */
-	for (t = LIST_FIRST(&c->txns); t; t = next) {
-		next = LIST_NEXT(t, centry);
-		t->conn = NULL;   /* (so never removed from the list freed here) */
+	for (t = c->txns; t; t = next) {
+		next = t->cnext;
+		t->conn = NULL;
+		t->cprev = t->cnext = NULL;
 	}
-	LIST_REMOVE(c, entry);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	s->n_conns--;
 	bufferevent_free(c->bev);
 	free(c);
@@ -817,7 +838,7 @@ static bool close_idle(struct rsv_server *s)
 {
 	struct conn *c, *oldest = NULL;
 
-	LIST_FOREACH(c, &s->conns, entry)
+	for (c = s->conns; c; c = c->next)
 		if (!c->closing && c->pending == 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
 		    (!oldest || c->last_active < oldest->last_active))
 			oldest = c;
@@ -850,7 +871,6 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		close(fd);
 		return;
 	}
-	LIST_INIT(&c->txns);
 	c->srv = s;
 	c->last_active = mono_now();
 	memcpy(&c->peer, sa, (size_t)salen);
@@ -867,7 +887,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		free(c);
 		return;
 	}
-	LIST_INSERT_HEAD(&s->conns, c, entry);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
 	s->n_conns++;
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	bufferevent_set_timeouts(c->bev, &tv, &tv);
@@ -956,8 +979,6 @@ struct rsv_server *rsv_server_new(struct event_base *base, struct rsv_server_cfg
 
 	if (!s)
 		return NULL;
-	LIST_INIT(&s->conns);
-	LIST_INIT(&s->txns);
 	s->base = base;
 	s->cfg = cfg;
 	s->tcp_cap = cfg->max_tcp_clients;
@@ -1038,8 +1059,8 @@ void rsv_server_drain(struct rsv_server *s)
 	for (i = 0; i < s->n_tcp; i++)
 		evconnlistener_disable(s->tcp[i]);
 	/* TCP clients: answer what they asked, then close */
-	for (c = LIST_FIRST(&s->conns); c; c = next) {
-		next = LIST_NEXT(c, entry);
+	for (c = s->conns; c; c = next) {
+		next = c->next;
 		c->closing = true;
 		bufferevent_disable(c->bev, EV_READ);
 		if (c->pending == 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
@@ -1061,8 +1082,8 @@ void rsv_server_free(struct rsv_server *s)
 	if (!s->draining)
 		count_unread(s);
 	s->stopping = true;
-	for (t = LIST_FIRST(&s->txns); t; t = tnext) {
-		tnext = LIST_NEXT(t, sentry);
+	for (t = s->txns; t; t = tnext) {
+		tnext = t->snext;
 		up_close(t);
 		txn_end(t, rsv_fail(&t->d, RSV_SERVFAIL, false, "shutdown") == 0);
 	}
@@ -1073,8 +1094,8 @@ void rsv_server_free(struct rsv_server *s)
 	}
 	for (i = 0; i < s->n_tcp; i++)
 		evconnlistener_free(s->tcp[i]);
-	for (c = LIST_FIRST(&s->conns); c; c = next) {
-		next = LIST_NEXT(c, entry);
+	for (c = s->conns; c; c = next) {
+		next = c->next;
 		conn_free(c);
 	}
 	free(s->udp);

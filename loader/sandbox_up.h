@@ -6,8 +6,9 @@
  * features probed, the BPF object loaded, the listeners marked, the policy
  * written as the first generation, the maps pinned with the layout stamp
  * (pin_layout.h), and for a proxy started with --kernel-tunnels the
- * kernel tunnels' maps (ktunnel.h, best effort: without them it splices).  What follows differs by caller: run makes the cgroup
- * and starts CMD in it; the daemon attaches an existing cgroup.
+ * kernel tunnels' maps (ktunnel.h, best effort: without them it splices).
+ * What follows differs by caller: run makes the cgroup and starts CMD in
+ * it; the daemon attaches an existing cgroup.
  */
 #ifndef SLUICE_SANDBOX_UP_H
 #define SLUICE_SANDBOX_UP_H

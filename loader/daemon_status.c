@@ -76,7 +76,7 @@ json_object *sandbox_json(struct dsandbox *s)
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
 		char path[PATH_MAX];
 
-		snprintf(path, sizeof(path), "%s/link_%s", s->sb.pin_dir, sluice_prog_name(i));
+		sluice_link_path(s->sb.pin_dir, sluice_prog_name(i), path, sizeof(path));
 		if (access(path, F_OK) == 0)
 			json_object_array_add(hooks, json_object_new_string(sluice_prog_name(i)));
 	}

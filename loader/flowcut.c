@@ -67,7 +67,7 @@ static int map_fd_by_name(const struct sluice_sandbox *sb, enum sluice_prog_id p
 	char path[512];
 	int link, prog, fd = -ENOENT;
 
-	snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, sluice_prog_name(prog_id));
+	sluice_link_path(sb->pin_dir, sluice_prog_name(prog_id), path, sizeof(path));
 	link = bpf_obj_get(path);
 	if (link < 0)
 		return -errno;

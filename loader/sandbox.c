@@ -59,6 +59,11 @@ static const char *map_names[SLUICE_MAP__MAX] = {
 	[SLUICE_MAP_PROGS] = "sluice_prog_allow",
 };
 
+void sluice_link_path(const char *pin_dir, const char *prog, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/link_%s", pin_dir, prog);
+}
+
 const char *sluice_prog_name(enum sluice_prog_id id)
 {
 	return id < SLUICE_PROG__MAX ? prog_names[id] : "?";
@@ -315,8 +320,8 @@ static int rename_old_links(struct sluice_sandbox *sb, char *msg, size_t msglen)
 	char from[512], to[512];
 
 	for (size_t i = 0; i < sizeof(renamed_links) / sizeof(renamed_links[0]); i++) {
-		snprintf(from, sizeof(from), "%s/link_%s", sb->pin_dir, renamed_links[i].old);
-		snprintf(to, sizeof(to), "%s/link_%s", sb->pin_dir, prog_names[renamed_links[i].id]);
+		sluice_link_path(sb->pin_dir, renamed_links[i].old, from, sizeof(from));
+		sluice_link_path(sb->pin_dir, prog_names[renamed_links[i].id], to, sizeof(to));
 		if (access(from, F_OK) < 0 || access(to, F_OK) == 0)
 			continue;
 		if (rename(from, to) < 0) {
@@ -580,7 +585,7 @@ int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msgle
 			goto fail;
 		}
 		sb->links[i] = l;
-		snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, prog_names[i]);
+		sluice_link_path(sb->pin_dir, prog_names[i], path, sizeof(path));
 		err = bpf_link__pin(l, path);
 		if (err) {
 			snprintf(msg, msglen, "cannot pin link of hook %s at %s: %s", prog_names[i], path,
@@ -629,7 +634,7 @@ int sandbox_links_pinned(const struct sluice_sandbox *sb)
 	int n = 0;
 
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
-		snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, prog_names[i]);
+		sluice_link_path(sb->pin_dir, prog_names[i], path, sizeof(path));
 		if (access(path, F_OK) == 0)
 			n++;
 	}
@@ -641,7 +646,7 @@ void sandbox_detach(struct sluice_sandbox *sb)
 	char path[512];
 
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
-		snprintf(path, sizeof(path), "%s/link_%s", sb->pin_dir, prog_names[i]);
+		sluice_link_path(sb->pin_dir, prog_names[i], path, sizeof(path));
 		unlink(path);
 		if (sb->links[i]) {
 			bpf_link__destroy(sb->links[i]);

@@ -126,6 +126,11 @@ int sluice_bpf_lsm_active(char *msg, size_t msglen);
 /* Name of a hook as `sluice status` and error messages print it ("connect4"). */
 const char *sluice_prog_name(enum sluice_prog_id id);
 
+/* The path of the pinned link of the program named `prog` (its name in
+ * this build, or one an earlier build used) under `pin_dir`:
+ * PIN_DIR/link_PROG, in buf (len bytes). */
+void sluice_link_path(const char *pin_dir, const char *prog, char *buf, size_t len);
+
 /*
  * Open, configure and load the BPF programs for a sandbox named `name`
  * with the read-only config `cfg` and map sizes fit for `policy`.  Where

@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -249,6 +251,36 @@ static void sb_init(struct sluice_sandbox *sb, const char *name)
 	snprintf(sb->pin_dir, sizeof(sb->pin_dir), "%s/%s", SLUICE_PIN_ROOT, name);
 }
 
+/* Descriptors one load may need at once: the object's maps, programs and
+ * BTF, libbpf's feature probes, and the links after it (a daemon's sandbox
+ * keeps about 54 open; scenario 9 in docs/performance.md). */
+#define LOAD_FDS 128
+
+/* 0 when this process has LOAD_FDS descriptors to spare under its
+ * RLIMIT_NOFILE; -EMFILE, with *used and *limit set, when it has not.
+ * Checked before a load because libbpf takes a probe that fails for want
+ * of a descriptor as a missing kernel feature, and the load then fails
+ * with EINVAL, a wrong cause. */
+static int fd_headroom(unsigned long *used, unsigned long *limit)
+{
+	struct rlimit rl;
+	struct dirent *de;
+	DIR *dir;
+
+	*used = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	*limit = rl.rlim_cur;
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return errno == EMFILE || errno == ENFILE ? -EMFILE : 0;
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			(*used)++;
+	closedir(dir);
+	return *used + LOAD_FDS > *limit ? -EMFILE : 0;
+}
+
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
 		 const struct sluice_policy *policy, char *msg, size_t msglen)
 {
@@ -257,6 +289,16 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	int err;
 
 	sb_init(sb, name);
+	{
+		unsigned long used = 0, limit = 0;
+
+		if (fd_headroom(&used, &limit)) {
+			snprintf(msg, msglen,
+				 "cannot load BPF programs: out of file descriptors (%lu of RLIMIT_NOFILE %lu in use, a load needs %d)",
+				 used, limit, LOAD_FDS);
+			return -EMFILE;
+		}
+	}
 
 	/* the LSM active is not enough: the kernel may still refuse
 	 * tracing-type programs (lockdown, a hardened build); a kernel before

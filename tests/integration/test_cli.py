@@ -102,6 +102,25 @@ def test_name_past_the_limit_is_refused_everywhere(w):
     assert any(e.get("sluice.sandbox") == ok_name for e in r.events), r.events[:2]
 
 
+def test_out_of_descriptors_is_said_and_leaves_nothing(w):
+    """A loader without descriptors to spare for a load (RLIMIT_NOFILE 100;
+    a load needs 128) refuses with that cause, not the EINVAL that libbpf's
+    failed feature probes turn it into; the same name then runs normally."""
+    import resource
+
+    name = "fdlim%d" % os.getpid()
+
+    def low():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (100, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    r = _sluice("run", "--name", name, "--", "true", preexec_fn=low)
+    assert r.returncode == 2, r
+    assert "out of file descriptors" in r.stderr and "RLIMIT_NOFILE 100" in r.stderr, r.stderr
+    assert "does this kernel have BPF" not in r.stderr, r.stderr
+    r = w.sluice_run(["sh", "-c", "exit 7"], extra=["--name", name])
+    assert r.rc == 7, r
+
+
 def _doc(r):
     """stdout as exactly one JSON document (json.loads refuses trailing text)."""
     try:

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "sandbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <dirent.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -258,9 +258,9 @@ static void sb_init(struct sluice_sandbox *sb, const char *name)
 
 /* 0 when this process has LOAD_FDS descriptors to spare under its
  * RLIMIT_NOFILE; -EMFILE, with *used and *limit set, when it has not.
- * Checked before a load because libbpf takes a probe that fails for want
- * of a descriptor as a missing kernel feature, and the load then fails
- * with EINVAL, a wrong cause. */
+ * Checked before a load because a load that runs out of descriptors half
+ * way fails with a wrong cause: at the daemon's limit it said EINVAL
+ * (most likely a libbpf feature probe taken as a missing feature). */
 static int fd_headroom(unsigned long *used, unsigned long *limit)
 {
 	struct rlimit rl;

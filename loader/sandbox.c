@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "sandbox.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fds.h"
 #include "kfeatures.h"
 #include "ktunnel.h"
 #include "pin_layout.h"
@@ -264,20 +264,16 @@ static void sb_init(struct sluice_sandbox *sb, const char *name)
 static int fd_headroom(unsigned long *used, unsigned long *limit)
 {
 	struct rlimit rl;
-	struct dirent *de;
-	DIR *dir;
+	long nfds;
 
 	*used = 0;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return 0;
 	*limit = rl.rlim_cur;
-	dir = opendir("/proc/self/fd");
-	if (!dir)
-		return errno == EMFILE || errno == ENFILE ? -EMFILE : 0;
-	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			(*used)++;
-	closedir(dir);
+	nfds = sluice_fds_open();
+	if (nfds < 0)
+		return nfds == -EMFILE || nfds == -ENFILE ? -EMFILE : 0;
+	*used = (unsigned long)nfds;
 	return *used + LOAD_FDS > *limit ? -EMFILE : 0;
 }
 

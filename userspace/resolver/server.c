@@ -30,7 +30,6 @@
 #include "server.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sock_diag.h>
@@ -48,6 +47,7 @@
 
 #include "accept_backoff.h"
 #include "fair.h"
+#include "fds.h"
 #include "flow.h"
 #include "log.h"
 #include "udp_batch.h"
@@ -1106,28 +1106,15 @@ void rsv_server_free(struct rsv_server *s)
 	free(s);
 }
 
-/* Descriptors open now: the entries of /proc/self/fd (its own directory's
- * one included); 0 when it cannot be read. */
-static unsigned fds_open(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	unsigned n = 0;
-
-	if (!d)
-		return 0;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n > 2 ? n - 2 : 0;   /* "." and ".." */
-}
-
 void rsv_server_fit_descriptors(struct rsv_server *s)
 {
 	struct rlimit rl;
-	unsigned limit, used = fds_open(), avail, tcp, up;
+	long nfds = sluice_fds_open();
+	unsigned limit, used, avail, tcp, up;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || !used)
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || nfds <= 0)
 		return;
+	used = (unsigned)nfds;
 	limit = rl.rlim_cur > 1u << 30 ? 1u << 30 : (unsigned)rl.rlim_cur;
 	avail = limit > used + FDS_SPARE + 2 ? limit - used - FDS_SPARE : 2;
 	/* half for clients, the rest for their (and UDP's) upstream queries */

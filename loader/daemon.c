@@ -244,8 +244,9 @@ static int attach_netns(struct dsandbox *s, const char *netns, const char *upstr
 }
 
 /* Listeners, BPF load, policy maps and pins of s (sandbox_up.c, as for
- * `sluice run`), its ring buffer and children, then the attach to cg_fd.
- * 0, or -1 with msg. */
+ * `sluice run`), its children, the attach to cg_fd, then only the pins
+ * kept open (sandbox_keep_pins) and its ring buffer read.  0, or -1 with
+ * msg. */
 static int attach_bring_up(struct dsandbox *s, int cg_fd, char *msg, size_t msglen)
 {
 	struct sandbox_up u = {
@@ -257,14 +258,17 @@ static int attach_bring_up(struct dsandbox *s, int cg_fd, char *msg, size_t msgl
 	if (sandbox_up(&u, &s->sb, &s->l, msg, msglen) < 0)
 		return -1;
 	init_meta(s);
+	if (start_children(s, CHILD_BOTH, msg, msglen) < 0 || sandbox_attach(&s->sb, cg_fd, msg, msglen) < 0 ||
+	    sandbox_keep_pins(&s->sb, msg, msglen) < 0)
+		return -1;
+	/* after the skeleton's map fds are gone; the ring buffer keeps what
+	 * the programs wrote since the attach */
 	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) < 0) {
 		snprintf(msg, msglen, "cannot read the ring buffer: %s", strerror(errno));
 		return -1;
 	}
 	s->consumer_ok = true;
-	if (start_children(s, CHILD_BOTH, msg, msglen) < 0)
-		return -1;
-	return sandbox_attach(&s->sb, cg_fd, msg, msglen);
+	return 0;
 }
 
 static json_object *do_attach(json_object *req, const struct ctlsrv_peer *peer)

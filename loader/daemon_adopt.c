@@ -173,7 +173,7 @@ static int adopt_maps_and_listeners(struct dsandbox *s, char *msg, size_t msglen
 		snprintf(msg, msglen, "its listeners: %s", m);
 		return -1;
 	}
-	return 0;
+	return sandbox_keep_pins(&s->sb, msg, msglen);
 }
 
 /* Re-adopt sandbox `name`, whose NAME.json holds st (NULL: unreadable).

@@ -252,8 +252,9 @@ static void sb_init(struct sluice_sandbox *sb, const char *name)
 }
 
 /* Descriptors one load may need at once: the object's maps, programs and
- * BTF, libbpf's feature probes, and the links after it (a daemon's sandbox
- * keeps about 54 open; scenario 9 in docs/performance.md). */
+ * BTF, libbpf's feature probes, and the links after it (a daemon then
+ * keeps about 12 a sandbox: sandbox_keep_pins; scenario 9 in
+ * docs/performance.md). */
 #define LOAD_FDS 128
 
 /* 0 when this process has LOAD_FDS descriptors to spare under its
@@ -372,9 +373,50 @@ static int rename_old_links(struct sluice_sandbox *sb, char *msg, size_t msglen)
 	return 0;
 }
 
+/* Close the maps of fds[] in `which` (bits as pins_open's) and mark them -1. */
+static void pins_close(int *fds, unsigned which)
+{
+	for (int i = 0; i < SLUICE_MAP__MAX; i++) {
+		if ((which & (1u << i)) && fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+}
+
+/* Every map, and those a running sandbox reads all the time (the ring
+ * buffer, the counters): a bit per enum sluice_map_id.  The rest are opened
+ * from their pins when a reload writes them (sandbox_keep_pins). */
+#define MAPS_ALL ((1u << SLUICE_MAP__MAX) - 1)
+#define MAPS_HOT ((1u << SLUICE_MAP_EVENTS) | (1u << SLUICE_MAP_STATS))
+
+/* Open from its pin under pin_dir each map of `want` whose fds[] entry is
+ * -1.  Returns the bits of the maps it opened, or -errno with msg (then it
+ * left none of them open). */
+static int pins_open(const char *pin_dir, unsigned want, int *fds, char *msg, size_t msglen)
+{
+	unsigned opened = 0;
+	char path[512];
+
+	for (int i = 0; i < SLUICE_MAP__MAX; i++) {
+		if (!(want & (1u << i)) || fds[i] >= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, map_names[i]);
+		fds[i] = bpf_obj_get(path);
+		if (fds[i] < 0) {
+			int err = -errno;
+
+			snprintf(msg, msglen, "cannot open pinned map %s: %s", path, strerror(errno));
+			pins_close(fds, opened);
+			return err;
+		}
+		opened |= 1u << i;
+	}
+	return (int)opened;
+}
+
 int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t msglen)
 {
-	char path[512];
 	uint32_t zero = 0;
 	struct sluice_state st;
 	int err;
@@ -382,15 +424,9 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
 	sb_init(sb, name);
 	sb->own_fds = true;
 	sb->pinned = true;
-	for (int i = 0; i < SLUICE_MAP__MAX; i++) {
-		snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, map_names[i]);
-		sb->map_fd[i] = bpf_obj_get(path);
-		if (sb->map_fd[i] < 0) {
-			err = -errno;
-			snprintf(msg, msglen, "cannot open pinned map %s: %s", path, strerror(errno));
-			return err;
-		}
-	}
+	err = pins_open(sb->pin_dir, MAPS_ALL, sb->map_fd, msg, msglen);
+	if (err < 0)
+		return err;
 	/* pinned by another build: never read with this one's structs */
 	if (sluice_pin_layout_check(name, sb->pin_dir, sb->map_fd, msg, msglen) < 0)
 		return -EPROTO;
@@ -519,7 +555,7 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 	struct sluice_plan plan;
 	uint32_t next = sb->gen + 1, zero = 0;
 	struct sluice_state st = { .gen = next };
-	int err;
+	int err, opened;
 
 	for (size_t i = 0; i < policy->n_entries; i++)
 		if (policy->entries[i].kind == SLUICE_ENTRY_CIDR && policy->entries[i].expires && !sb->cfg.have_tai) {
@@ -536,31 +572,39 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 				 policy->entries[i].line);
 			return -1;
 		}
-	if (sluice_plan_build(policy, next, &plan, msg, msglen) < 0)
+	/* the maps sandbox_keep_pins() closed, for as long as this takes */
+	opened = sb->pinned && !sb->skel ? pins_open(sb->pin_dir, MAPS_ALL, sb->map_fd, msg, msglen) : 0;
+	if (opened < 0)
 		return -1;
+	if (sluice_plan_build(policy, next, &plan, msg, msglen) < 0)
+		goto fail;
 	/* once, at the first load (an adopted sandbox has them already) */
 	if (sb->skel && !sb->gen && (err = write_unix_quiet(sb)) != 0) {
 		snprintf(msg, msglen, "cannot write the quiet unix names: %s", strerror(-err));
 		sluice_plan_free(&plan);
-		return -1;
+		goto fail;
 	}
 	err = write_plan(sb, &plan);
 	sluice_plan_free(&plan);
 	if (err) {
 		snprintf(msg, msglen, "cannot write policy maps: %s", strerror(-err));
 		delete_gen(sb, next);
-		return -1;
+		goto fail;
 	}
 	/* the switch: one 32-bit store read once per decision by every hook */
 	if (bpf_map_update_elem(sb->map_fd[SLUICE_MAP_STATE], &zero, &st, BPF_ANY)) {
 		snprintf(msg, msglen, "cannot switch policy generation: %s", strerror(errno));
 		delete_gen(sb, next);
-		return -1;
+		goto fail;
 	}
 	if (sb->gen)
 		delete_gen(sb, sb->gen);
 	sb->gen = next;
+	pins_close(sb->map_fd, (unsigned)opened);
 	return 0;
+fail:
+	pins_close(sb->map_fd, (unsigned)opened);
+	return -1;
 }
 
 static int mkdir_p(const char *dir)
@@ -641,6 +685,37 @@ fail:
 		}
 	}
 	return -1;
+}
+
+int sandbox_keep_pins(struct sluice_sandbox *sb, char *msg, size_t msglen)
+{
+	int fds[SLUICE_MAP__MAX];
+	int err;
+
+	if (!sb->pinned)
+		return 0;
+	if (!sb->skel) {   /* adopted: its maps are its own */
+		pins_close(sb->map_fd, MAPS_ALL & ~MAPS_HOT);
+		return 0;
+	}
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		fds[i] = -1;
+	err = pins_open(sb->pin_dir, MAPS_HOT, fds, msg, msglen);
+	if (err < 0)
+		return err;
+	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
+		if (sb->links[i]) {
+			/* closes the fd only (a disconnected link would keep
+			 * it); the pin holds the link attached */
+			bpf_link__destroy(sb->links[i]);
+			sb->links[i] = NULL;
+		}
+	}
+	sluice_bpf__destroy(sb->skel);
+	sb->skel = NULL;
+	memcpy(sb->map_fd, fds, sizeof(fds));
+	sb->own_fds = true;
+	return 0;
 }
 
 uint64_t sandbox_stat(struct sluice_sandbox *sb, int stat)

@@ -164,6 +164,20 @@ int sandbox_pin_maps(struct sluice_sandbox *sb);
  */
 int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msglen);
 
+/*
+ * After sandbox_attach() (or sandbox_adopt()): hold the sandbox by its pins.
+ * Keeps open only the maps read all the time, the ring buffer and the
+ * counters (reopened from their pins); lets go of the links' descriptors
+ * (their pins keep them attached) and of the skeleton's programs, maps
+ * and BTF.  sandbox_apply_policy() then opens the other maps from their
+ * pins for as long as it takes.  A daemon holds hundreds of sandboxes:
+ * the skeleton and links kept open were about 40 descriptors each (issue
+ * 19, scenario 9).  A no-op for an unpinned sandbox.  0, or -errno with
+ * msg (then nothing changed).  The map descriptors change: take
+ * sandbox_events_fd() after it.
+ */
+int sandbox_keep_pins(struct sluice_sandbox *sb, char *msg, size_t msglen);
+
 /* Sum over CPUs of counter `stat` (enum sluice_stat). */
 uint64_t sandbox_stat(struct sluice_sandbox *sb, int stat);
 

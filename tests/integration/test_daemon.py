@@ -44,6 +44,28 @@ def n_hooks(st):
     return 11 + 2 * bool(st.get("unix_hooks")) + 6 * bool(st.get("bpf_lsm"))
 
 
+def bpf_fds(pid):
+    """The kinds of BPF descriptors process pid holds: {"bpf-map": n, ...}."""
+    kinds = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if t.startswith("anon_inode:bpf"):
+            k = t[len("anon_inode:"):].strip("[]")
+            kinds[k] = kinds.get(k, 0) + 1
+    return kinds
+
+
+def assert_held_by_pins(d, n):
+    """The daemon holds n sandboxes by their pins: no program, link or BTF
+    descriptor of theirs, two maps each (the ring buffer, the counters).
+    What lets one daemon hold a thousand under RLIMIT_NOFILE (issue 19)."""
+    kinds = bpf_fds(d.proc.pid)
+    assert kinds == ({"bpf-map": 2 * n} if n else {}), kinds
+
+
 def cg2():
     return [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
 
@@ -211,6 +233,7 @@ def test_attach_plain_cgroup_and_netns(w):
         assert not w.arrived_since(mark, port=8080)
         st = d.status()["plain"]
         assert len(st["hooks"]) == n_hooks(st) and st["denied"] >= 1 and st["mode"] == "enforce", st
+        assert_held_by_pins(d, 1)
         assert len(st["policy_sha256"]) == 64, st
         time.sleep(0.3)
         ev = [e for e in d.events_of("plain") if e.get("event.action") == "egress-denied"]
@@ -266,6 +289,7 @@ def test_daemon_kill9_fails_closed_and_restart_readopts(w):
         st = d.status()
         assert "k9" in st and len(st["k9"]["hooks"]) == n_hooks(st["k9"]), st
         assert "skb_egress" in st["k9"]["hooks"], st
+        assert_held_by_pins(d, 1)
         assert sorted(f for f in os.listdir(pins) if "egress" in f) == ["link_skb_egress"], os.listdir(pins)
         n_before = len([e for e in d.events_of("k9") if e.get("event.action") == "egress-denied"])
         time.sleep(1.0)
@@ -357,6 +381,7 @@ def test_reload_under_flood_never_judges_by_neither(w):
         assert r.returncode == 2 and "nothing changed" in r.stderr, r
         assert d.status()["reload"]["policy_name"] == "daemon-b"
         assert a.probe("tcp", "192.0.2.10", 9000) == "ok"
+        assert_held_by_pins(d, 1)   # each reload closed the maps it opened
     finally:
         a.close()
         d.close()

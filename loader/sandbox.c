@@ -278,6 +278,15 @@ static int fd_headroom(unsigned long *used, unsigned long *limit)
 	return *used + LOAD_FDS > *limit ? -EMFILE : 0;
 }
 
+/* Is a load's -errno `err` one a later load may not meet (memory or
+ * descriptors short for a moment) rather than the kernel refusing the
+ * programs themselves? */
+static bool refusal_is_passing(int err)
+{
+	return err == -ENOMEM || err == -EMFILE || err == -ENFILE || err == -EAGAIN || err == -EINTR ||
+	       err == -ENOSPC;
+}
+
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
 		 const struct sluice_policy *policy, char *msg, size_t msglen)
 {
@@ -299,10 +308,15 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 
 	/* the LSM active is not enough: the kernel may still refuse
 	 * tracing-type programs (lockdown, a hardened build); a kernel before
-	 * 6.7 has no unix hooks.  Probe by the real load, once per process;
-	 * without them the sandbox says so. */
+	 * 6.7 has no unix hooks.  Probe by the real load: on a refusal, drop
+	 * the unix programs, then the LSM ones, then both, and the first load
+	 * that passes says which the kernel refused; it is kept for the
+	 * process's later sandboxes, and each sandbox says which hold.  A
+	 * load short of memory or descriptors (refusal_is_passing) says
+	 * nothing of the programs: the sandbox is refused, none dropped. */
 	static int lsm_refused, unix_refused;
 	struct sluice_bpf_config c = *cfg;
+	int want_lsm, want_unix, first = 0;
 
 	if (c.have_lsm && lsm_refused) {
 		c.have_lsm = 0;
@@ -316,17 +330,25 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	c.have_tai = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_ktime_get_tai_ns, NULL) > 0;
 	/* `programs:` on cidr entries and the flow map's executable */
 	c.have_exe = sluice_have_exe();
-	err = load_object(sb, &c, n4, n6, nu, np);
-	if (err && c.have_lsm) {
-		c.have_lsm = 0;
-		sb->lsm_err = lsm_refused = err;
+	want_lsm = c.have_lsm;
+	want_unix = c.have_unix;
+	err = -EINVAL;
+	/* bit 0 drops the unix programs, bit 1 the LSM ones */
+	for (unsigned drop = 0; drop < 4 && err; drop++) {
+		if (((drop & 1) && !want_unix) || ((drop & 2) && !want_lsm))
+			continue;   /* the same load as one already tried */
+		c.have_unix = want_unix && !(drop & 1);
+		c.have_lsm = want_lsm && !(drop & 2);
 		err = load_object(sb, &c, n4, n6, nu, np);
+		if (err && refusal_is_passing(err))
+			break;  /* not the programs: refuse the sandbox, drop none */
+		if (err && !first)
+			first = err;
 	}
-	if (err && c.have_unix) {
-		c.have_unix = 0;
-		sb->unix_err = unix_refused = err;
-		err = load_object(sb, &c, n4, n6, nu, np);
-	}
+	if (!err && want_lsm && !c.have_lsm)
+		sb->lsm_err = lsm_refused = first;
+	if (!err && want_unix && !c.have_unix)
+		sb->unix_err = unix_refused = first;
 	if (err) {
 		snprintf(msg, msglen, "cannot load BPF programs: %s (does this kernel have BPF, BTF and cgroup sock_addr hooks? run as root)",
 			 strerror(-err));

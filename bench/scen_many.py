@@ -9,7 +9,7 @@ proxy and resolver listen there: `attach --netns`).  Measured:
   * attach time (wall clock of `sluice attach`, as an operator sees it),
     p50 and p99, and detach time likewise;
   * the total RSS of the daemon and every process it started (a proxy and a
-    resolver per sandbox);
+    resolver per sandbox), and the daemon's open file descriptors;
   * the BPF programs and maps the kernel holds for them (bpftool, before and
     after);
   * the allowed-connect cost inside the first and the last sandbox against
@@ -81,13 +81,16 @@ def mem_total_kib(root):
 
 
 def bpf_counts():
-    """(programs, maps) the kernel holds, or (None, None) without bpftool."""
+    """(programs, maps, KiB of kernel memory the maps are charged) the
+    kernel holds, or (None, None, None) without bpftool.  The memory is
+    bpftool's bytes_memlock: the ring buffers' pages (which the daemon's
+    PSS counts as well, as it maps them), the tries' and the rest."""
     try:
         progs = json.loads(sh("bpftool", "-j", "prog", "show", timeout=120).stdout or "[]")
         maps = json.loads(sh("bpftool", "-j", "map", "show", timeout=120).stdout or "[]")
     except Exception:
-        return None, None
-    return len(progs), len(maps)
+        return None, None, None
+    return len(progs), len(maps), sum(int(m.get("bytes_memlock", 0)) for m in maps) // 1024
 
 
 class ManyDaemon:
@@ -129,11 +132,12 @@ def many_scenario(b, cfg, res):
     n = cfg["many_sandboxes"]
     ns = b.mknetns("many")
     start_server(b, ns, "srv-many")
-    progs0, maps0 = bpf_counts()
+    progs0, maps0, kmem0 = bpf_counts()
     d = ManyDaemon(b, ns)
     rows = []
     try:
         pss0, rss0 = mem_total_kib(d.proc.pid)
+        fds0 = len(os.listdir("/proc/%d/fd" % d.proc.pid))
         attach_s, cgs = [], []
         for i in range(n):
             cg = b.cg("many-%d" % i)
@@ -154,7 +158,8 @@ def many_scenario(b, cfg, res):
         time.sleep(1)   # the children settle (resolver caches, proxy pools: nothing in flight)
         pss1, rss1 = mem_total_kib(d.proc.pid)
         nproc = len(tree_pids(d.proc.pid))
-        progs1, maps1 = bpf_counts()
+        fds1 = len(os.listdir("/proc/%d/fd" % d.proc.pid))
+        progs1, maps1, kmem1 = bpf_counts()
         rows.append({"variant": "attach time p50", "value": round(median(attach_s) * 1e3, 1), "unit": "ms",
                      "note": "p99 %.1f ms, max %.1f ms; %d sandboxes attached one after another; target p99 <= 100 ms"
                              % (pct(attach_s, 0.99) * 1e3, max(attach_s) * 1e3, n)})
@@ -162,10 +167,17 @@ def many_scenario(b, cfg, res):
                      "note": "%d processes; %.0f KiB per sandbox; daemon alone before %d KiB; RSS summed over "
                              "the processes %.0f MiB (shared libraries counted in each); target <= 1 GiB"
                              % (nproc, (pss1 - pss0) / n, pss0, rss1 / 1024)})
+        rows.append({"variant": "daemon file descriptors", "value": fds1, "unit": "",
+                     "note": "%.1f per sandbox, %d before the first; its RLIMIT_NOFILE bounds the sandboxes"
+                             % ((fds1 - fds0) / n, fds0)})
         if progs0 is not None and progs1 is not None:
             rows.append({"variant": "BPF programs loaded", "value": progs1 - progs0, "unit": "",
                          "note": "%.1f per sandbox; maps %d (%.1f per sandbox)"
                                  % ((progs1 - progs0) / n, maps1 - maps0, (maps1 - maps0) / n)})
+            rows.append({"variant": "BPF map memory (kernel)", "value": round((kmem1 - kmem0) / 1024, 1),
+                         "unit": "MiB", "note": "%.0f KiB per sandbox (bytes_memlock); the event ring buffers' "
+                                                "share is in the daemon's PSS too, which maps them"
+                                                % ((kmem1 - kmem0) / n)})
         # allowed connect in the first and the last sandbox against no filter
         probe = "%s:%d" % (SERVER, PORT_DENIED)
         plain = b.cg("many-plain")

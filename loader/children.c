@@ -52,7 +52,7 @@ static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
 	if (type == SOCK_STREAM)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 ||
-	    (type == SOCK_STREAM && listen(fd, 4096) < 0) ||
+	    (type == SOCK_STREAM && listen(fd, SLUICE_LISTEN_BACKLOG) < 0) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
 		int err = -errno;
 

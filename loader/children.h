@@ -16,6 +16,10 @@
 struct sluice_secrets;
 struct sluice_labels;
 
+/* listen(2) backlog of each TCP listener of the proxy and the resolver:
+ * connections the kernel completes before the child accepts them. */
+#define SLUICE_LISTEN_BACKLOG 4096
+
 struct sluice_listeners {
 	int proxy4, proxy6;        /* TCP listeners, -1 if none */
 	int dns_udp4, dns_udp6;    /* UDP sockets, -1 if none */

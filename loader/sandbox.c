@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "children.h"
 #include "fds.h"
 #include "kfeatures.h"
 #include "ktunnel.h"
@@ -220,6 +221,15 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	bpf_map__set_max_entries(s->maps.sluice_prog_allow, 2 * (np + 1024));
 	/* 4 MiB: about 43,000 events of burst before losses are counted */
 	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
+	/* An LRU hash is allocated whole: 176 bytes an entry.  An entry lives
+	 * from the connect until the child accepts and takes it, so the two
+	 * listeners' full accept queues bound it; twice that leaves room for
+	 * SYNs in flight and the resolver's UDP entries, which the LRU evicts
+	 * (attribution only).  2.9 MiB a sandbox; 65,536 entries were 11 MiB
+	 * (issue 19, scenario 9).  A flood that evicts an entry not yet taken
+	 * costs only the flooding sandbox: the proxy refuses a flow it cannot
+	 * find. */
+	bpf_map__set_max_entries(s->maps.sluice_flows, 4 * SLUICE_LISTEN_BACKLOG);
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
 		struct bpf_program *prog = prog_of(s, i);
 

@@ -120,7 +120,8 @@ struct proxy {
 	struct proxy_upool *upool;      /* NULL: upstream connections are not reused */
 	struct proxy_ca *ca;            /* the sandbox CA; NULL when the policy inspects nothing */
 	struct ssl_ctx_st *tls_server;  /* towards the sandbox (leaf per SNI), with ca */
-	struct ssl_ctx_st *tls_client;  /* towards origins: verifies chain and name */
+	struct ssl_ctx_st *tls_client;  /* towards origins: verifies chain and name; NULL without
+					 * inspection and --upstream-ca (proxy_tls_init) */
 	struct proxy_cred *creds;       /* one per policy credential (p->credentials order); cred.c */
 	size_t n_creds;
 	struct sluice_secrets secrets;  /* from --secrets-fd: the secrets and placeholders */

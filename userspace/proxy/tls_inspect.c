@@ -150,8 +150,11 @@ int proxy_tls_init(struct proxy *px, const char **err)
 			return -1;
 		}
 	}
-	/* also without inspection: --upstream-ca is checked at start */
-	{
+	/* The context towards origins serves only inspection; the host's
+	 * trust store in it is about 0.9 MiB of heap, which a proxy that
+	 * inspects nothing does not carry (issue 19: a thousand sandboxes).
+	 * --upstream-ca is checked at start all the same. */
+	if (px->ca || px->cfg.upstream_ca || px->cfg.upstream_ca_fd >= 0) {
 		char *ca_pem = NULL;
 		size_t ca_len = 0;
 
@@ -166,9 +169,9 @@ int proxy_tls_init(struct proxy *px, const char **err)
 		}
 		px->tls_client = client_ctx(px->cfg.upstream_ca, ca_len ? ca_pem : NULL, ca_len, err);
 		free(ca_pem);
+		if (!px->tls_client)
+			return -1;
 	}
-	if (!px->tls_client)
-		return -1;
 	if (px->cfg.ca_cert_fd >= 0) {
 		size_t n = 0;
 		const char *pem = proxy_ca_pem(px->ca, &n);
@@ -336,7 +339,13 @@ static void on_upstream_handshake(void *arg, const char *err, const char *detail
 void inspect_upstream(struct conn *c)
 {
 	struct proxy *px = c->px;
-	SSL *ssl = SSL_new(px->tls_client);
+	SSL *ssl;
+
+	if (!px->tls_client) {   /* no inspection: never called (proxy_tls_init) */
+		conn_fail(c, 502, "upstream_tls_failed");
+		return;
+	}
+	ssl = SSL_new(px->tls_client);
 
 	/* SNI and the name to verify: the decided (normalised) host */
 	if (!ssl || SSL_set_tlsext_host_name(ssl, c->host) != 1 || SSL_set1_host(ssl, c->host) != 1) {

@@ -263,7 +263,7 @@ static void sb_init(struct sluice_sandbox *sb, const char *name)
 
 /* Descriptors one load may need at once: the object's maps, programs and
  * BTF, libbpf's feature probes, and the links after it (a daemon then
- * keeps about 12 a sandbox: sandbox_keep_pins; scenario 9 in
+ * keeps about 11 a sandbox: sandbox_keep_pins; scenario 9 in
  * docs/performance.md). */
 #define LOAD_FDS 128
 

@@ -153,6 +153,10 @@ static json_object *attach_refusal(const char *name, const char *cg)
 		return ctlsrv_error("%s", msg);
 	if (daemon_find(name))
 		return ctlsrv_error("a sandbox named '%s' is already attached", name);
+	/* a `sluice run` of that name, or one a daemon left (sluice gc) */
+	if (sluice_pins_in_use(name))
+		return ctlsrv_error("a sandbox named '%s' is pinned under %s/%s, not by this daemon", name,
+				    SLUICE_PIN_ROOT, name);
 	if (cg2_find_mount("/proc/mounts", cg2, sizeof(cg2)) < 0)
 		return ctlsrv_error("no cgroup2 mount");
 	if (strncmp(cg, cg2, strlen(cg2)) != 0 || strstr(cg, "/.."))

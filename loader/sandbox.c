@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "sandbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -416,16 +417,30 @@ static void pins_close(int *fds, unsigned which)
 	}
 }
 
-/* Every map, and those a running sandbox reads all the time (the ring
- * buffer, the counters): a bit per enum sluice_map_id.  The rest are opened
- * from their pins when a reload writes them (sandbox_keep_pins). */
+/* Every map; those a running sandbox reads all the time (the ring buffer,
+ * the counters); those a reload writes.  A bit per enum sluice_map_id.
+ * The rest are opened from their pins for a reload (sandbox_keep_pins). */
 #define MAPS_ALL ((1u << SLUICE_MAP__MAX) - 1)
 #define MAPS_HOT ((1u << SLUICE_MAP_EVENTS) | (1u << SLUICE_MAP_STATS))
+#define MAPS_RELOAD ((1u << SLUICE_MAP_ALLOW4) | (1u << SLUICE_MAP_ALLOW6) | (1u << SLUICE_MAP_PORTS) | \
+		     (1u << SLUICE_MAP_STATE) | (1u << SLUICE_MAP_GENCONF) | (1u << SLUICE_MAP_UNIX) | \
+		     (1u << SLUICE_MAP_PROGS))
+
+/* The kernel's id of map `fd`, or 0. */
+static uint32_t map_id_of(int fd)
+{
+	struct bpf_map_info info = { 0 };
+	uint32_t len = sizeof(info);
+
+	return fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+}
 
 /* Open from its pin under pin_dir each map of `want` whose fds[] entry is
- * -1.  Returns the bits of the maps it opened, or -errno with msg (then it
- * left none of them open). */
-static int pins_open(const char *pin_dir, unsigned want, int *fds, char *msg, size_t msglen)
+ * -1.  With ids (a kernel map id per map, 0: unknown), a pin that holds
+ * another map than that is refused (-ESTALE): a pin replaced under the
+ * daemon is never written through.  Returns the bits of the maps it
+ * opened, or -errno with msg (then it left none of them open). */
+static int pins_open(const char *pin_dir, unsigned want, int *fds, const uint32_t *ids, char *msg, size_t msglen)
 {
 	unsigned opened = 0;
 	char path[512];
@@ -443,6 +458,11 @@ static int pins_open(const char *pin_dir, unsigned want, int *fds, char *msg, si
 			return err;
 		}
 		opened |= 1u << i;
+		if (ids && ids[i] && map_id_of(fds[i]) != ids[i]) {
+			snprintf(msg, msglen, "pinned map %s is not the map this sandbox was loaded with", path);
+			pins_close(fds, opened);
+			return -ESTALE;
+		}
 	}
 	return (int)opened;
 }
@@ -456,7 +476,7 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
 	sb_init(sb, name);
 	sb->own_fds = true;
 	sb->pinned = true;
-	err = pins_open(sb->pin_dir, MAPS_ALL, sb->map_fd, msg, msglen);
+	err = pins_open(sb->pin_dir, MAPS_ALL, sb->map_fd, NULL, msg, msglen);
 	if (err < 0)
 		return err;
 	/* pinned by another build: never read with this one's structs */
@@ -605,7 +625,7 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 			return -1;
 		}
 	/* the maps sandbox_keep_pins() closed, for as long as this takes */
-	opened = sb->pinned && !sb->skel ? pins_open(sb->pin_dir, MAPS_ALL, sb->map_fd, msg, msglen) : 0;
+	opened = sb->pinned && !sb->skel ? pins_open(sb->pin_dir, MAPS_RELOAD, sb->map_fd, sb->map_id, msg, msglen) : 0;
 	if (opened < 0)
 		return -1;
 	if (sluice_plan_build(policy, next, &plan, msg, msglen) < 0)
@@ -657,14 +677,45 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/* Does directory `dir` hold nothing?  false when it cannot be read. */
+static bool dir_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool empty = d != NULL;
+
+	while (d && (e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			empty = false;
+			break;
+		}
+	if (d)
+		closedir(d);
+	return empty;
+}
+
+bool sluice_pins_in_use(const char *name)
+{
+	char dir[512];
+
+	snprintf(dir, sizeof(dir), "%s/%s", SLUICE_PIN_ROOT, name);
+	return access(dir, F_OK) == 0 && !dir_empty(dir);
+}
+
 int sandbox_pin_maps(struct sluice_sandbox *sb)
 {
 	char path[512];
 	int err;
 
-	err = mkdir_p(sb->pin_dir);
+	err = mkdir_p(SLUICE_PIN_ROOT);
 	if (err)
 		return err;
+	/* pin_dir is this sandbox's only if it made it or found it empty:
+	 * the pins of another sandbox of that name (a `sluice run`, one a
+	 * daemon left) are never touched, not even by the cleanup of this
+	 * failed start (sandbox_destroy() unpins only where pinned is set) */
+	if (mkdir(sb->pin_dir, 0700) < 0 && (errno != EEXIST || !dir_empty(sb->pin_dir)))
+		return -EEXIST;
 	sb->pinned = true;
 	for (int i = 0; i < SLUICE_MAP__MAX; i++) {
 		snprintf(path, sizeof(path), "%s/%s", sb->pin_dir, map_names[i]);
@@ -726,13 +777,16 @@ int sandbox_keep_pins(struct sluice_sandbox *sb, char *msg, size_t msglen)
 
 	if (!sb->pinned)
 		return 0;
+	/* what a reload will check its pins against */
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		sb->map_id[i] = map_id_of(sb->map_fd[i]);
 	if (!sb->skel) {   /* adopted: its maps are its own */
 		pins_close(sb->map_fd, MAPS_ALL & ~MAPS_HOT);
 		return 0;
 	}
 	for (int i = 0; i < SLUICE_MAP__MAX; i++)
 		fds[i] = -1;
-	err = pins_open(sb->pin_dir, MAPS_HOT, fds, msg, msglen);
+	err = pins_open(sb->pin_dir, MAPS_HOT, fds, sb->map_id, msg, msglen);
 	if (err < 0)
 		return err;
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
@@ -792,7 +846,8 @@ void sandbox_detach(struct sluice_sandbox *sb)
 
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
 		sluice_link_path(sb->pin_dir, prog_names[i], path, sizeof(path));
-		unlink(path);
+		if (sb->pinned)   /* never another sandbox's pins (sandbox_pin_maps) */
+			unlink(path);
 		if (sb->links[i]) {
 			bpf_link__destroy(sb->links[i]);
 			sb->links[i] = NULL;

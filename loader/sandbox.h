@@ -70,6 +70,7 @@ struct sluice_sandbox {
 	struct sluice_bpf *skel;    /* NULL for an adopted sandbox */
 	struct bpf_link *links[SLUICE_PROG__MAX];
 	int map_fd[SLUICE_MAP__MAX];
+	uint32_t map_id[SLUICE_MAP__MAX]; /* kernel ids, set by sandbox_keep_pins (0: not yet) */
 	bool own_fds;               /* map_fd[] were opened from pins: close them */
 	uint32_t gen;               /* generation now in force */
 	bool pinned;
@@ -152,8 +153,14 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *policy, char *msg,
 			 size_t msglen);
 
+/* Is a sandbox named `name` pinned (SLUICE_PIN_ROOT/name exists and is not
+ * empty)?  A new sandbox of that name would collide with it. */
+bool sluice_pins_in_use(const char *name);
+
 /* Create pin_dir and pin every map (the proxy opens sluice_flows; a
- * restarted daemon adopts the rest).  Returns 0 or -errno. */
+ * restarted daemon adopts the rest).  Returns 0 or -errno; -EEXIST when
+ * pin_dir exists and is not empty (another sandbox of that name is pinned:
+ * then nothing of it is touched, by this or by sandbox_destroy()). */
 int sandbox_pin_maps(struct sluice_sandbox *sb);
 
 /*
@@ -169,12 +176,13 @@ int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msgle
  * Keeps open only the maps read all the time, the ring buffer and the
  * counters (reopened from their pins); lets go of the links' descriptors
  * (their pins keep them attached) and of the skeleton's programs, maps
- * and BTF.  sandbox_apply_policy() then opens the other maps from their
- * pins for as long as it takes.  A daemon holds hundreds of sandboxes:
- * the skeleton and links kept open were about 40 descriptors each (issue
- * 19, scenario 9).  A no-op for an unpinned sandbox.  0, or -errno with
- * msg (then nothing changed).  The map descriptors change: take
- * sandbox_events_fd() after it.
+ * and BTF.  sandbox_apply_policy() then opens the maps it writes from
+ * their pins for as long as it takes, and refuses a pin that holds
+ * another map than the one recorded here (sb->map_id[]).  A daemon holds
+ * hundreds of sandboxes: the skeleton and links kept open were about 43
+ * descriptors each (issue 19, scenario 9).  A no-op for an unpinned
+ * sandbox.  0, or -errno with msg (then nothing changed but map_id[]).
+ * The map descriptors change: take sandbox_events_fd() after it.
  */
 int sandbox_keep_pins(struct sluice_sandbox *sb, char *msg, size_t msglen);
 

@@ -249,6 +249,73 @@ def test_attach_plain_cgroup_and_netns(w):
         d.close()
 
 
+def test_a_name_pinned_by_another_sandbox_is_refused_and_its_pins_kept(w):
+    """A `sluice run` holds the name: an attach of that name, and a second
+    run of it, are refused, and neither touches the first one's pins (the
+    cleanup of a failed start used to unlink them: a sandbox whose loader
+    then died would have lost its filter)."""
+    name = "twin%d" % os.getpid()
+    pins = "/sys/fs/bpf/sluice/" + name
+    first = subprocess.Popen([W.SLUICE, "run", "--name", name, "--", "sleep", "30"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    d = Daemon(w)
+    a = Workload(w, "twin")
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and not os.path.exists(os.path.join(pins, "link_skb_egress")):
+            time.sleep(0.05)
+        before = sorted(os.listdir(pins))
+        assert "link_connect4" in before and "sluice_events" in before, before
+        r = d.ctl("attach", "--policy", w.write("twin.yaml", POLICY_A), "--cgroup", a.cg, "--netns", w.sbx_path,
+                  "--name", name)
+        assert r.returncode == 2 and "is pinned under " + pins in r.stderr, r
+        assert sorted(os.listdir(pins)) == before
+        r = subprocess.run([W.SLUICE, "run", "--name", name, "--", "true"], capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and "File exists" in r.stderr, r
+        assert sorted(os.listdir(pins)) == before
+        assert first.poll() is None, "the first sandbox's run stopped"
+    finally:
+        first.terminate()
+        first.wait(timeout=20)
+        a.close()
+        d.close()
+        shutil.rmtree(pins, ignore_errors=True)
+
+
+def test_a_reload_refuses_a_map_pin_replaced_under_the_daemon(w):
+    """The daemon reopens a sandbox's maps from their pins for a reload: a
+    pin that now holds another map (same name, its own shape) is refused,
+    nothing is written through it, and the policy in force stays."""
+    if not shutil.which("bpftool"):
+        raise W.Skip("bpftool not installed (make deps)")
+    d = Daemon(w)
+    a = Workload(w, "swap")
+    pins = "/sys/fs/bpf/sluice/swap"
+    pin, kept, other = pins + "/sluice_allow4", pins + "/sluice_allow4_kept", pins + "/other"
+    try:
+        d.attach(a, "swap", POLICY_A)
+        r = subprocess.run(["bpftool", "map", "create", other, "type", "hash", "key", "4", "value", "4",
+                            "entries", "8", "name", "other"], capture_output=True, text=True)
+        assert r.returncode == 0, r
+        os.rename(pin, kept)
+        os.rename(other, pin)
+        r = d.ctl("reload", "--policy", w.write("swapb.yaml", POLICY_B), "swap")
+        assert r.returncode == 2 and "is not the map this sandbox was loaded with" in r.stderr, r
+        assert "nothing changed" in r.stderr, r
+        assert d.status()["swap"]["policy_name"] == "daemon-a"
+        assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"   # POLICY_B would allow it
+        os.replace(kept, pin)
+        r = d.ctl("reload", "--policy", w.write("swapb.yaml", POLICY_B), "swap")
+        assert r.returncode == 0, r
+        assert a.probe("tcp", "192.0.2.10", 9000) == "ok"
+    finally:
+        for f in (other, kept):
+            if os.path.exists(f):
+                os.replace(f, pin) if f == kept else os.unlink(f)
+        a.close()
+        d.close()
+
+
 def test_attach_refuses_the_root_cgroup_and_bad_policies(w):
     d = Daemon(w)
     try:

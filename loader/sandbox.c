@@ -222,15 +222,16 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	bpf_map__set_max_entries(s->maps.sluice_prog_allow, 2 * (np + 1024));
 	/* 4 MiB: about 43,000 events of burst before losses are counted */
 	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
-	/* An LRU hash is allocated whole: 176 bytes an entry.  An entry lives
-	 * from the connect until the child accepts and takes it, so the two
-	 * listeners' full accept queues bound it; twice that leaves room for
-	 * SYNs in flight and the resolver's UDP entries, which the LRU evicts
-	 * (attribution only).  2.9 MiB a sandbox; 65,536 entries were 11 MiB
-	 * (issue 19, scenario 9).  A flood that evicts an entry not yet taken
-	 * costs only the flooding sandbox: the proxy refuses a flow it cannot
-	 * find. */
-	bpf_map__set_max_entries(s->maps.sluice_flows, 4 * SLUICE_LISTEN_BACKLOG);
+	/* An LRU hash is allocated whole: 176 bytes an entry.  A TCP entry
+	 * lives from the connect until the child accepts and takes it, so the
+	 * full accept queues of the four TCP listeners (proxy and DNS over
+	 * TCP, IPv4 and IPv6) bound them; twice that leaves room for SYNs in
+	 * flight, the CPUs' share of the LRU's free lists and the resolver's
+	 * UDP entries, which the LRU evicts (attribution only).  5.8 MiB a
+	 * sandbox; 65,536 entries were 11.5 MiB (issue 19, scenario 9).  A
+	 * flood that evicts an entry not yet taken costs only the flooding
+	 * sandbox: the proxy refuses a flow it cannot find (no_flow_entry). */
+	bpf_map__set_max_entries(s->maps.sluice_flows, 8 * SLUICE_LISTEN_BACKLOG);
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
 		struct bpf_program *prog = prog_of(s, i);
 
@@ -327,7 +328,7 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	 * nothing of the programs: the sandbox is refused, none dropped. */
 	static int lsm_refused, unix_refused;
 	struct sluice_bpf_config c = *cfg;
-	int want_lsm, want_unix, first = 0;
+	int want_lsm, want_unix, errs[4] = { 0 };
 
 	if (c.have_lsm && lsm_refused) {
 		c.have_lsm = 0;
@@ -350,16 +351,17 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 			continue;   /* the same load as one already tried */
 		c.have_unix = want_unix && !(drop & 1);
 		c.have_lsm = want_lsm && !(drop & 2);
-		err = load_object(sb, &c, n4, n6, nu, np);
+		err = errs[drop] = load_object(sb, &c, n4, n6, nu, np);
 		if (err && refusal_is_passing(err))
 			break;  /* not the programs: refuse the sandbox, drop none */
-		if (err && !first)
-			first = err;
 	}
+	/* each refusal in the words of the load that had those programs
+	 * without the others (drop 1: the LSM ones, drop 2: the unix ones),
+	 * where it was tried; else of the first load */
 	if (!err && want_lsm && !c.have_lsm)
-		sb->lsm_err = lsm_refused = first;
+		sb->lsm_err = lsm_refused = errs[1] ? errs[1] : errs[0];
 	if (!err && want_unix && !c.have_unix)
-		sb->unix_err = unix_refused = first;
+		sb->unix_err = unix_refused = errs[2] ? errs[2] : errs[0];
 	if (err) {
 		snprintf(msg, msglen, "cannot load BPF programs: %s (does this kernel have BPF, BTF and cgroup sock_addr hooks? run as root)",
 			 strerror(-err));

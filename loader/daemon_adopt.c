@@ -183,6 +183,7 @@ static int adopt_one(const char *name, json_object *st)
 	struct dsandbox *s = new_sandbox(name);
 	char msg[1024];
 	uint64_t seq;
+	int err;
 
 	if (!s) {
 		log_warnx("cannot re-adopt sandbox %s: out of memory", name);
@@ -191,12 +192,18 @@ static int adopt_one(const char *name, json_object *st)
 	adopt_record(s, st);
 	if (adopt_maps_and_listeners(s, msg, sizeof(msg)) < 0) {
 		log_warnx("cannot re-adopt sandbox %s: %s", name, msg);
+		/* its pins hold the filter for the next try, not our descriptors */
+		sandbox_release(&s->sb);
 		free_sandbox(s);
 		return -1;
 	}
 	init_meta(s);
-	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) == 0)
+	err = sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log);
+	if (err == 0)
 		s->consumer_ok = true;
+	else   /* its filter holds; what it denies stays in the ring, counted */
+		log_warnx("sandbox %s: cannot read its ring buffer (%s): its kernel events are not logged until "
+			  "the daemon restarts", name, strerror(-err));
 	/* the previous daemon's loss counts carry on: each loss reported once */
 	accounting_restore(s, st);
 	/* and a line it wrote for a record it never consumed is not written twice */

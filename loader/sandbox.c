@@ -857,6 +857,18 @@ void sandbox_detach(struct sluice_sandbox *sb)
 	}
 }
 
+void sandbox_release(struct sluice_sandbox *sb)
+{
+	if (sb->own_fds) {
+		for (int i = 0; i < SLUICE_MAP__MAX; i++)
+			if (sb->map_fd[i] >= 0)
+				close(sb->map_fd[i]);
+		sb->own_fds = false;
+	}
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		sb->map_fd[i] = -1;
+}
+
 void sandbox_destroy(struct sluice_sandbox *sb)
 {
 	char path[512];
@@ -874,13 +886,7 @@ void sandbox_destroy(struct sluice_sandbox *sb)
 		rmdir(SLUICE_PIN_ROOT); /* only if empty */
 		sb->pinned = false;
 	}
-	if (sb->own_fds) {
-		for (int i = 0; i < SLUICE_MAP__MAX; i++)
-			if (sb->map_fd[i] >= 0)
-				close(sb->map_fd[i]);
-	}
-	for (int i = 0; i < SLUICE_MAP__MAX; i++)
-		sb->map_fd[i] = -1;
+	sandbox_release(sb);
 	if (sb->skel) {
 		sluice_bpf__destroy(sb->skel);
 		sb->skel = NULL;

@@ -195,4 +195,12 @@ int sandbox_events_fd(struct sluice_sandbox *sb);
 /* Unpin everything under pin_dir, destroy links and the skeleton. */
 void sandbox_destroy(struct sluice_sandbox *sb);
 
+/*
+ * Close the map descriptors sb opened from its pins (sandbox_adopt,
+ * sandbox_keep_pins) and keep the pins: the filter stays in force, held by
+ * them, for a later daemon to adopt.  For a sandbox this process is not
+ * adopting after all.  A no-op on descriptors it does not own.
+ */
+void sandbox_release(struct sluice_sandbox *sb);
+
 #endif

@@ -43,7 +43,7 @@ QUICK = {"repeats": 1, "connect_blocks": 5, "profile_n": 1000, "flood_blocks": 2
          "many_sandboxes": 20}
 
 # rough seconds each scenario needs here (for the deadline check)
-ESTIMATE = {"1+2": 90, "3": 40, "4": 100, "5": 60, "6": 160, "7": 60, "8": 200, "9": 420}
+ESTIMATE = {"1+2": 90, "3": 40, "4": 100, "5": 60, "6": 160, "7": 60, "8": 200, "9": 150}
 
 
 def machine():

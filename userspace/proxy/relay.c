@@ -32,7 +32,7 @@ struct relay_dir {
 	uint64_t bytes;
 	struct event *rev;    /* src readable */
 	struct event *wev;    /* dst writable: made the first time dst is full (an idle
-			       * tunnel never needs one: 10,000 of them, 2.8 MiB) */
+			       * tunnel never needs one: 10,000 of them, 2.8 MB) */
 };
 
 struct proxy_relay {

@@ -154,7 +154,8 @@ static void ensure_path(struct relay_dir *d)
 	}
 }
 
-enum pump_result { PUMP_WAIT, PUMP_DONE, PUMP_ERROR_SRC, PUMP_ERROR_DST };
+/* PUMP_ERROR_LOCAL: the relay's own failure (out of memory), no peer's */
+enum pump_result { PUMP_WAIT, PUMP_DONE, PUMP_ERROR_SRC, PUMP_ERROR_DST, PUMP_ERROR_LOCAL };
 
 /*
  * Move what can be moved in one direction without blocking; arm the event
@@ -217,7 +218,7 @@ static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
 			if (!d->buf) {
 				d->buf = malloc(RELAY_COPY_BUF);
 				if (!d->buf)
-					return PUMP_ERROR_SRC;
+					return PUMP_ERROR_LOCAL;
 				d->cap = RELAY_COPY_BUF;
 			}
 			n = recv(d->src, d->buf, d->cap, 0);
@@ -252,7 +253,7 @@ static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
 wait_write:
 	event_del(d->rev);
 	if (wev_add(r, d) < 0)
-		return PUMP_ERROR_DST;
+		return PUMP_ERROR_LOCAL;
 	return PUMP_WAIT;
 }
 
@@ -260,6 +261,10 @@ static void run(struct proxy_relay *r, int which)
 {
 	enum pump_result res = pump(r, &r->d[which]);
 
+	if (res == PUMP_ERROR_LOCAL) {
+		finish(r, "relay_error");
+		return;
+	}
 	if (res == PUMP_ERROR_SRC || res == PUMP_ERROR_DST) {
 		bool client = (which == 0) == (res == PUMP_ERROR_SRC);
 
@@ -561,16 +566,16 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 		relay_free(r);   /* frees initial with d[0].buf */
 		return NULL;
 	}
-	event_add(r->d[1].rev, NULL);
+	if (event_add(r->d[1].rev, NULL) < 0) {
+		relay_free(r);
+		return NULL;
+	}
 	return r;
 fail:
 	free(initial);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++)
 		if (r->d[i].rev)
 			event_free(r->d[i].rev);
-		if (r->d[i].wev)
-			event_free(r->d[i].wev);
-	}
 	free(r);
 	return NULL;
 }

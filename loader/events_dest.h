@@ -22,7 +22,9 @@ bool sluice_events_is_journald(const char *spec);
  *    entry per line, MESSAGE the JSON line; the lines of every writer stay
  *    whole (a line is one write(2) of at most 4096 bytes, which the kernel
  *    queues as one buffer on the unix stream); the journal must be running;
- *  - anything else: a file, appended to (O_APPEND), created with `mode`.
+ *  - anything else: a file, appended to (O_APPEND), created with `mode`;
+ *    a line a killed writer left half written at its end is removed first
+ *    (said on stderr), so that the next line does not join it.
  * Returns the descriptor (O_CLOEXEC), or -errno (the journal or the file
  * could not be opened).
  */

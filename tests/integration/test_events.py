@@ -113,6 +113,25 @@ def test_events_file_shared_by_all_writers(w):
     assert len(ids) == len(set(ids)), "event.id not unique"
 
 
+def test_a_line_torn_by_a_killed_writer_is_removed_before_the_next_one(w):
+    """A writer killed by SIGKILL in the middle of a line (a write that
+    spans a page stops short on a fatal signal; CI's kill -9 restarts did
+    it) leaves a fragment at the end of the file.  The next writer to open
+    the file takes it back to the last newline and says so: its own first
+    line must not join the fragment into one line no reader can parse."""
+    path = os.path.join(w.tmp, "torn-%d.jsonl" % time.monotonic_ns())
+    whole = '{"event.kind":"event","sluice.before":"whole"}\n'
+    with open(path, "w") as f:
+        f.write(whole + '{"event.kind":"event","sluice.sandbox":"killed-in-the-mid')
+    r = run_raw(w, CMD, events=path)
+    assert r.returncode == 0 and r.stdout == "CMD-OUT\n", r
+    assert "ended in a torn line (57 bytes" in r.stderr, r.stderr
+    text = open(path).read()
+    assert text.startswith(whole) and "killed-in-the-mid" not in text, text[:300]
+    lines = [json.loads(l) for l in text.splitlines()]   # every line whole
+    assert len(lines) > 1 and lines[0]["sluice.before"] == "whole"
+
+
 FLOOD = 6000
 
 

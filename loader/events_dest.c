@@ -52,8 +52,8 @@ static long mend_torn_tail(int fd, const char *path)
 	cut = n;
 	while (cut > 0 && tail[cut - 1] != '\n')
 		cut--;
-	if (cut == 0 && from > 0)
-		return 0;   /* no newline in a line's length: not a torn line of ours */
+	if ((cut == 0 && from > 0) || tail[cut] != '{')
+		return 0;   /* no newline in a line's length, or no JSON: not a line of ours */
 	if (fstat(fd, &st2) < 0 || st2.st_size != st.st_size)
 		return 0;
 	if (ftruncate(fd, from + cut) < 0)

@@ -130,6 +130,14 @@ def test_a_line_torn_by_a_killed_writer_is_removed_before_the_next_one(w):
     assert text.startswith(whole) and "killed-in-the-mid" not in text, text[:300]
     lines = [json.loads(l) for l in text.splitlines()]   # every line whole
     assert len(lines) > 1 and lines[0]["sluice.before"] == "whole"
+    # what is not a JSON line is never taken for one of ours: it stays,
+    # and the writers start on a new line after it (heal_torn_tail)
+    other = os.path.join(w.tmp, "torn-other-%d.txt" % time.monotonic_ns())
+    with open(other, "w") as f:
+        f.write("notes of the operator, no newline")
+    r = run_raw(w, CMD, events=other)
+    assert r.returncode == 0 and "removed" not in r.stderr and "it stays as it was" in r.stderr, r.stderr
+    assert open(other).read().startswith("notes of the operator, no newline\n{")
 
 
 FLOOD = 6000

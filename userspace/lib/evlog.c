@@ -358,7 +358,10 @@ void sluice_evlog_use_ocsf(bool on)
  * of one write(2)) leaves a torn line at the end of a regular file: start
  * on a new line, so that the torn one stays one broken line and never runs
  * into the first line of ours.  The fd is write-only: the last byte is read
- * through /proc/self/fd (if that is refused, nothing is done).
+ * through /proc/self/fd (if that is refused, nothing is done).  A torn
+ * JSON line is already gone by then where sluice run or the daemon opened
+ * the file (mend_torn_tail, loader/events_dest.c): what is left here is a
+ * tail that is not a line of ours, or a file a writer was given open.
  */
 static void heal_torn_tail(const struct sluice_evlog *w, const struct stat *st)
 {

@@ -22,8 +22,9 @@ bool sluice_events_is_journald(const char *spec)
 /*
  * A writer killed by SIGKILL in the middle of a line (a write(2) that
  * spans a page can stop short on a fatal signal) leaves the file ending in
- * a fragment, and the next writer's first line would be glued to it: one
- * line no reader can parse.  Take the fragment back to the last newline
+ * a fragment; heal_torn_tail() (evlog.c) keeps the next line apart from
+ * it, but the fragment stays a line no JSON reader parses (CI's
+ * faults/test_restart read one).  Take the fragment back to the last newline
  * (a line is at most SLUICE_LINE_MAX bytes), unless the file is growing
  * meanwhile (another writer is in the middle of its line).  A kernel
  * event's line is not lost by it: its ring buffer record was not consumed

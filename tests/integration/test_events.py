@@ -117,8 +117,8 @@ def test_a_line_torn_by_a_killed_writer_is_removed_before_the_next_one(w):
     """A writer killed by SIGKILL in the middle of a line (a write that
     spans a page stops short on a fatal signal; CI's kill -9 restarts did
     it) leaves a fragment at the end of the file.  The next writer to open
-    the file takes it back to the last newline and says so: its own first
-    line must not join the fragment into one line no reader can parse."""
+    the file takes it back to the last newline and says so: no line of the
+    file is one a JSON reader cannot parse."""
     path = os.path.join(w.tmp, "torn-%d.jsonl" % time.monotonic_ns())
     whole = '{"event.kind":"event","sluice.before":"whole"}\n'
     with open(path, "w") as f:

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -29,12 +30,14 @@ bool sluice_events_is_journald(const char *spec)
  * meanwhile (another writer is in the middle of its line).  A kernel
  * event's line is not lost by it: its ring buffer record was not consumed
  * yet, and the daemon that adopts the sandbox writes it again
- * (last_written_seq() reads whole lines only).  Returns the bytes removed,
- * or 0.
+ * (last_written_seq() reads whole lines only).  The fd is write-only: the
+ * tail is read through /proc/self/fd, as heal_torn_tail() does, so it is
+ * the file fd holds, not whatever the path names by now.  Returns the
+ * bytes removed, or 0.
  */
-static long mend_torn_tail(int fd, const char *path)
+static long mend_torn_tail(int fd)
 {
-	char tail[SLUICE_LINE_MAX];
+	char tail[SLUICE_LINE_MAX], path[64];
 	struct stat st, st2;
 	off_t from, cut;
 	ssize_t n;
@@ -42,7 +45,8 @@ static long mend_torn_tail(int fd, const char *path)
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
 		return 0;
-	rfd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	rfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (rfd < 0)
 		return 0;
 	from = st.st_size > (off_t)sizeof(tail) ? st.st_size - (off_t)sizeof(tail) : 0;
@@ -72,7 +76,7 @@ int sluice_events_open(const char *spec, unsigned mode)
 		fd = open(spec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, (mode_t)mode);
 		if (fd < 0)
 			return -errno;
-		torn = mend_torn_tail(fd, spec);
+		torn = mend_torn_tail(fd);
 		if (torn > 0)
 			log_warnx("%s ended in a torn line (%ld bytes, a writer killed in the middle of it): removed, so "
 				  "that every line is whole", spec, torn);

@@ -58,6 +58,7 @@
 #define MAX_TRIES      2        /* one retry */
 #define MAX_BOGUS      16       /* non-matching replies tolerated per attempt */
 #define FDS_SPARE      16       /* kept free beyond the budget: SIGHUP's reopen, libevent */
+#define DRAIN_GRACE_MS 1000     /* a draining server's TCP client: its last query may come this long */
 
 struct conn;
 
@@ -123,7 +124,7 @@ struct rsv_server {
 	struct conn *conns;
 	struct txn *txns;            /* every query not yet finished */
 	bool stopping;
-	bool draining;               /* rsv_server_drain: reading nothing new */
+	bool draining;               /* rsv_server_drain: no new query but a TCP client's last ones */
 	unsigned n_conns;
 	unsigned inflight;
 	unsigned tcp_cap;            /* TCP clients at once: cfg's, or what the descriptors allow */
@@ -776,13 +777,15 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
+	unsigned handled = 0;
+
 	while (!c->closing && c->pending < TCP_MAX_PENDING) {
 		size_t mlen;
 		uint8_t *msg;
 		int r = tcp_frame(in, &msg, &mlen);
 
 		if (r == 0)
-			return;
+			break;
 		if (r < 0) {
 			conn_free(c);
 			return;
@@ -792,6 +795,15 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 		 * it is not closing here, so c survives */
 		handle_query(c->srv, msg, mlen, &c->peer, c->peer_len, -1, c);
 		evbuffer_drain(in, 2 + mlen);
+		handled++;
+	}
+	if (c->srv->draining && handled && !c->closing) {
+		/* draining: what came is answered, then the client is closed */
+		c->closing = true;
+		bufferevent_disable(bev, EV_READ);
+		if (c->pending == 0 && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_free(c);
+		return;
 	}
 	if (c->pending >= TCP_MAX_PENDING)
 		bufferevent_disable(bev, EV_READ);  /* until some are answered */
@@ -1058,13 +1070,20 @@ void rsv_server_drain(struct rsv_server *s)
 		event_del(s->udp[i]->ev);
 	for (i = 0; i < s->n_tcp; i++)
 		evconnlistener_disable(s->tcp[i]);
-	/* TCP clients: answer what they asked, then close */
+	/* TCP clients: each is answered what it asked and what it asks within
+	 * DRAIN_GRACE_MS, then closed (conn_read_cb; idle that long, the read
+	 * timeout closes it).  Closing one at once would reset a connection
+	 * whose query is on its way: a client just accepted has not sent it
+	 * yet, and unread bytes turn the close into a reset (RFC 7766 6.2.3
+	 * lets a server close idle clients, not cut a query). */
+	unsigned idle = s->cfg->tcp_timeout_ms;
+	struct timeval grace = ms_tv(idle < DRAIN_GRACE_MS ? idle : DRAIN_GRACE_MS), wtv = ms_tv(idle);
+
 	for (c = s->conns; c; c = next) {
 		next = c->next;
-		c->closing = true;
-		bufferevent_disable(c->bev, EV_READ);
-		if (c->pending == 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-			conn_free(c);
+		if (c->closing)
+			continue;
+		bufferevent_set_timeouts(c->bev, &grace, &wtv);
 	}
 	drained_check(s);
 }

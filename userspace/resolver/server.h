@@ -69,8 +69,10 @@ void rsv_server_fit_descriptors(struct rsv_server *s);
  * that is the resolver itself would forward each query to itself forever.) */
 bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr *sa);
 
-/* Drain (a reload's old resolver, SIGQUIT): read no new query (the sockets
- * stay open for the next resolver), answer and log each one in flight, and
+/* Drain (a reload's old resolver, SIGQUIT): read no new query from the
+ * shared sockets (they stay open for the next resolver), answer and log
+ * each one in flight and what each open TCP client sends in the next
+ * second (then close it: a query on its way is answered, not reset), and
  * leave the event loop once none is left (the caller bounds it with a
  * deadline, then calls rsv_server_free). */
 void rsv_server_drain(struct rsv_server *s);

@@ -10,8 +10,9 @@ in flight across reloads) and api.example.com in turn (TTL 0: no cache
 answers them); no retries; then waits up to 10 s for the last answers.
 tcp: one query after the other, each on a new connection (5 s).  Writes
 {"sent": [[port, id, name]], "answered": {"port/id": rcode}, "failed":
-{"port/id": what happened}} to OUT: the resolver's lines carry the same
-source.port and dns.id.
+{"port/id": what happened}, "error": a traceback or null} to OUT: the
+resolver's lines carry the same source.port and dns.id.  Whatever goes
+wrong, OUT is written (the agent that runs this keeps stdout only).
 """
 import json
 import os
@@ -19,6 +20,7 @@ import socket
 import struct
 import sys
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
@@ -52,37 +54,51 @@ def tcp_one(name, qid):
             failed[key if "key" in dir() else "connect-%d" % qid] = str(e)
 
 
-if tcp:
-    while time.monotonic() < end:
-        tcp_one("api.example.com" if n % 2 else "delay.example.com", n % 65536)
-        n += 1
-else:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-    s.settimeout(0.005)
-    s.connect((addr, port))
-    sport = s.getsockname()[1]
-
-    def take():
-        while True:
-            try:
-                r = s.recv(4096)
-            except (socket.timeout, BlockingIOError):
-                return
-            answered["%d/%d" % (sport, struct.unpack("!H", r[:2])[0])] = D.parse(r)["rcode"]
-
-    nxt = time.monotonic()
-    while time.monotonic() < end and n < 65536:
-        if time.monotonic() >= nxt:
-            name = "delay.example.com" if n % 2 == 0 else "api.example.com"
-            s.send(D.build_query(name, "A", qid=n))
-            sent.append([sport, n, name])
+error = None
+try:
+    if tcp:
+        while time.monotonic() < end:
+            tcp_one("api.example.com" if n % 2 else "delay.example.com", n % 65536)
             n += 1
-            nxt += 0.01
-        take()
-    deadline = time.monotonic() + 10
-    while len(answered) < len(sent) and time.monotonic() < deadline:
-        take()
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        s.settimeout(0.005)
+        s.connect((addr, port))
+        sport = s.getsockname()[1]
+
+        def take():
+            while True:
+                try:
+                    r = s.recv(4096)
+                except (socket.timeout, BlockingIOError):
+                    return
+                except OSError as e:    # e.g. an ICMP error queued on the socket
+                    failed["recv-%d" % len(failed)] = str(e)
+                    return
+                if len(r) < 12:
+                    failed["short-%d" % len(failed)] = "a %d-byte datagram" % len(r)
+                    continue
+                answered["%d/%d" % (sport, struct.unpack("!H", r[:2])[0])] = D.parse(r)["rcode"]
+
+        nxt = time.monotonic()
+        while time.monotonic() < end and n < 65536:
+            if time.monotonic() >= nxt:
+                name = "delay.example.com" if n % 2 == 0 else "api.example.com"
+                try:
+                    s.send(D.build_query(name, "A", qid=n))
+                    sent.append([sport, n, name])
+                except OSError as e:  # not sent: not counted as sent
+                    failed["send-%d" % n] = str(e)
+                n += 1
+                nxt += 0.01
+            take()
+        deadline = time.monotonic() + 10
+        while len(answered) < len(sent) and time.monotonic() < deadline:
+            take()
+except Exception:
+    error = traceback.format_exc()
+    print(error)
 with open(out + ".tmp", "w") as f:
-    json.dump({"sent": sent, "answered": answered, "failed": failed}, f)
+    json.dump({"sent": sent, "answered": answered, "failed": failed, "error": error}, f)
 os.rename(out + ".tmp", out)

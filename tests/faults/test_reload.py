@@ -153,10 +153,11 @@ DNS_CLIENT = os.path.join(HERE, "dns_reload_client.py")
 
 
 def test_reload_storm_answers_and_logs_every_dns_query(w):
-    """Steady streams of DNS queries, over UDP (100 a second, half of them
-    answered 0.5 s late by the world's server: in flight in the old
+    """Steady streams of DNS queries at once, over UDP (100 a second, half
+    of them answered 0.5 s late by the world's server: in flight in the old
     resolver when a reload retires it) and over TCP (one connection per
-    query), while the policy is reloaded again and again: every query the
+    query: some just accepted by the old resolver when its drain begins),
+    while the policy is reloaded again and again: every query the
     client sent is answered, or counted dropped (status dns_dropped), and
     every answered one has exactly one dns-query line (matched by the
     client's port and the query's ID)."""
@@ -171,12 +172,12 @@ def test_reload_storm_answers_and_logs_every_dns_query(w):
         pb = w.write(name + "-b.yaml", DNS_POLICY % ("dns-reload-b", 9000))
         r = d.ctl("attach", "--policy", pa, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", name)
         assert r.returncode == 0, r.stderr
+        # both clients at once, in one command: the agent runs its commands
+        # one after the other
+        both = " & ".join("python3 %s 192.0.2.53 53 8 %s.%s %s" % (DNS_CLIENT, out, m, m) for m in ("udp", "tcp"))
         res = {}
-        threads = [threading.Thread(target=lambda m=m: res.update({m: a.run("python3", DNS_CLIENT, "192.0.2.53", 53, "8",
-                                                                             out + "." + m, m, timeout=60)}))
-                   for m in ("udp", "tcp")]
-        for t in threads:
-            t.start()
+        t = threading.Thread(target=lambda: res.update(r=a.run("sh", "-c", both + " & wait", timeout=60)))
+        t.start()
         reloads, pids = 0, set()
         t0 = time.time()
         while time.time() - t0 < 7:
@@ -185,10 +186,14 @@ def test_reload_storm_answers_and_logs_every_dns_query(w):
             pids.add(d.status()[name]["resolver_pid"])
             reloads += 1
             time.sleep(0.1)
-        for t in threads:
-            t.join(60)
-        assert "udp" in res and "tcp" in res, "a client did not finish"
+        t.join(60)
+        assert "r" in res, "the clients did not finish"
+        for m in ("udp", "tcp"):
+            assert os.path.exists(out + "." + m), "the %s client wrote nothing; they printed: %s" % (m, res["r"])
         got = {m: json.load(open(out + "." + m)) for m in ("udp", "tcp")}
+        for m, g in got.items():
+            assert g["error"] is None, "the %s client failed: %s" % (m, g["error"])
+        assert not got["udp"]["failed"], "UDP errors on the client's socket: %s" % list(got["udp"]["failed"].items())[:5]
         assert reloads >= 5 and len(pids) >= 5, (reloads, len(pids))
         assert len(got["udp"]["sent"]) > 200 and len(got["tcp"]["sent"]) > 50, {m: len(g["sent"]) for m, g in got.items()}
 

@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import world as W
@@ -160,6 +161,7 @@ class Workload:
         self.dir = os.path.join(w.tmp, "agent-" + name)
         os.mkdir(self.dir)
         self.n = 0
+        self.lock = threading.Lock()  # a command number each, from any thread
         netns = netns or w.sbx
         self.proc = subprocess.Popen(["sh", "-c", "echo $$ > %s/cgroup.procs && exec ip netns exec %s python3 %s %s"
                                       % (self.cg, netns, AGENT, self.dir)], start_new_session=True)
@@ -169,12 +171,17 @@ class Workload:
             time.sleep(0.02)
 
     def run(self, *argv, timeout=20):
-        self.n += 1
-        cmd = os.path.join(self.dir, "%04d.cmd" % self.n)
+        """Runs argv in the workload and returns its stdout.  The agent runs
+        one command after the other: two at once need one command (sh -c
+        "A & B & wait")."""
+        with self.lock:
+            self.n += 1
+            n = self.n
+        cmd = os.path.join(self.dir, "%04d.cmd" % n)
         with open(cmd + ".tmp", "w") as f:
             json.dump([str(a) for a in argv], f)
         os.rename(cmd + ".tmp", cmd)
-        out = os.path.join(self.dir, "%04d.out" % self.n)
+        out = os.path.join(self.dir, "%04d.out" % n)
         deadline = time.time() + timeout
         while not os.path.exists(out):
             assert time.time() < deadline, "agent did not answer"

@@ -632,6 +632,12 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 		return -1;
 	if (sluice_plan_build(policy, next, &plan, msg, msglen) < 0)
 		goto fail;
+	/* the generation before the one in force goes now, one reload after
+	 * the switch away from it, not at that switch: a hook reads the
+	 * number once and then looks its entries up, so one that read it
+	 * just before the switch (and was preempted) still finds them */
+	if (sb->gen > 1)
+		delete_gen(sb, sb->gen - 1);
 	/* once, at the first load (an adopted sandbox has them already) */
 	if (sb->skel && !sb->gen && (err = write_unix_quiet(sb)) != 0) {
 		snprintf(msg, msglen, "cannot write the quiet unix names: %s", strerror(-err));
@@ -651,8 +657,6 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 		delete_gen(sb, next);
 		goto fail;
 	}
-	if (sb->gen)
-		delete_gen(sb, sb->gen);
 	sb->gen = next;
 	pins_close(sb->map_fd, (unsigned)opened);
 	return 0;

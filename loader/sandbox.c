@@ -330,6 +330,22 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	struct sluice_bpf_config c = *cfg;
 	int want_lsm, want_unix, errs[4] = { 0 };
 
+	/* a kernel that lists the BPF LSM but refuses its programs (seen:
+	 * EPERM for every one) is told by a two-instruction load, not by
+	 * whole loads of the object that each verify the other programs
+	 * before the first LSM one fails (two of them, about a third of a
+	 * process's first attach or `sluice run`).  A pass proves only that
+	 * much: the real load below still decides.  Once a process (it
+	 * reads the vmlinux BTF). */
+	static bool lsm_probed;
+
+	if (c.have_lsm && !lsm_refused && !lsm_probed) {
+		int probe = sluice_bpf_lsm_loads();
+
+		lsm_probed = !probe || !refusal_is_passing(probe);
+		if (probe && !refusal_is_passing(probe))
+			lsm_refused = probe;
+	}
 	if (c.have_lsm && lsm_refused) {
 		c.have_lsm = 0;
 		sb->lsm_err = lsm_refused;

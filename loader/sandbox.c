@@ -535,12 +535,16 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 		if (bpf_map_update_elem(sb->map_fd[SLUICE_MAP_PROGS], &plan->pk[i], &one, BPF_ANY))
 			return -errno;
 	}
-	for (uint32_t w = 0; w < SLUICE_PORT_WORDS; w++) {
-		uint32_t key = bank * SLUICE_PORT_WORDS + w;
+	/* the bank's 2,048 words in one call (BPF_MAP_UPDATE_BATCH, kernel
+	 * 5.6+), else one by one: 2,048 system calls, a few ms of an attach */
+	uint32_t keys[SLUICE_PORT_WORDS], count = SLUICE_PORT_WORDS;
 
-		if (bpf_map_update_elem(fdp, &key, &plan->ports[w], BPF_ANY))
-			return -errno;
-	}
+	for (uint32_t w = 0; w < SLUICE_PORT_WORDS; w++)
+		keys[w] = bank * SLUICE_PORT_WORDS + w;
+	if (bpf_map_update_batch(fdp, keys, plan->ports, &count, NULL) || count != SLUICE_PORT_WORDS)
+		for (uint32_t w = 0; w < SLUICE_PORT_WORDS; w++)
+			if (bpf_map_update_elem(fdp, &keys[w], &plan->ports[w], BPF_ANY))
+				return -errno;
 	if (bpf_map_update_elem(fdg, &bank, &gc, BPF_ANY))
 		return -errno;
 	return 0;

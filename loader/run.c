@@ -1006,6 +1006,11 @@ int cmd_run(int argc, char **argv)
 	if (geteuid() != 0)
 		return sluice_run_via_daemon(argc, argv);
 	run_state_init(&st);
+	/* an events or log stream whose reader left (`sluice run ... 2>&1 |
+	 * head`) is EPIPE on the write, counted as lost lines, not a signal
+	 * that kills the loader before it removes the sandbox's pins (CMD
+	 * gets SIGPIPE's default back: run_inside.c) */
+	signal(SIGPIPE, SIG_IGN);
 	r = run_parse_options(&st.o, argc, argv);
 	if (r >= 0)
 		return r;

@@ -249,6 +249,7 @@ static void inside_namespaces(struct run_state *st)
 	prctl(PR_SET_NAME, "sluice-canary", 0, 0, 0);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);   /* CMD's as a shell would leave it, whatever the loader does */
 	if (st->netns_fd >= 0 && setns(st->netns_fd, CLONE_NEWNET) < 0)
 		child_fail(st->errpipe[1], 2, "cannot enter network namespace %s: %s", st->netns_path, strerror(errno));
 	/* its own cgroup namespace: cgroup.procs of any cgroup outside

@@ -322,6 +322,27 @@ def test_400_and_bad_client_hello_carry_the_attempted_name(w):
     assert hello_lines[0]["destination.port"] == TP.TLS_PORT, hello_lines
 
 
+def test_events_reader_gone_leaves_the_run_whole(w):
+    """`sluice run -- CMD 2>&1 | head -1`: the events' reader (stderr, the
+    default destination) goes away while CMD runs.  The loader's writes
+    fail (EPIPE, lost lines), it is not killed by SIGPIPE: CMD finishes,
+    its exit status is the run's, and nothing is left pinned.  CMD gets
+    SIGPIPE's default disposition, as a shell would give it."""
+    out = os.path.join(w.tmp, "pipe-gone-%d.txt" % time.monotonic_ns())
+    before = set(W.leftovers())
+    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--netns", w.sbx_path, "--",
+                          "sh", "-c", "grep SigIgn /proc/self/status > %s; sleep 1; echo done >> %s; exit 7"
+                          % (out, out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p.stderr.close()        # the reader is gone before the first line
+    assert p.wait(timeout=60) == 7, p.returncode
+    text = open(out).read()
+    assert text.endswith("done\n"), text
+    ignored = int(text.split()[1], 16)
+    assert not ignored & (1 << (13 - 1)), "CMD runs with SIGPIPE ignored: %s" % text   # 13: SIGPIPE
+    left = [l for l in W.leftovers() if l not in before]
+    assert not left, left
+
+
 def test_unexecutable_cmd_canary_is_not_a_denial(w):
     """CMD that cannot be executed: exit 127, and the canary's own attempts
     are marked as the canary's, not reported as the sandbox's denials."""

@@ -776,7 +776,6 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
-
 	unsigned handled = 0;
 
 	while (!c->closing && c->pending < TCP_MAX_PENDING) {

@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 
 #include "credentials.h"
+#include "evlog.h"
 #include "labels.h"
 #include "log.h"
 
@@ -483,17 +484,13 @@ static int child_exec(void *p)
 		fcntl(a->c->keep[i], F_SETFD, 0);
 	execv(a->binary, a->c->argv);
 	/* errno as digits: strerror() is not for a child sharing the parent's memory */
-	char num[24] = " (errno ";
-	int e = errno, n = 8, d = 1;
+	char num[32] = " (errno ";
+	size_t n = 8 + sluice_u64_dec(num + 8, (uint64_t)errno);
 
-	while (e / d >= 10)
-		d *= 10;
-	for (; d > 0 && n < (int)sizeof(num) - 2; d /= 10)
-		num[n++] = (char)('0' + e / d % 10);
 	num[n++] = ')';
 	num[n++] = '\n';
 	if (write(2, fail, sizeof(fail) - 1) >= 0 && write(2, a->binary, strlen(a->binary)) >= 0)
-		(void)!write(2, num, (size_t)n);
+		(void)!write(2, num, n);
 	_exit(127);
 }
 

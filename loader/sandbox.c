@@ -342,9 +342,11 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	if (c.have_lsm && !lsm_refused && !lsm_probed) {
 		int probe = sluice_bpf_lsm_loads();
 
-		lsm_probed = !probe || !refusal_is_passing(probe);
-		if (probe && !refusal_is_passing(probe))
+		/* a passing shortage (refusal_is_passing) is asked again next time */
+		if (!refusal_is_passing(probe)) {
+			lsm_probed = true;
 			lsm_refused = probe;
+		}
 	}
 	if (c.have_lsm && lsm_refused) {
 		c.have_lsm = 0;

@@ -1057,7 +1057,7 @@ bool rsv_server_is_own_address(const struct rsv_server *s, const struct sockaddr
 
 void rsv_server_drain(struct rsv_server *s)
 {
-	struct conn *c, *next;
+	struct conn *c;
 	size_t i;
 
 	if (s->draining || s->stopping)
@@ -1078,12 +1078,9 @@ void rsv_server_drain(struct rsv_server *s)
 	unsigned idle = s->cfg->tcp_timeout_ms;
 	struct timeval grace = ms_tv(idle < DRAIN_GRACE_MS ? idle : DRAIN_GRACE_MS), wtv = ms_tv(idle);
 
-	for (c = s->conns; c; c = next) {
-		next = c->next;
-		if (c->closing)
-			continue;
-		bufferevent_set_timeouts(c->bev, &grace, &wtv);
-	}
+	for (c = s->conns; c; c = c->next)
+		if (!c->closing)
+			bufferevent_set_timeouts(c->bev, &grace, &wtv);
 	drained_check(s);
 }
 

@@ -83,7 +83,9 @@ def stream(seed, n):
     while n > 0:
         out.append(block[:n]); n -= len(block)
     return b"".join(out)
-up = os.urandom(%(up)d)
+# not a TLS record's first byte (0x16): the proxy checks a ClientHello
+# there, and refuses the tunnel when it is not one
+up = b"UP " + os.urandom(%(up)d - 3)
 u = urllib.parse.urlsplit(os.environ["SLUICE_PROXY"])
 c = socket.create_connection((u.hostname, u.port), timeout=30)
 c.sendall(b"CONNECT api.example.com:%(port)d HTTP/1.1\r\nHost: api.example.com:%(port)d\r\n\r\n" + up[:1000])
@@ -140,7 +142,7 @@ def bulk(w, proxy_args):
     server(w)
     e = P.env(w)
     r = e.run(["python3", "-c", CLIENT], policy=policy(w), proxy_args=proxy_args, timeout=180)
-    assert r.rc == 0, r
+    assert r.rc == 0, (r, r.proxy)
     res = json.loads(r.stdout.strip().splitlines()[-1])
     line = P.only(r.proxy, event__action="proxy-connect")
     return r, res, line

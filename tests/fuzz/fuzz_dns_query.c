@@ -32,6 +32,12 @@ static const char POLICY[] =
 	"  - host: a\n"
 	"    ports: [443]\n"
 	"    why: fuzz\n"
+	"  - host: \"*.example.com\"\n"
+	"    ports: [80]\n"
+	"    why: fuzz, overlaps the first (the index keeps file order)\n"
+	"  - host: \"*.sub.api.example.com\"\n"
+	"    ports: [80]\n"
+	"    why: fuzz\n"
 	"  - cidr: 198.51.100.0/24\n"
 	"    ports: [5432]\n"
 	"    protocol: tcp\n"
@@ -39,7 +45,20 @@ static const char POLICY[] =
 
 static struct sluice_policy *policy;
 static struct rsv_tunnel *tunnel;
+static struct sluice_name_index *names;
 static double now;
+
+/* What the name index must find: the first matching entry of a scan. */
+static const struct sluice_entry *scan(const char *name)
+{
+	for (size_t i = 0; i < policy->n_entries; i++) {
+		const struct sluice_entry *e = &policy->entries[i];
+
+		if ((e->kind == SLUICE_ENTRY_HOST || e->kind == SLUICE_ENTRY_URL) && sluice_host_match(e, name))
+			return e;
+	}
+	return NULL;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -58,6 +77,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (sluice_policy_load_buffer("fuzz.yaml", POLICY, sizeof(POLICY) - 1, &policy, &err) != 0)
 			abort();
 		tunnel = rsv_tunnel_new(policy->n_entries, NULL);
+		names = sluice_name_index_new(policy);
+		if (!names)
+			abort();
 	}
 	if (size < 2)
 		return 0;
@@ -72,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.policy = policy;
+	ctx.names = names;
 	ctx.mode = flags & 2 ? SLUICE_MODE_AUDIT : SLUICE_MODE_ENFORCE;
 	ctx.allow_private = &allow;
 	ctx.n_allow_private = 1;
@@ -79,6 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	now += 0.01;
 
 	rsv_decide(&ctx, data, msglen, flags & 1, now, &d);
+	if (d.name[0] && sluice_name_index_first(names, policy, d.name) != scan(d.name))
+		abort();
 	if (d.action == RSV_ACT_RESPOND && !d.resp)
 		abort();
 	if (d.action == RSV_ACT_FORWARD && rsv_upstream_query(&d, 0x1234, &q, &qlen) == 0) {

@@ -67,12 +67,21 @@ static struct sluice_policy *load(const char *text)
 	return p;
 }
 
+/* The resolver's context on policy p, with its name index, as main.c makes it. */
+static void use_policy(struct fx *f, struct sluice_policy *p)
+{
+	sluice_name_index_free(f->ctx.names);
+	f->ctx.policy = p;
+	f->ctx.names = sluice_name_index_new(p);
+	assert_non_null(f->ctx.names);
+}
+
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 
 	f->p = load(POLICY);
-	f->ctx.policy = f->p;
+	use_policy(f, f->p);
 	f->ctx.mode = SLUICE_MODE_ENFORCE;
 	f->d.rcode = -1;
 	*state = f;
@@ -85,6 +94,7 @@ static int teardown(void **state)
 
 	rsv_decision_free(&f->d);
 	rsv_tunnel_free(f->ctx.tunnel);
+	sluice_name_index_free(f->ctx.names);
 	sluice_policy_free(f->p);
 	free(f);
 	return 0;
@@ -263,7 +273,7 @@ static void test_denied_name_on_deny(void **state)
 	/* on_deny: refused */
 	sluice_policy_free(f->p);
 	f->p = load(POLICY_REFUSED);
-	f->ctx.policy = f->p;
+	use_policy(f, f->p);
 	expect_respond(f, m, len, RSV_REFUSED, "name_not_allowed", RSV_V_DENY);
 }
 
@@ -280,7 +290,7 @@ static void test_qtypes(void **state)
 	/* a policy that lists TXT */
 	sluice_policy_free(f->p);
 	f->p = load(POLICY_REFUSED);
-	f->ctx.policy = f->p;
+	use_policy(f, f->p);
 	len = query("api.example.com", LDNS_RR_TYPE_TXT, NULL, m, sizeof(m));
 	assert_int_equal(decide(f, m, len), RSV_ACT_FORWARD);
 }
@@ -746,7 +756,7 @@ static void test_cached_reply_filtered_again(void **state)
 	ldns_pkt_free(r);
 
 	/* a policy without the cidr entry: nothing usable is left */
-	f->ctx.policy = other;
+	use_policy(f, other);
 	forward(f, "api.example.com", LDNS_RR_TYPE_A, false);
 	assert_int_equal(rsv_process_cached(&f->ctx, &f->d, w, wl, 1), RSV_REPLY_DONE);
 	assert_string_equal(f->d.reason, "private_answer");
@@ -754,7 +764,7 @@ static void test_cached_reply_filtered_again(void **state)
 	assert_int_equal(f->d.rcode, RSV_REFUSED);
 
 	/* bytes for another question are refused, never served */
-	f->ctx.policy = f->p;
+	use_policy(f, f->p);
 	forward(f, "x.pkg.example.org", LDNS_RR_TYPE_A, false);
 	assert_int_equal(rsv_process_cached(&f->ctx, &f->d, w, wl, 1), RSV_REPLY_IGNORE);
 	assert_false(f->d.cached);

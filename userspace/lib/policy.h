@@ -339,6 +339,23 @@ bool sluice_policy_proxies_port(const struct sluice_policy *p, uint16_t port);
  * any HOST entry or URL host that matches it. */
 bool sluice_policy_allows_name(const struct sluice_policy *p, const char *host);
 
+/*
+ * An index of p's HOST entries and URL hosts by name (policy_names.c), for
+ * a caller that asks per message, as the resolver does per query.  Built
+ * from p as it is (borrows p's names: free it before p, rebuild it after
+ * changing p's entries).  NULL on ENOMEM.
+ */
+struct sluice_name_index;
+struct sluice_name_index *sluice_name_index_new(const struct sluice_policy *p);
+void sluice_name_index_free(struct sluice_name_index *ix);
+
+/* The first entry of p, in file order, of kind HOST or URL whose name
+ * matches `host` (normalised, at most 253 bytes; sluice_host_match(), so
+ * expiry counts): what a scan of p's entries finds, in time that grows with
+ * the labels of `host`, not the entries.  NULL: none (or ix or p NULL). */
+const struct sluice_entry *sluice_name_index_first(const struct sluice_name_index *ix,
+						   const struct sluice_policy *p, const char *host);
+
 /* Is RR type `qtype` (RFC 1035 number) in the policy's dns.qtypes? */
 bool sluice_policy_allows_qtype(const struct sluice_policy *p, uint16_t qtype);
 

@@ -333,6 +333,9 @@ static struct sluice_policy *load_policy(const struct opts *o, struct rsv_server
 			fatalx("--secrets-fd: malformed hand-over");
 		cfg->ctx.placeholders = placeholders;
 	}
+	cfg->ctx.names = sluice_name_index_new(policy);
+	if (!cfg->ctx.names)
+		fatalx("out of memory");
 	cfg->ctx.tunnel = rsv_tunnel_new(policy->n_entries, NULL);
 	if (!cfg->ctx.tunnel)
 		fatalx("out of memory");
@@ -519,6 +522,7 @@ int main(int argc, char **argv)
 	rsv_tunnel_free(cfg.ctx.tunnel);
 	sluice_child_loss_summary(&evlog);
 	sluice_secrets_clear(&placeholders);
+	sluice_name_index_free(cfg.ctx.names);
 	sluice_policy_free(policy);
 	if (o.log_path)
 		close(cfg.log_fd);

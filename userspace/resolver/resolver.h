@@ -67,6 +67,8 @@ struct rsv_tunnel;
 /* Everything the decision needs besides the message; owned by the caller. */
 struct rsv_ctx {
 	const struct sluice_policy *policy;
+	struct sluice_name_index *names;         /* policy's names (sluice_name_index_new), or
+						  * NULL: its entries are scanned */
 	enum sluice_mode mode;
 	const struct netaddr_cidr *allow_private; /* --allow-private-answers */
 	size_t n_allow_private;

@@ -20,7 +20,7 @@ static struct sluice_policy *load(const char *yaml)
 	return p;
 }
 
-static void bad(const char *yaml, unsigned line, unsigned col, const char *part)
+static __attribute__((unused)) void bad(const char *yaml, unsigned line, unsigned col, const char *part)
 {
 	struct sluice_policy *p = NULL;
 	struct sluice_policy_error err;

@@ -12,17 +12,7 @@
 #include <string.h>
 
 #include "policy.h"
-
-static struct sluice_policy *load(const char *text)
-{
-	struct sluice_policy *p = NULL;
-	struct sluice_policy_error err;
-	char buf[600];
-
-	if (sluice_policy_load_buffer("unit.yaml", text, strlen(text), &p, &err) != 0)
-		fail_msg("policy: %s", sluice_policy_error_str(&err, buf, sizeof(buf)));
-	return p;
-}
+#include "policy_fixture.h"
 
 /* The definition the index must agree with. */
 static const struct sluice_entry *scan(const struct sluice_policy *p, const char *name)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests: the name index (userspace/lib/policy_names.c) finds what a
- * scan of the entries finds, the first matching entry in file order. */
+ * scan of the entries (sluice_policy_name_entry()) finds, the first
+ * matching entry in file order. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,18 +14,6 @@
 
 #include "policy.h"
 #include "policy_fixture.h"
-
-/* The definition the index must agree with. */
-static const struct sluice_entry *scan(const struct sluice_policy *p, const char *name)
-{
-	for (size_t i = 0; i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-
-		if ((e->kind == SLUICE_ENTRY_HOST || e->kind == SLUICE_ENTRY_URL) && sluice_host_match(e, name))
-			return e;
-	}
-	return NULL;
-}
 
 static const char POLICY[] =
 	"version: 1\n"
@@ -81,9 +70,9 @@ static void test_first_in_file_order(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct sluice_entry *want = cases[i].entry < 0 ? NULL : &p->entries[cases[i].entry];
 
-		if (sluice_name_index_first(ix, p, cases[i].name) != want || scan(p, cases[i].name) != want)
+		if (sluice_name_index_first(ix, p, cases[i].name) != want || sluice_policy_name_entry(p, cases[i].name) != want)
 			fail_msg("%s: index %p, scan %p, want %p", cases[i].name,
-				 (void *)sluice_name_index_first(ix, p, cases[i].name), (void *)scan(p, cases[i].name),
+				 (void *)sluice_name_index_first(ix, p, cases[i].name), (void *)sluice_policy_name_entry(p, cases[i].name),
 				 (void *)want);
 	}
 	assert_null(sluice_name_index_first(NULL, p, "example.com"));
@@ -171,7 +160,7 @@ static void test_agrees_with_the_scan(void **state)
 					snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s.", labels[v % nl]);
 				strcat(name, apex);
 				a = sluice_name_index_first(ix, p, name);
-				b = scan(p, name);
+				b = sluice_policy_name_entry(p, name);
 				if (a != b)
 					fail_msg("round %d, %s: index entry %td, scan %td", round, name,
 						 a ? a - p->entries : -1, b ? b - p->entries : -1);

@@ -339,6 +339,12 @@ bool sluice_policy_proxies_port(const struct sluice_policy *p, uint16_t port);
  * any HOST entry or URL host that matches it. */
 bool sluice_policy_allows_name(const struct sluice_policy *p, const char *host);
 
+/* The first entry of p, in file order, of kind HOST or URL that matches
+ * the normalised name `host` (sluice_host_match()), by a scan of the
+ * entries; NULL: none (or p or host NULL).  What sluice_policy_allows_name()
+ * asks, and what sluice_name_index_first() must find. */
+const struct sluice_entry *sluice_policy_name_entry(const struct sluice_policy *p, const char *host);
+
 /*
  * An index of p's HOST entries and URL hosts by name (policy_names.c), for
  * a caller that asks per message, as the resolver does per query.  Built

@@ -167,18 +167,23 @@ bool sluice_policy_proxies_port(const struct sluice_policy *p, uint16_t port)
 	return false;
 }
 
-bool sluice_policy_allows_name(const struct sluice_policy *p, const char *host)
+const struct sluice_entry *sluice_policy_name_entry(const struct sluice_policy *p, const char *host)
 {
 	if (!p || !host)
-		return false;
+		return NULL;
 	for (size_t i = 0; i < p->n_entries; i++) {
 		const struct sluice_entry *e = &p->entries[i];
 
 		if ((e->kind == SLUICE_ENTRY_HOST || e->kind == SLUICE_ENTRY_URL) &&
 		    sluice_host_match(e, host))
-			return true;
+			return e;
 	}
-	return false;
+	return NULL;
+}
+
+bool sluice_policy_allows_name(const struct sluice_policy *p, const char *host)
+{
+	return sluice_policy_name_entry(p, host) != NULL;
 }
 
 bool sluice_policy_allows_qtype(const struct sluice_policy *p, uint16_t qtype)

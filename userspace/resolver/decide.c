@@ -282,23 +282,6 @@ static int dname_to_host(const ldns_rdf *dn, char *out, size_t outlen)
 	return 0;
 }
 
-static const struct sluice_entry *find_rule(const struct rsv_ctx *ctx, const char *name)
-{
-	const struct sluice_policy *p = ctx->policy;
-	size_t i;
-
-	if (ctx->names)
-		return sluice_name_index_first(ctx->names, p, name);
-	for (i = 0; p && i < p->n_entries; i++) {
-		const struct sluice_entry *e = &p->entries[i];
-
-		if ((e->kind == SLUICE_ENTRY_HOST || e->kind == SLUICE_ENTRY_URL) &&
-		    sluice_host_match(e, name))
-			return e;
-	}
-	return NULL;
-}
-
 static int on_deny_rcode(const struct sluice_policy *p)
 {
 	return p && p->dns_on_deny == SLUICE_DNS_REFUSED ? RSV_REFUSED : RSV_NXDOMAIN;
@@ -463,7 +446,8 @@ enum rsv_action rsv_decide(const struct rsv_ctx *ctx, const uint8_t *msg, size_t
 		}
 	}
 	/* the entry that allows it (what sluice_policy_allows_name() checks) */
-	d->rule = find_rule(ctx, d->name);
+	d->rule = ctx->names ? sluice_name_index_first(ctx->names, ctx->policy, d->name)
+			     : sluice_policy_name_entry(ctx->policy, d->name);
 	allowed = d->rule != NULL;
 	if (!allowed)
 		return policy_deny(ctx, d, on_deny_rcode(ctx->policy), "name_not_allowed");

@@ -804,6 +804,12 @@ static int run_wait_canary(struct run_state *st, int *ret)
 			log_warnx("run: %s; nothing was run", msg);
 			return -1;
 		}
+		/* a signal during the start: CMD never runs (cmd_run says so) */
+		if (got_signal) {
+			kill(st->pid, SIGKILL);
+			waitpid(st->pid, &status, 0);
+			return -1;
+		}
 		if (write(st->gopipe[1], "g", 1) != 1) {
 			log_warn("run: canary go-ahead");
 			return -1;
@@ -859,9 +865,6 @@ static int run_announce(struct run_state *st)
 			sluice_evlog_commit(&st->log);
 		}
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
 	if (sluice_expiry_watch_init(&st->expiry, st->policy) < 0) {
 		log_warnx("run: out of memory");
 		return -1;
@@ -879,6 +882,9 @@ static int run_supervise(struct run_state *st)
 	int ret = 2;
 
 	forward_pid = st->pid;
+	/* one that came after the canary's go-ahead, before forward_pid */
+	if (got_signal)
+		kill(st->pid, got_signal);
 	if (st->o.lim.timeout_ms)
 		deadline = sluice_monotonic_ms() + st->o.lim.timeout_ms;
 	for (;;) {
@@ -997,6 +1003,11 @@ static void run_state_init(struct run_state *st)
 	st->listeners.dns_udp6 = st->listeners.dns_tcp4 = st->listeners.dns_tcp6 = -1;
 }
 
+/* 3.-7. of the start, in order; each returns 0 or -1 said */
+static int (*const run_steps[])(struct run_state *) = {
+	run_bring_up, run_open_events, run_start_children, run_make_cgroup, run_spawn,
+};
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_state st;
@@ -1017,12 +1028,25 @@ int cmd_run(int argc, char **argv)
 	if (run_read_policy(&st) < 0)
 		return 2;
 	if (run_check_policy(&st) == 0 && run_check_host(&st) == 0 && run_open_netns_events(&st) == 0) {
+		size_t i = 0;
+
 		libbpf_set_print(libbpf_quiet);
-		if (run_bring_up(&st) == 0 && run_open_events(&st) == 0 && run_start_children(&st) == 0 &&
-		    run_make_cgroup(&st) == 0 && run_spawn(&st) == 0 && run_wait_canary(&st, &ret) == 0 &&
+		/* from the first thing made on: SIGINT, SIGTERM or SIGHUP
+		 * during the start stops it between two steps and removes what
+		 * was made (their default action would leave the cgroup, the
+		 * pins and the children behind); later they go to CMD */
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		signal(SIGHUP, on_signal);
+		while (i < sizeof(run_steps) / sizeof(run_steps[0]) && !got_signal && run_steps[i](&st) == 0)
+			i++;
+		if (i == sizeof(run_steps) / sizeof(run_steps[0]) && !got_signal && run_wait_canary(&st, &ret) == 0 &&
 		    run_announce(&st) == 0) {
 			ret = run_supervise(&st);
 			run_summary(&st, ret);
+		} else if (got_signal) {
+			log_warnx("run: signal %d before CMD started; nothing was run", (int)got_signal);
+			ret = 128 + got_signal;
 		}
 	}
 	run_close(&st);

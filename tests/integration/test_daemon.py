@@ -264,14 +264,13 @@ def test_a_name_pinned_by_another_sandbox_is_refused_and_its_pins_kept(w):
     then died would have lost its filter)."""
     name = "twin%d" % os.getpid()
     pins = "/sys/fs/bpf/sluice/" + name
-    first = subprocess.Popen([W.SLUICE, "run", "--name", name, "--", "sleep", "30"],
+    events = os.path.join(w.tmp, "twin.jsonl")
+    first = subprocess.Popen([W.SLUICE, "run", "--name", name, "--events", events, "--", "sleep", "30"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     d = Daemon(w)
     a = Workload(w, "twin")
     try:
-        deadline = time.time() + 20
-        while time.time() < deadline and not os.path.exists(os.path.join(pins, "link_skb_egress")):
-            time.sleep(0.05)
+        W.wait_started(first, events)
         before = sorted(os.listdir(pins))
         assert "link_connect4" in before and "sluice_events" in before, before
         r = d.ctl("attach", "--policy", w.write("twin.yaml", POLICY_A), "--cgroup", a.cg, "--netns", w.sbx_path,

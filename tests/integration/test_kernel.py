@@ -204,10 +204,7 @@ def test_sigkill_of_loader_keeps_enforcement(w):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cg = None
     try:
-        deadline = time.time() + 10
-        while time.time() < deadline and not os.path.exists("/sys/fs/bpf/sluice/%s/link_connect4" % name):
-            time.sleep(0.05)
-        time.sleep(0.2)
+        W.wait_started(p, events)
         p.send_signal(signal.SIGKILL)
         p.wait()
         mark = w.mark()
@@ -226,6 +223,54 @@ def test_sigkill_of_loader_keeps_enforcement(w):
                 cg = l
         import run as R
         R.cleanup_leftovers([l for l in W.leftovers() if name in l])
+
+
+def _procs_of_sandbox(name):
+    """pids whose command line names sandbox NAME (the proxy and resolver:
+    --sandbox NAME)"""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"--sandbox" in argv and name.encode() in argv:
+            out.append(int(pid))
+    return out
+
+
+def test_a_signal_during_the_start_stops_it_and_leaves_nothing(w):
+    """SIGTERM or Ctrl-C while `sluice run` is still starting (its maps
+    pinned, the proxy, the cgroup and CMD still to come): CMD never runs,
+    the exit status is 128+N, and nothing the start made stays behind: no
+    cgroup, no pins, no proxy or resolver (the signal's default action used
+    to kill the loader there and leave them all)."""
+    marker = os.path.join(w.tmp, "cmd-ran")
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        landed = 0
+        for attempt in range(5):
+            name = "startsig-%d-%d-%d" % (sig, attempt, os.getpid())
+            pins = "/sys/fs/bpf/sluice/" + name
+            events = os.path.join(w.tmp, "%s.jsonl" % name)
+            p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path,
+                                  "--policy", w.write("ss.yaml", POLICY), "--events", events, "--",
+                                  "touch", marker], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            deadline = time.time() + 20
+            while not (os.path.isdir(pins) and os.listdir(pins)) and p.poll() is None and time.time() < deadline:
+                time.sleep(0.001)
+            p.send_signal(sig)
+            err = p.communicate(timeout=60)[1]
+            started = any(e.get("event.action") == "sandbox-start" for e in W.read_events(events))
+            assert not [l for l in W.leftovers() if name in l], (W.leftovers(), err)
+            assert not _procs_of_sandbox(name), (_procs_of_sandbox(name), err)
+            if started:   # the signal came after the start: CMD's
+                continue
+            landed += 1
+            assert p.returncode == 128 + sig, (p.returncode, err)
+            assert "signal %d before CMD started; nothing was run" % sig in err, err
+            assert not os.path.exists(marker), err
+            break
+        assert landed, "the signal never came during the start in 5 runs"
 
 
 def test_flood_events_add_up(w):
@@ -346,9 +391,7 @@ def test_egress_backstop_drops_what_no_rule_allows(w):
     try:
         cg2 = [l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"][0]
         cg = os.path.join(cg2, "sluice", name)
-        deadline = time.time() + 10
-        while time.time() < deadline and not os.path.exists("/sys/fs/bpf/sluice/%s/link_skb_egress" % name):
-            time.sleep(0.05)
+        W.wait_started(p, events)
         progs = _json.loads(W.sh("bpftool", "cgroup", "show", cg, "-j").stdout)
         eg = [x["id"] for x in progs if x.get("name", "").startswith("sluice_skb_egre")]  # 15 characters kept
         # no kernel tunnels asked for (--proxy-arg --kernel-tunnels): none loaded

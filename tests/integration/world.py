@@ -237,6 +237,17 @@ def read_events(path):
     return out
 
 
+def wait_started(p, events, timeout=20):
+    """Wait until the `sluice run` P has written its sandbox-start line to
+    EVENTS (its --events file): by then every pin and hook is in place and
+    CMD runs.  AssertionError when P exits first or TIMEOUT seconds pass."""
+    deadline = time.time() + timeout
+    while not any(e.get("event.action") == "sandbox-start" for e in read_events(events)):
+        assert p.poll() is None, "sluice run exited (%s) before its sandbox-start line" % p.returncode
+        assert time.time() < deadline, "no sandbox-start line in %s after %ds" % (events, timeout)
+        time.sleep(0.05)
+
+
 def _ours(name):
     """Is sandbox `name` one this test process made and no longer runs?
     `run-<pid>` (sluice run's default) whose sluice is gone, or a name the

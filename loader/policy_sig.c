@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -383,23 +384,30 @@ static int keygen_run(char **argv, const char *in, size_t in_len, const int *kee
 		goto fail;
 	}
 	argv[0] = (char *)bin;
-	pid = fork();
-	if (pid < 0) {
-		snprintf(err, errcap, "fork: %s", strerror(errno));
-		goto fail;
-	}
-	if (pid == 0) {
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		dup2(perr[1], 2);
-		for (int i = 0; i < n_keep; i++)
-			fcntl(keep[i], F_SETFD, 0);
-		if (strchr(bin, '/'))
-			execv(bin, argv);
-		else
-			execvp(bin, argv);
-		fprintf(stderr, "cannot execute %s: %s (install openssh-client)", bin, strerror(errno));
-		_exit(127);
+	/* posix_spawn (clone with CLONE_VM | CLONE_VFORK in glibc), not
+	 * fork: a daemon's fork copies the page tables of every sandbox's
+	 * mapped ring buffer, time that grows with the sandboxes held */
+	{
+		posix_spawn_file_actions_t fa;
+		int e = posix_spawn_file_actions_init(&fa);
+
+		if (!e)
+			e = posix_spawn_file_actions_adddup2(&fa, pin[0], 0);
+		if (!e)
+			e = posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
+		if (!e)
+			e = posix_spawn_file_actions_adddup2(&fa, perr[1], 2);
+		/* the same descriptor: its FD_CLOEXEC cleared (glibc 2.29+) */
+		for (int i = 0; !e && i < n_keep; i++)
+			e = posix_spawn_file_actions_adddup2(&fa, keep[i], keep[i]);
+		if (!e)
+			e = strchr(bin, '/') ? posix_spawn(&pid, bin, &fa, NULL, argv, environ)
+					     : posix_spawnp(&pid, bin, &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		if (e) {
+			snprintf(err, errcap, "cannot execute %s: %s (install openssh-client)", bin, strerror(e));
+			goto fail;
+		}
 	}
 	close(pin[0]);
 	close(pout[1]);

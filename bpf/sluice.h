@@ -261,7 +261,9 @@ struct sluice_bpf_config {
 				* programs: the caller's executable is read (rules with programs, the flow
 				* map); without it a SLUICE_RULE_PROGRAMS rule allows nothing (the loader
 				* refuses such a policy anyway) */
-	__u8  pad;
+	__u8  have_loop;       /* bpf_loop (5.17+): a cidr entry's port rules are walked by a callback
+				* the verifier checks once, not in 16 unrolled iterations (the larger
+				* part of an attach's verification); without it, unrolled */
 };
 _Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size");
 

@@ -17,12 +17,61 @@
  * length (about 30,000 instructions a program, 9 ms of every attach);
  * masks keep it one path.  The bytes past the name stay 0.
  */
+struct unix_walk {
+	struct sluice_unix_key *key;
+	const __u8 *raw;
+	__u32 len, n, stop;
+};
+
+/* bpf_loop's callbacks (5.17+, have_loop): byte i of an abstract name
+ * (i from 1) and of a path, the same masks as the unrolled loops below,
+ * verified once instead of in each of 108 iterations. */
+static long unix_abstract_step(__u64 i, void *arg)
+{
+	struct unix_walk *w = arg;
+	__u32 past;
+
+	if (i < 1 || i >= 108)
+		return i >= 108;
+	past = w->n - (__u32)i;
+	w->key->b[i] = (__u8)(w->raw[i] & ((past >> 31) - 1));
+	return 0;
+}
+
+static long unix_path_step(__u64 i, void *arg)
+{
+	struct unix_walk *w = arg;
+	__u32 c, left;
+
+	if (i >= 108)
+		return 1;
+	c = w->raw[i];
+	left = w->len - 1 - (__u32)i;
+	w->stop |= ((c - 1) >> 31) | (left >> 31);
+	w->key->b[i] = (__u8)(c & (w->stop - 1));
+	w->n += 1 - w->stop;
+	return 0;
+}
+
 static __always_inline __u32 unix_key_build(struct sluice_unix_key *key, const __u8 raw[108], __u32 len, __u32 gen)
 {
 	__u32 n = 0;
 
 	key->gen = gen;
-	if (len > 0 && raw[0] == 0) {
+	if (sluice_cfg.have_loop) {
+		struct unix_walk w = { .key = key, .raw = raw, .len = len };
+
+		if (len > 0 && raw[0] == 0) {
+			w.n = n = len - 1;
+			key->kind = SLUICE_UNIX_KIND_ABSTRACT;
+			key->b[0] = (__u8)n;
+			bpf_loop(108, unix_abstract_step, &w, 0);
+		} else {
+			bpf_loop(108, unix_path_step, &w, 0);
+			n = w.n;
+			key->kind = SLUICE_UNIX_KIND_PATH;
+		}
+	} else if (len > 0 && raw[0] == 0) {
 		n = len - 1;
 		key->kind = SLUICE_UNIX_KIND_ABSTRACT;
 		key->b[0] = (__u8)n;

@@ -85,8 +85,8 @@ def test_daemon_events_on_a_full_disk_lose_lines_countably(w):
         assert lost > 0 and st["event_lines_lost"] >= lost, (lost, st)
         assert st["denied"] >= FLOOD + 5, st
         assert len(lines) + ring + lost == st["denied"], \
-            "lines %d + ring-buffer losses %d + write losses %d != kernel denials %d" % (
-                len(lines), ring, lost, st["denied"])
+            "lines %d + ring-buffer losses %d + write losses %d != kernel denials %d; status %r; free %d bytes" % (
+                len(lines), ring, lost, st["denied"], st, os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize)
         assert "writable again" in open(os.path.join(w.tmp, "daemon.err")).read()[err_at:]
         assert not w.arrived_since(mark, port=8080), "a denied connection got through"
         # never torn: every line whole

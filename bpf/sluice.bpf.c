@@ -322,6 +322,51 @@ static __always_inline bool port_proxied(__u32 gen, __u16 port)
 	return w && (*w & (1u << (port & 31)));
 }
 
+/* A count of sluice_ring_budget, read as signed (sluice.h: a consumer
+ * killed mid-record can leave it a record low, never wrapped). */
+static __always_inline __u64 budget_read(const __u64 *v)
+{
+	__s64 n = (__s64)*(volatile const __u64 *)v;
+
+	return n > 0 ? (__u64)n : 0;
+}
+
+/*
+ * Take `bytes` of the ring buffer for this sandbox's next record, by the
+ * budget of sluice.h ("The event ring buffer's budget"): within its share,
+ * or while the ring's total is within the pool.  Returns the sandbox's own
+ * count (for ring_budget_give() when the reservation then fails), or NULL:
+ * no room for it, the record is lost and counted.
+ */
+static __always_inline __u64 *ring_budget_take(__u64 bytes)
+{
+	__u32 kt = SLUICE_RING_TOTAL, kp = SLUICE_RING_POOL, ks = SLUICE_RING_SHARE;
+	__u32 km = SLUICE_RING_SLOT0 + sluice_cfg.ring_slot;
+	__u64 *total = bpf_map_lookup_elem(&sluice_ring_budget, &kt);
+	__u64 *pool = bpf_map_lookup_elem(&sluice_ring_budget, &kp);
+	__u64 *share = bpf_map_lookup_elem(&sluice_ring_budget, &ks);
+	__u64 *mine = bpf_map_lookup_elem(&sluice_ring_budget, &km);
+
+	if (!total || !pool || !share || !mine)
+		return NULL;
+	if (budget_read(mine) + bytes > *share && budget_read(total) + bytes > *pool)
+		return NULL;
+	__sync_fetch_and_add(mine, bytes);
+	__sync_fetch_and_add(total, bytes);
+	return mine;
+}
+
+/* Give back what ring_budget_take() took for a record never reserved. */
+static __always_inline void ring_budget_give(__u64 *mine, __u64 bytes)
+{
+	__u32 kt = SLUICE_RING_TOTAL;
+	__u64 *total = bpf_map_lookup_elem(&sluice_ring_budget, &kt);
+
+	__sync_fetch_and_add(mine, -bytes);
+	if (total)
+		__sync_fetch_and_add(total, -bytes);
+}
+
 /*
  * One ring-buffer record for a denial.  `skb` is NULL in the socket hooks
  * (task context: the current task's pid, uid and comm are recorded) and
@@ -334,11 +379,15 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 	struct sluice_event *e;
 	__u64 seq = __sync_fetch_and_add(&sluice_seq, 1);
 	__u64 flags, avail;
-
 	/* a unix denial carries the name the client asked for (struct sluice_event_unix) */
-	e = bpf_ringbuf_reserve(&sluice_events, u ? sizeof(struct sluice_event_unix) : sizeof(*e), 0);
+	__u64 size = u ? sizeof(struct sluice_event_unix) : sizeof(*e);
+	__u64 *mine = ring_budget_take(SLUICE_RING_RECORD_BYTES(size));
+
+	e = mine ? bpf_ringbuf_reserve(&sluice_events, size, 0) : NULL;
 	if (!e) {
 		/* the verdict never depends on room in the ring buffer */
+		if (mine)
+			ring_budget_give(mine, SLUICE_RING_RECORD_BYTES(size));
 		stat_inc(SLUICE_STAT_EVENTS_LOST);
 		return;
 	}
@@ -373,6 +422,7 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 	e->verdict = verdict;
 	e->sock_type = v->sock_type;
 	e->pad = 0;
+	e->ring_slot = sluice_cfg.ring_slot;
 	e->reserved = 0;
 	if (u) {
 		struct sluice_event_unix *eu = (struct sluice_event_unix *)e;

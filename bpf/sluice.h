@@ -264,8 +264,50 @@ struct sluice_bpf_config {
 	__u8  have_loop;       /* bpf_loop (5.17+): a cidr entry's port rules are walked by a callback
 				* the verifier checks once, not in 16 unrolled iterations (the larger
 				* part of an attach's verification); without it, unrolled */
+	__u32 ring_slot;       /* this sandbox's slot in the event ring buffer's budget (below):
+				* 0 for a ring of its own (`sluice run`), one the daemon chose for a
+				* ring shared by its sandboxes; always < SLUICE_RING_SLOTS */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct sluice_bpf_config) == 56, "sluice_bpf_config size");
+_Static_assert(sizeof(struct sluice_bpf_config) == 64, "sluice_bpf_config size");
+
+/*
+ * The event ring buffer's budget (map sluice_ring_budget: an array of
+ * SLUICE_RING_BUDGET_ENTRIES __u64, BPF_F_MMAPABLE, so the consumer updates
+ * it in place with atomic operations).  A daemon's sandboxes share one ring
+ * buffer (loader/event_ring.c; one 4 MiB ring a sandbox was most of a
+ * sandbox's memory, issue 19), and no sandbox may fill it and blind the
+ * others.  Entries, all in bytes of ring (SLUICE_RING_RECORD_BYTES of each
+ * record):
+ *   [SLUICE_RING_TOTAL]          queued in the ring, every slot's (producers add, the consumer takes back)
+ *   [SLUICE_RING_POOL]           what may be queued in all before a slot is held to its share
+ *   [SLUICE_RING_SHARE]          what each slot may always queue
+ *   [SLUICE_RING_SLOT0 + slot]   queued by that slot's sandbox
+ * A record is reserved if its slot stays within its share, or the total
+ * within the pool; else it is lost, counted in the sandbox's
+ * SLUICE_STAT_EVENTS_LOST like a full ring, and its seq is a gap.  With
+ * pool = ring/2 - SLUICE_RING_SLACK and share = (ring/2) / sandboxes (the
+ * loader's choice), the total never passes the ring: records beyond the
+ * pool are only ever reserved within shares, whose sum is ring/2.  So a
+ * sandbox within its share always finds room, whatever the others do.
+ * Worked example, a 16 MiB ring and 4 sandboxes: pool 8 MiB - 64 KiB, share
+ * 2 MiB; one sandbox flooding gets the pool and its share (about 10 MiB,
+ * ~87,000 records), each quiet one keeps its 2 MiB.  A ring of one sandbox
+ * (`sluice run`) has pool = share = the ring: the ring alone bounds it.
+ * The counts are read as signed: a consumer killed between taking a
+ * record back and moving past it (one record) can leave them a record
+ * low, never wrapped to a huge number.
+ */
+#define SLUICE_RING_SLOTS          4096u
+#define SLUICE_RING_TOTAL          0u
+#define SLUICE_RING_POOL           1u
+#define SLUICE_RING_SHARE          2u
+#define SLUICE_RING_SLOT0          3u
+#define SLUICE_RING_BUDGET_ENTRIES (SLUICE_RING_SLOT0 + SLUICE_RING_SLOTS)
+#define SLUICE_RING_SLACK          (64u << 10)   /* reservations racing on other CPUs */
+/* Ring bytes a record of `size` bytes takes: the kernel's 8-byte header,
+ * rounded up to 8 (kernel/bpf/ringbuf.c, BPF_RINGBUF_HDR_SZ). */
+#define SLUICE_RING_RECORD_BYTES(size) ((((__u64)(size)) + 8 + 7) & ~(__u64)7)
 
 /*
  * Value of map sluice_listener_sk (socket storage): set by the loader, with
@@ -382,7 +424,9 @@ struct sluice_event {
 	__u8  sock_type;    /* SOCK_* for sock_create */
 	__u16 pad;
 	char  comm[16];
-	__u64 reserved;
+	__u32 ring_slot;    /* the sandbox's slot (sluice_bpf_config.ring_slot): whose record it is in a
+			     * ring buffer its daemon's sandboxes share */
+	__u32 reserved;
 	__u32 exe_dev;      /* the caller's executable (socket and LSM hooks; 0 in the backstop or
 			     * without have_exe): device, kernel encoding as in struct sluice_prog_key */
 	__u32 pad2;

@@ -56,8 +56,18 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20); /* resized by the loader */
+	__uint(max_entries, 1 << 20); /* resized by the loader, or its daemon's shared ring */
 } sluice_events SEC(".maps");
+
+/* What each sandbox has queued in sluice_events (sluice.h, "The event ring
+ * buffer's budget"): the ring's, shared with it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SLUICE_RING_BUDGET_ENTRIES);
+	__type(key, __u32);
+	__type(value, __u64);
+} sluice_ring_budget SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);

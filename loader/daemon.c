@@ -253,26 +253,36 @@ static int attach_netns(struct dsandbox *s, const char *netns, const char *upstr
  * msg. */
 static int attach_bring_up(struct dsandbox *s, int cg_fd, char *msg, size_t msglen)
 {
+	struct sluice_ring_use ring;
 	struct sandbox_up u = {
 		.name = s->name, .netns = s->netns[0] ? s->netns : NULL, .want_proxy = D.proxy_bin[0] != 0,
 		.want_dns = D.resolver_bin[0] != 0, .use_lsm = D.use_lsm, .require_lsm = D.require_lsm,
 		.kernel_tunnels = sluice_args_have(D.proxy_extra, "--kernel-tunnels"), .policy = s->policy,
+		.ring = &ring,
 	};
+	struct sluice_event_ring *r;
+	int err, slot;
 
+	/* the daemon's one ring buffer, a slot of its own in it (event_ring.h) */
+	r = daemon_ring(&err);
+	if (!r) {
+		snprintf(msg, msglen, "cannot make the event ring buffer: %s", strerror(-err));
+		return -1;
+	}
+	slot = sluice_event_ring_free_slot(r);
+	if (slot < 0) {
+		snprintf(msg, msglen, "no free slot in the event ring buffer (%u sandboxes at most)", SLUICE_RING_SLOTS);
+		return -1;
+	}
+	ring = (struct sluice_ring_use){ .events_fd = r->events_fd, .budget_fd = r->budget_fd, .slot = (uint32_t)slot };
 	if (sandbox_up(&u, &s->sb, &s->l, msg, msglen) < 0)
 		return -1;
 	init_meta(s);
 	if (start_children(s, CHILD_BOTH, msg, msglen) < 0 || sandbox_attach(&s->sb, cg_fd, msg, msglen) < 0 ||
 	    sandbox_keep_pins(&s->sb, msg, msglen) < 0)
 		return -1;
-	/* after the skeleton's map fds are gone; the ring buffer keeps what
-	 * the programs wrote since the attach */
-	if (sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log) < 0) {
-		snprintf(msg, msglen, "cannot read the ring buffer: %s", strerror(errno));
-		return -1;
-	}
-	s->consumer_ok = true;
-	return 0;
+	/* the ring keeps what the programs wrote since the attach */
+	return daemon_consume(s, r, msg, msglen) < 0 ? -1 : 0;
 }
 
 static json_object *do_attach(json_object *req, const struct ctlsrv_peer *peer)

@@ -198,12 +198,11 @@ static int adopt_one(const char *name, json_object *st)
 		return -1;
 	}
 	init_meta(s);
-	err = sluice_consumer_init(&s->consumer, &s->sb, &s->meta, &s->log);
-	if (err == 0)
-		s->consumer_ok = true;
-	else   /* its filter holds; what it denies stays in the ring, counted */
-		log_warnx("sandbox %s: cannot read its ring buffer (%s): its kernel events are not logged until "
-			  "the daemon restarts", name, strerror(-err));
+	/* the ring it was loaded with: a previous daemon's, shared with the
+	 * others that daemon attached (its slots are never handed out again) */
+	err = daemon_consume(s, NULL, msg, sizeof(msg));
+	if (err)   /* its filter holds; what it denies is counted, not logged */
+		log_warnx("sandbox %s: %s: its kernel events are not logged until the daemon restarts", name, msg);
 	/* the previous daemon's loss counts carry on: each loss reported once */
 	accounting_restore(s, st);
 	/* and a line it wrote for a record it never consumed is not written twice */

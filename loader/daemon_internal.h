@@ -21,6 +21,7 @@
 #include "credentials.h"
 #include "ctl_content.h"
 #include "ctlsrv.h"
+#include "event_ring.h"
 #include "events.h"
 #include "evlog.h"
 #include "expiry_watch.h"
@@ -68,6 +69,7 @@ struct dsandbox {
 	struct sluice_event_meta meta;
 	struct sluice_evlog log;    /* this sandbox's lines (its envelope, its loss counts) */
 	bool log_ready;
+	struct sluice_event_ring *ring; /* where its events are: D.ring, or a previous daemon's ring */
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 	uint64_t reloads_ok, reloads_refused; /* since the daemon started (metrics) */
@@ -91,6 +93,11 @@ struct daemon_globals {
 	unsigned events_keep;       /* --events-keep: rotated files kept (FILE.1 .. FILE.N) */
 	unsigned long long events_rotations; /* since start (status) */
 	struct sluice_evlog log;    /* daemon-wide lines (no sandbox) */
+	/* the event ring buffer of the sandboxes this daemon attaches (made at
+	 * the first attach), and those of sandboxes a previous daemon attached
+	 * that this one adopted, one per ring (event_ring.h) */
+	struct sluice_event_ring *ring;
+	struct sluice_event_ring *adopted_rings;
 	struct event_base *base;
 	struct dsandbox *sandboxes;
 	char proxy_bin[PATH_MAX], resolver_bin[PATH_MAX];
@@ -138,6 +145,14 @@ void daemon_emit_signed(struct dsandbox *s, const char *action, const char *fmt,
 	__attribute__((format(printf, 3, 4)));
 /* The sandbox named `name`, or NULL. */
 struct dsandbox *daemon_find(const char *name);
+/* D.ring, made at the first call; NULL with -errno in *err. */
+struct sluice_event_ring *daemon_ring(int *err);
+/* Read s's events from here on: from `r`, or (NULL) from the ring its
+ * pinned maps name, found among D.adopted_rings or added there.  0, or
+ * -errno with msg. */
+int daemon_consume(struct dsandbox *s, struct sluice_event_ring *r, char *msg, size_t msglen);
+/* Records of all rings dropped because their sandbox had gone (status). */
+uint64_t daemon_events_orphaned(void);
 /* "<state>/sandboxes/NAME.EXT" into buf. */
 void daemon_state_path(char *buf, size_t len, const char *name, const char *ext);
 /* The loss counts to carry across a restart, into v; as NAME.json's

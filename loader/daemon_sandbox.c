@@ -16,6 +16,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "daemon_events.h"
 #include "log.h"
 #include "owner.h"
@@ -333,12 +335,122 @@ struct dsandbox *new_sandbox(const char *name)
 	return s;
 }
 
+struct sluice_event_ring *daemon_ring(int *err)
+{
+	struct sluice_event_ring *r;
+
+	if (D.ring)
+		return D.ring;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = sluice_event_ring_new(r, SLUICE_RING_SHARED_BYTES);
+	if (*err) {
+		free(r);
+		return NULL;
+	}
+	D.ring = r;
+	return r;
+}
+
+/* The adopted ring whose ring map is `events_fd`'s, opened (and owning
+ * both fds) if none is yet; NULL with -errno in *err (the fds closed). */
+static struct sluice_event_ring *adopted_ring(int events_fd, int budget_fd, int *err)
+{
+	struct bpf_map_info info = { 0 };
+	uint32_t len = sizeof(info);
+	struct sluice_event_ring *r;
+
+	if (bpf_obj_get_info_by_fd(events_fd, &info, &len) < 0) {
+		*err = -errno;
+		close(events_fd);
+		close(budget_fd);
+		return NULL;
+	}
+	for (r = D.adopted_rings; r; r = r->next)
+		if (r->events_id == info.id) {
+			close(events_fd);
+			close(budget_fd);
+			return r;
+		}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		*err = -ENOMEM;
+		close(events_fd);
+		close(budget_fd);
+		return NULL;
+	}
+	/* shared: its sandboxes keep their shares of it under this daemon */
+	*err = sluice_event_ring_open(r, events_fd, budget_fd, true);
+	if (*err) {
+		free(r);
+		return NULL;
+	}
+	r->next = D.adopted_rings;
+	D.adopted_rings = r;
+	return r;
+}
+
+int daemon_consume(struct dsandbox *s, struct sluice_event_ring *r, char *msg, size_t msglen)
+{
+	int err = 0, ev, bud;
+
+	if (!r) {
+		err = sandbox_ring_open(&s->sb, &ev, &bud, msg, msglen);
+		if (err)
+			return err;
+		r = adopted_ring(ev, bud, &err);
+		if (!r) {
+			snprintf(msg, msglen, "cannot read its ring buffer: %s", strerror(-err));
+			return err;
+		}
+	}
+	err = sluice_consumer_init(&s->consumer, r, s->sb.cfg.ring_slot, &s->sb, &s->meta, &s->log);
+	if (err) {
+		snprintf(msg, msglen, "cannot read its ring buffer (slot %u): %s", s->sb.cfg.ring_slot, strerror(-err));
+		return err;
+	}
+	s->ring = r;
+	s->consumer_ok = true;
+	return 0;
+}
+
+uint64_t daemon_events_orphaned(void)
+{
+	uint64_t n = D.ring ? D.ring->orphans : 0;
+
+	for (struct sluice_event_ring *r = D.adopted_rings; r; r = r->next)
+		n += r->orphans;
+	return n;
+}
+
+/* s reads no more events; an adopted ring that no sandbox reads any
+ * more is closed (what is left in it is of sandboxes gone). */
+static void consume_stop(struct dsandbox *s)
+{
+	struct sluice_event_ring **p;
+
+	if (!s->consumer_ok)
+		return;
+	sluice_consumer_free(&s->consumer);
+	s->consumer_ok = false;
+	for (p = &D.adopted_rings; *p; p = &(*p)->next)
+		if (*p == s->ring && !s->ring->consumers) {
+			*p = s->ring->next;
+			sluice_event_ring_close(s->ring);
+			free(s->ring);
+			break;
+		}
+	s->ring = NULL;
+}
+
 void free_sandbox(struct dsandbox *s)
 {
 	sluice_secrets_clear(&s->secrets);
 	free_secret_args(s);
-	if (s->consumer_ok)
-		sluice_consumer_free(&s->consumer);
+	consume_stop(s);
 	sluice_listeners_close(&s->l);
 	sluice_expiry_watch_free(&s->expiry);
 	if (s->policy)

@@ -108,6 +108,10 @@ json_object *sandbox_json(struct dsandbox *s)
 	json_object_object_add(o, "events_lost", json_object_new_uint64(sandbox_stat(&s->sb, SLUICE_STAT_EVENTS_LOST)));
 	/* lines the daemon could not write to the events file (ENOSPC, ...) */
 	json_object_object_add(o, "event_lines_lost", json_object_new_uint64(s->log_ready ? sluice_evlog_lost_total(&s->log) : 0));
+	/* its slot in the event ring buffer and what it has queued there now */
+	json_object_object_add(o, "ring_slot", json_object_new_uint64(s->sb.cfg.ring_slot));
+	json_object_object_add(o, "ring_queued_bytes",
+			       json_object_new_uint64(s->ring ? sluice_event_ring_queued(s->ring, s->sb.cfg.ring_slot) : 0));
 	/* DNS queries its resolvers dropped (rate-limited, queue full, at a stop) */
 	json_object_object_add(o, "dns_dropped", sluice_dns_dropped_json(sluice_evlog_shared(&s->log)));
 	return o;
@@ -132,6 +136,20 @@ json_object *do_status(json_object *req)
 	} else {
 		json_object_object_add(o, "events_cap", NULL);
 	}
+	/* the sandboxes' shared event ring buffer (event_ring.h; null: none made yet) */
+	if (D.ring) {
+		json_object *ring = json_object_new_object();
+
+		json_object_object_add(ring, "bytes", json_object_new_uint64(D.ring->bytes));
+		json_object_object_add(ring, "sandboxes", json_object_new_uint64(D.ring->consumers));
+		json_object_object_add(ring, "pool_bytes", json_object_new_uint64(D.ring->budget[SLUICE_RING_POOL]));
+		json_object_object_add(ring, "share_bytes", json_object_new_uint64(D.ring->budget[SLUICE_RING_SHARE]));
+		json_object_object_add(o, "event_ring", ring);
+	} else {
+		json_object_object_add(o, "event_ring", NULL);
+	}
+	/* records read of sandboxes no longer held (detached with events queued) */
+	json_object_object_add(o, "events_orphaned", json_object_new_uint64(daemon_events_orphaned()));
 	/* signed mode: which allowed-signers file every policy is checked against */
 	json_object_object_add(o, "policy_signatures", json_object_new_string(D.signed_mode ? "required" : "not required"));
 	json_object_object_add(o, "allowed_signers", D.signed_mode ? json_object_new_string(D.signers.path) : NULL);

@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include <bpf/libbpf.h>
 
+#include "event_ring.h"
 #include "evlog.h"
 #include "policy.h"
 #include "sandbox.h"
@@ -248,19 +248,18 @@ void sluice_envelope_of(const struct sluice_event_meta *m, struct sluice_envelop
 	env->labels = m->labels;
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+void sluice_consumer_record(struct sluice_consumer *c, const void *data, size_t size)
 {
-	struct sluice_consumer *c = ctx;
 	const struct sluice_event *e = data;
 	struct sluice_line *l;
 
 	if (size < sizeof(struct sluice_event))
-		return 0;
+		return;
 	if (c->skip_first) {
 		c->skip_first = false;
 		if (e->seq == c->skip_seq) {
 			c->duplicates++;
-			return 0;
+			return;
 		}
 	}
 	l = sluice_evlog_begin(c->log, SLUICE_DS_KERNEL, sluice_event_real_ns(e, c->meta));
@@ -277,19 +276,22 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (sluice_evlog_commit(c->log) < 0)
 		c->write_lost++;
 	c->received++;
-	return 0;
 }
 
-int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
-			 const struct sluice_event_meta *meta, struct sluice_evlog *log)
+int sluice_consumer_init(struct sluice_consumer *c, struct sluice_event_ring *ring, uint32_t slot,
+			 struct sluice_sandbox *sb, const struct sluice_event_meta *meta, struct sluice_evlog *log)
 {
+	int err;
+
 	memset(c, 0, sizeof(*c));
 	c->sb = sb;
 	c->meta = meta;
 	c->log = log;
-	c->rb = ring_buffer__new(sandbox_events_fd(sb), on_event, c, NULL);
-	if (!c->rb)
-		return -errno;
+	c->slot = slot;
+	err = sluice_event_ring_add(ring, slot, c);
+	if (err)
+		return err;
+	c->ring = ring;
 	return 0;
 }
 
@@ -301,7 +303,7 @@ void sluice_consumer_skip_written(struct sluice_consumer *c, uint64_t seq)
 
 int sluice_consumer_fd(struct sluice_consumer *c)
 {
-	return ring_buffer__epoll_fd(c->rb);
+	return sluice_event_ring_fd(c->ring);
 }
 
 int sluice_consumer_drain(struct sluice_consumer *c)
@@ -309,10 +311,8 @@ int sluice_consumer_drain(struct sluice_consumer *c)
 	uint64_t before = c->received, lost;
 	int err;
 
-	/* libbpf 1.1 can miss a wakeup: callers poll with a timeout and we
-	 * always consume, whether or not epoll said so. */
-	err = ring_buffer__consume(c->rb);
-	if (err < 0 && err != -EINTR)
+	err = sluice_event_ring_consume(c->ring);
+	if (err < 0)
 		return err;
 	lost = sandbox_stat(c->sb, SLUICE_STAT_EVENTS_LOST);
 	if (lost > c->lost_reported) {
@@ -334,6 +334,7 @@ int sluice_consumer_drain(struct sluice_consumer *c)
 
 void sluice_consumer_free(struct sluice_consumer *c)
 {
-	ring_buffer__free(c->rb);
-	c->rb = NULL;
+	if (c->ring)
+		sluice_event_ring_remove(c->ring, c->slot);
+	c->ring = NULL;
 }

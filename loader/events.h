@@ -80,12 +80,13 @@ int sluice_lifecycle_write(struct sluice_evlog *w, const char *action, const cha
 /* The envelope (sandbox, policy, mode) of m's lines, pointing into m. */
 void sluice_envelope_of(const struct sluice_event_meta *m, struct sluice_envelope *env);
 
-struct ring_buffer;
+struct sluice_event_ring;
 struct sluice_sandbox;
 
-/* The consumer: reads the ring buffer, writes lines to `out`. */
+/* The consumer of one sandbox's records: writes its lines to `log`. */
 struct sluice_consumer {
-	struct ring_buffer *rb;
+	struct sluice_event_ring *ring; /* where its records are (not owned) */
+	uint32_t slot;              /* its slot there (sluice_bpf_config.ring_slot) */
 	struct sluice_sandbox *sb;
 	const struct sluice_event_meta *meta;
 	struct sluice_evlog *log;   /* where lines go (not owned) */
@@ -101,10 +102,15 @@ struct sluice_consumer {
 	uint64_t duplicates;        /* records skipped so */
 };
 
-/* Set up consumption of sb's ring buffer; lines go to `log` (written or
- * counted lost there).  Returns 0 or -errno. */
-int sluice_consumer_init(struct sluice_consumer *c, struct sluice_sandbox *sb,
-			 const struct sluice_event_meta *meta, struct sluice_evlog *log);
+/* Consume sb's records, those of slot `slot` of `ring` (loader/event_ring.h);
+ * lines go to `log` (written or counted lost there).  Returns 0 or -errno
+ * (-EBUSY: the slot has a consumer). */
+int sluice_consumer_init(struct sluice_consumer *c, struct sluice_event_ring *ring, uint32_t slot,
+			 struct sluice_sandbox *sb, const struct sluice_event_meta *meta, struct sluice_evlog *log);
+
+/* One record of c's slot (`size` bytes: struct sluice_event, or struct
+ * sluice_event_unix), as its line; the ring calls it. */
+void sluice_consumer_record(struct sluice_consumer *c, const void *data, size_t size);
 
 /* A restarted daemon: the last kernel line of the sandbox in the events
  * file had sluice.seq `seq`; if the first record still queued has it, its
@@ -116,10 +122,12 @@ void sluice_consumer_skip_written(struct sluice_consumer *c, uint64_t seq);
  * poll it with a finite timeout, then call sluice_consumer_drain). */
 int sluice_consumer_fd(struct sluice_consumer *c);
 
-/* Consume everything queued, then report new losses.  Returns the number
- * of events written, or -errno. */
+/* Consume everything queued in c's ring (every slot's, each to its
+ * consumer), then report c's new losses.  Returns the number of c's
+ * events written, or -errno. */
 int sluice_consumer_drain(struct sluice_consumer *c);
 
+/* c's records have no consumer from now on (it leaves the ring). */
 void sluice_consumer_free(struct sluice_consumer *c);
 
 #endif

@@ -98,6 +98,8 @@ static void run_cleanup(struct run_state *st)
 		sluice_consumer_drain(&st->consumer);
 		sluice_consumer_free(&st->consumer);
 	}
+	if (st->ring_ok)
+		sluice_event_ring_close(&st->ring);
 	if (st->proxy_pid > 0) {
 		kill(st->proxy_pid, SIGTERM);
 		waitpid(st->proxy_pid, NULL, 0);
@@ -607,9 +609,24 @@ static int run_open_events(struct run_state *st)
 			return -1;
 		}
 	}
-	if (sluice_consumer_init(&st->consumer, &st->sb, &st->meta, &st->log) < 0) {
-		log_warn("run: cannot read the ring buffer");
-		return -1;
+	{
+		char msg[256];
+		int ev, bud, err = sandbox_ring_open(&st->sb, &ev, &bud, msg, sizeof(msg));
+
+		if (err == 0) {
+			/* a ring of its own: the loader set its whole budget */
+			err = sluice_event_ring_open(&st->ring, ev, bud, false);
+			if (err == 0)
+				st->ring_ok = true;
+		} else {
+			log_warnx("run: %s", msg);
+		}
+		if (err == 0)
+			err = sluice_consumer_init(&st->consumer, &st->ring, 0, &st->sb, &st->meta, &st->log);
+		if (err < 0) {
+			log_warnx("run: cannot read the ring buffer: %s", strerror(-err));
+			return -1;
+		}
 	}
 	st->consumer_ok = true;
 	return 0;

@@ -15,6 +15,7 @@
 #include "children.h"
 #include "confine.h"
 #include "credentials.h"
+#include "event_ring.h"
 #include "events.h"
 #include "expiry_watch.h"
 #include "kfeatures.h"
@@ -73,6 +74,8 @@ struct run_state {
 	char stdio_socks[64];       /* inet sockets as CMD's stdio (run_stdio.h) */
 	int events;                 /* fd: 2 (stderr), 1 (--events -) or the --events file */
 	struct sluice_evlog log;    /* the loader's lines (kernel, lifecycle) on `events` */
+	struct sluice_event_ring ring;  /* its own (event_ring.h) */
+	bool ring_ok;
 	struct sluice_consumer consumer;
 	bool consumer_ok;
 	bool owner_written;         /* SLUICE_OWNER_DIR/NAME names this process */

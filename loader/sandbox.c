@@ -61,6 +61,7 @@ static const char *map_names[SLUICE_MAP__MAX] = {
 	[SLUICE_MAP_LISTENERS] = "sluice_listener_sk",
 	[SLUICE_MAP_UNIX] = "sluice_unix_allow",
 	[SLUICE_MAP_PROGS] = "sluice_prog_allow",
+	[SLUICE_MAP_RING_BUDGET] = "sluice_ring_budget",
 };
 
 void sluice_link_path(const char *pin_dir, const char *prog, char *buf, size_t len)
@@ -112,6 +113,7 @@ static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id)
 	case SLUICE_MAP_LISTENERS: return s->maps.sluice_listener_sk;
 	case SLUICE_MAP_UNIX: return s->maps.sluice_unix_allow;
 	case SLUICE_MAP_PROGS: return s->maps.sluice_prog_allow;
+	case SLUICE_MAP_RING_BUDGET: return s->maps.sluice_ring_budget;
 	default: return NULL;
 	}
 }
@@ -203,10 +205,23 @@ static size_t count_cidr(const struct sluice_policy *p, int family)
 #define SLUICE_CGROUP_UNIX_CONNECT 49 /* BPF_CGROUP_UNIX_CONNECT */
 #define SLUICE_CGROUP_UNIX_SENDMSG 50 /* BPF_CGROUP_UNIX_SENDMSG */
 
-/* Open, size and load the object with configuration `cfg`; 0 or -errno
- * (-ENOENT: a program of prog_names[] is missing from the object). */
+/* A ring of its own: the whole ring is its pool and its share (sluice.h). */
+static int own_ring_budget(struct sluice_bpf *s)
+{
+	uint32_t k[2] = { SLUICE_RING_POOL, SLUICE_RING_SHARE };
+	uint64_t all = SLUICE_RING_OWN_BYTES;
+
+	for (int i = 0; i < 2; i++)
+		if (bpf_map_update_elem(bpf_map__fd(s->maps.sluice_ring_budget), &k[i], &all, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+/* Open, size and load the object with configuration `cfg`, its events to
+ * `ring` (NULL: a ring of its own); 0 or -errno (-ENOENT: a program of
+ * prog_names[] is missing from the object). */
 static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config *cfg, size_t n4, size_t n6,
-		       size_t nu, size_t np)
+		       size_t nu, size_t np, const struct sluice_ring_use *ring)
 {
 	struct sluice_bpf *s = sluice_bpf__open();
 	int err;
@@ -214,14 +229,19 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	if (!s)
 		return -errno;
 	*(struct sluice_bpf_config *)&s->rodata->sluice_cfg = *cfg;
+	if (ring && ((err = bpf_map__reuse_fd(s->maps.sluice_events, ring->events_fd)) != 0 ||
+		     (err = bpf_map__reuse_fd(s->maps.sluice_ring_budget, ring->budget_fd)) != 0)) {
+		sluice_bpf__destroy(s);
+		return err;
+	}
 	/* two generations side by side during a reload, plus slack */
 	bpf_map__set_max_entries(s->maps.sluice_allow4, 2 * (n4 + 16));
 	bpf_map__set_max_entries(s->maps.sluice_allow6, 2 * (n6 + 16));
 	bpf_map__set_max_entries(s->maps.sluice_unix_allow, 2 * (nu + 16));
 	/* no preallocation: room for reloads that add programs costs nothing */
 	bpf_map__set_max_entries(s->maps.sluice_prog_allow, 2 * (np + 1024));
-	/* 4 MiB: about 43,000 events of burst before losses are counted */
-	bpf_map__set_max_entries(s->maps.sluice_events, 4u << 20);
+	if (!ring)
+		bpf_map__set_max_entries(s->maps.sluice_events, SLUICE_RING_OWN_BYTES);
 	/* An LRU hash is allocated whole: 176 bytes an entry.  A TCP entry
 	 * lives from the connect until the child accepts and takes it, so the
 	 * full accept queues of the four TCP listeners (proxy and DNS over
@@ -244,6 +264,8 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	bpf_program__set_expected_attach_type(s->progs.sluice_connect_unix, SLUICE_CGROUP_UNIX_CONNECT);
 	bpf_program__set_expected_attach_type(s->progs.sluice_sendmsg_unix, SLUICE_CGROUP_UNIX_SENDMSG);
 	err = sluice_bpf__load(s);
+	if (!err && !ring)
+		err = own_ring_budget(s);
 	if (err) {
 		sluice_bpf__destroy(s);
 		return err;
@@ -300,7 +322,7 @@ static bool refusal_is_passing(int err)
 }
 
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
-		 const struct sluice_policy *policy, char *msg, size_t msglen)
+		 const struct sluice_policy *policy, const struct sluice_ring_use *ring, char *msg, size_t msglen)
 {
 	size_t n4 = count_cidr(policy, 2), n6 = count_cidr(policy, 10), nu = count_unix(policy);
 	size_t np = sluice_plan_count_programs(policy);
@@ -329,6 +351,12 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	static int lsm_refused, unix_refused;
 	struct sluice_bpf_config c = *cfg;
 	int want_lsm, want_unix, errs[4] = { 0 };
+
+	if (ring && ring->slot >= SLUICE_RING_SLOTS) {
+		snprintf(msg, msglen, "cannot load BPF programs: ring buffer slot %u out of range", ring->slot);
+		return -EINVAL;
+	}
+	c.ring_slot = ring ? ring->slot : 0;
 
 	/* a kernel that lists the BPF LSM but refuses its programs (seen:
 	 * EPERM for every one) is told by a two-instruction load, not by
@@ -379,7 +407,7 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 			continue;   /* the same load as one already tried */
 		c.have_unix = want_unix && !(drop & 1);
 		c.have_lsm = want_lsm && !(drop & 2);
-		err = errs[drop] = load_object(sb, &c, n4, n6, nu, np);
+		err = errs[drop] = load_object(sb, &c, n4, n6, nu, np, ring);
 		if (err && refusal_is_passing(err))
 			break;  /* not the programs: refuse the sandbox, drop none */
 	}
@@ -447,11 +475,13 @@ static void pins_close(int *fds, unsigned which)
 	}
 }
 
-/* Every map; those a running sandbox reads all the time (the ring buffer,
- * the counters); those a reload writes.  A bit per enum sluice_map_id.
+/* Every map; the one a running sandbox reads all the time (the counters;
+ * the ring buffer and its budget are the consumer's: sandbox_ring_open);
+ * those a reload writes.  A bit per enum sluice_map_id.
  * The rest are opened from their pins for a reload (sandbox_keep_pins). */
 #define MAPS_ALL ((1u << SLUICE_MAP__MAX) - 1)
-#define MAPS_HOT ((1u << SLUICE_MAP_EVENTS) | (1u << SLUICE_MAP_STATS))
+#define MAPS_HOT (1u << SLUICE_MAP_STATS)
+#define MAPS_RING ((1u << SLUICE_MAP_EVENTS) | (1u << SLUICE_MAP_RING_BUDGET))
 #define MAPS_RELOAD ((1u << SLUICE_MAP_ALLOW4) | (1u << SLUICE_MAP_ALLOW6) | (1u << SLUICE_MAP_PORTS) | \
 		     (1u << SLUICE_MAP_STATE) | (1u << SLUICE_MAP_GENCONF) | (1u << SLUICE_MAP_UNIX) | \
 		     (1u << SLUICE_MAP_PROGS))
@@ -860,9 +890,28 @@ uint64_t sandbox_stat(struct sluice_sandbox *sb, int stat)
 	return sum;
 }
 
-int sandbox_events_fd(struct sluice_sandbox *sb)
+int sandbox_ring_open(struct sluice_sandbox *sb, int *events_fd, int *budget_fd, char *msg, size_t msglen)
 {
-	return sb->map_fd[SLUICE_MAP_EVENTS];
+	int fds[SLUICE_MAP__MAX], err;
+
+	for (int i = 0; i < SLUICE_MAP__MAX; i++)
+		fds[i] = -1;
+	if (sb->map_fd[SLUICE_MAP_EVENTS] >= 0 && sb->map_fd[SLUICE_MAP_RING_BUDGET] >= 0) {
+		/* loaded, or adopted before sandbox_keep_pins() */
+		fds[SLUICE_MAP_EVENTS] = fcntl(sb->map_fd[SLUICE_MAP_EVENTS], F_DUPFD_CLOEXEC, 3);
+		fds[SLUICE_MAP_RING_BUDGET] = fcntl(sb->map_fd[SLUICE_MAP_RING_BUDGET], F_DUPFD_CLOEXEC, 3);
+		if (fds[SLUICE_MAP_EVENTS] < 0 || fds[SLUICE_MAP_RING_BUDGET] < 0) {
+			err = -errno;
+			snprintf(msg, msglen, "cannot hold the ring buffer: %s", strerror(errno));
+			pins_close(fds, MAPS_RING);
+			return err;
+		}
+	} else if ((err = pins_open(sb->pin_dir, MAPS_RING, fds, sb->map_id, msg, msglen)) < 0) {
+		return err;
+	}
+	*events_fd = fds[SLUICE_MAP_EVENTS];
+	*budget_fd = fds[SLUICE_MAP_RING_BUDGET];
+	return 0;
 }
 
 int sandbox_links_pinned(const struct sluice_sandbox *sb)

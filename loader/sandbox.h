@@ -61,6 +61,7 @@ enum sluice_map_id {
 	SLUICE_MAP_LISTENERS,       /* socket storage: sluice's own listeners (struct sluice_listener_mark) */
 	SLUICE_MAP_UNIX,            /* LPM trie: `unix:` entries (struct sluice_unix_key) */
 	SLUICE_MAP_PROGS,           /* hash: programs of cidr entries (struct sluice_prog_key) */
+	SLUICE_MAP_RING_BUDGET,     /* array: what each sandbox has queued in SLUICE_MAP_EVENTS (sluice.h) */
 	SLUICE_MAP__MAX,
 };
 
@@ -132,16 +133,32 @@ const char *sluice_prog_name(enum sluice_prog_id id);
  * PIN_DIR/link_PROG, in buf (len bytes). */
 void sluice_link_path(const char *pin_dir, const char *prog, char *buf, size_t len);
 
+/* A ring buffer for a sandbox's events that other sandboxes share (a
+ * daemon's: loader/event_ring.h): its two maps (not owned) and the slot
+ * the sandbox takes in its budget (bpf/sluice.h, "The event ring buffer's
+ * budget"). */
+struct sluice_ring_use {
+	int events_fd;              /* BPF_MAP_TYPE_RINGBUF */
+	int budget_fd;              /* its sluice_ring_budget */
+	uint32_t slot;              /* < SLUICE_RING_SLOTS, free in that budget */
+};
+
+/* Bytes of the ring buffer a sandbox with a ring of its own has (`sluice
+ * run`): about 35,000 denial records of burst before losses are counted. */
+#define SLUICE_RING_OWN_BYTES (4u << 20)
+
 /*
  * Open, configure and load the BPF programs for a sandbox named `name`
- * with the read-only config `cfg` and map sizes fit for `policy`.  Where
+ * with the read-only config `cfg` and map sizes fit for `policy`.  Its
+ * events go to `ring` (NULL: a ring of its own, SLUICE_RING_OWN_BYTES,
+ * with pool and share the whole ring).  Where
  * cfg->have_lsm is set but the kernel refuses the LSM programs, loads
  * without them: sb->cfg.have_lsm is then 0 and sb->lsm_err says why; the
  * same for cfg->have_unix (cgroup/connect_unix, 6.7+) and sb->unix_err.
  * Returns 0 or -errno; on error *msg explains (static or in sb->name scope).
  */
 int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluice_bpf_config *cfg,
-		 const struct sluice_policy *policy, char *msg, size_t msglen);
+		 const struct sluice_policy *policy, const struct sluice_ring_use *ring, char *msg, size_t msglen);
 
 /*
  * Write `policy` as the next generation and switch to it with one store of
@@ -173,8 +190,8 @@ int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msgle
 
 /*
  * After sandbox_attach() (or sandbox_adopt()): hold the sandbox by its pins.
- * Keeps open only the maps read all the time, the ring buffer and the
- * counters (reopened from their pins); lets go of the links' descriptors
+ * Keeps open only the map read all the time, the counters (reopened from
+ * its pin; the ring buffer is its consumer's, loader/event_ring.h); lets go of the links' descriptors
  * (their pins keep them attached) and of the skeleton's programs, maps
  * and BTF.  sandbox_apply_policy() then opens the maps it writes from
  * their pins for as long as it takes, and refuses a pin that holds
@@ -182,15 +199,18 @@ int sandbox_attach(struct sluice_sandbox *sb, int cg_fd, char *msg, size_t msgle
  * hundreds of sandboxes: the skeleton and links kept open were about 43
  * descriptors each (issue 19, scenario 9).  A no-op for an unpinned
  * sandbox.  0, or -errno with msg (then nothing changed but map_id[]).
- * The map descriptors change: take sandbox_events_fd() after it.
  */
 int sandbox_keep_pins(struct sluice_sandbox *sb, char *msg, size_t msglen);
 
 /* Sum over CPUs of counter `stat` (enum sluice_stat). */
 uint64_t sandbox_stat(struct sluice_sandbox *sb, int stat);
 
-/* Ring-buffer map fd, for the event consumer. */
-int sandbox_events_fd(struct sluice_sandbox *sb);
+/* New descriptors of sb's event ring buffer and its budget map, for the
+ * consumer (loader/event_ring.h), which owns them: from the skeleton, or
+ * from the pins of a sandbox held by them (refused, -ESTALE, if a pin
+ * holds another map than the sandbox was loaded with).  0, or -errno
+ * with msg. */
+int sandbox_ring_open(struct sluice_sandbox *sb, int *events_fd, int *budget_fd, char *msg, size_t msglen);
 
 /* Unpin everything under pin_dir, destroy links and the skeleton. */
 void sandbox_destroy(struct sluice_sandbox *sb);

@@ -26,7 +26,7 @@ int sandbox_up(struct sandbox_up *u, struct sluice_sandbox *sb, struct sluice_li
 	cfg.have_lsm = u->use_lsm && sluice_bpf_lsm_active(u->lsm_why, sizeof(u->lsm_why));
 	cfg.have_unix = 1;
 	u->loaded = false;
-	if (sandbox_load(sb, u->name, &cfg, u->policy, msg, msglen) < 0)
+	if (sandbox_load(sb, u->name, &cfg, u->policy, u->ring, msg, msglen) < 0)
 		return -1;
 	u->loaded = true;
 	if (cfg.have_lsm && sb->lsm_err)

@@ -30,6 +30,7 @@ struct sandbox_up {
 	bool require_lsm;                  /* refuse to go on without them (--require-lsm) */
 	bool kernel_tunnels;               /* the proxy relays tunnels in the kernel: pin its maps (ktunnel.h) */
 	const struct sluice_policy *policy;
+	const struct sluice_ring_use *ring; /* the shared ring its events go to; NULL: a ring of its own */
 	/* out */
 	bool loaded;                       /* sandbox_load() succeeded: sb wants sandbox_destroy() */
 	char lsm_why[256];                 /* with sb->cfg.have_lsm 0: why the BPF LSM is not in force */

@@ -12,6 +12,10 @@ fallback tests do), under both profiles, every path is refused with EPERM
 and logged with the ABI it came through.  Controls: inet keeps working
 through the i386 socket call, and a family the policy names is created
 through it too (the rule follows the policy, it is no blanket refusal).
+Where `int $0x80` itself faults (sockabi says "NOABI": a kernel booted
+with ia32_emulation=false, or a VM that does not deliver it, like this
+project's CI machines) the i386 paths do not exist, inside or outside;
+the tests then hold the other paths and check the i386 ones say so.
 """
 import atexit
 import json
@@ -58,6 +62,18 @@ def _outside(family):
     return json.loads(p.stdout)
 
 
+def _i386():
+    """Does the i386 ABI (`int $0x80`) reach the kernel on this machine?"""
+    if "i386" not in _BIN:
+        _BIN["i386"] = _outside(AF_INET)["i386"] != "NOABI"
+    return _BIN["i386"]
+
+
+def _compat(verdict):
+    """What the i386 paths answer where the ABI exists: `verdict`."""
+    return verdict if _i386() else "NOABI"
+
+
 def _inside(w, family, paths=(), policy=POLICY, profile="egress-only", extra=()):
     extra = ["--no-lsm"] + list(extra)
     if profile == "sandbox":
@@ -82,7 +98,7 @@ def test_every_path_creates_the_socket_outside(w):
         for p in ("native", "i386", "socketcall", "io_uring"):
             if p == "io_uring" and got[p] in ("EPERM", "ENOSYS"):
                 continue  # io_uring disabled on this host (kernel.io_uring_disabled)
-            assert got[p] == "created", (fam, p, got)
+            assert got[p] == (_compat("created") if p in ("i386", "socketcall") else "created"), (fam, p, got)
         assert got["x32"] in ("created", "ENOSYS"), got
 
 
@@ -93,11 +109,14 @@ def _check_refused(w, profile):
             continue
         # at most five refusals are logged per run: the compat paths first, alone
         got, denied, _ = _inside(w, fam, ("i386", "socketcall", "x32", "io_uring"), profile=profile)
-        assert got == {"i386": "EPERM", "socketcall": "EPERM", "x32": "EPERM", "io_uring": "EPERM"}, (fam, got)
+        assert got == {"i386": _compat("EPERM"), "socketcall": _compat("EPERM"), "x32": "EPERM",
+                       "io_uring": "EPERM"}, (fam, got)
         seen = {(e["sluice.syscall"], e.get("sluice.syscall_abi"), e.get("sluice.socket_family")) for e in denied}
         # x32 is refused by the filter even where the kernel has no x32 (ENOSYS outside)
-        assert {("socket", "i386", fam), ("socketcall", "i386", None), ("socket", "x32", fam)} <= seen, \
-            (fam, seen)
+        want = {("socket", "x32", fam)}
+        if _i386():
+            want |= {("socket", "i386", fam), ("socketcall", "i386", None)}
+        assert want <= seen, (fam, seen)
         if out["io_uring"] == "created":
             assert ("io_uring_setup", None, None) in seen, (fam, seen)
         got, _, _ = _inside(w, fam, ("native", "socketpair"), profile=profile)
@@ -123,8 +142,8 @@ def test_inet_through_i386_and_a_named_family_still_work(w):
     vsock once the policy names it.  socketcall(SYS_SOCKET) stays refused
     for every family (its arguments are in memory) and io_uring too."""
     got, _, start = _inside(w, AF_INET)
-    assert got["native"] == "created" and got["i386"] == "created", got
-    assert got["socketcall"] == "EPERM" and got["io_uring"] == "EPERM", got
+    assert got["native"] == "created" and got["i386"] == _compat("created"), got
+    assert got["socketcall"] == _compat("EPERM") and got["io_uring"] == "EPERM", got
     assert "io_uring allowed" not in start["message"], start
     # --allow-io-uring (the kernel hook tests): io_uring left alone, and the start line says so
     got, _, start = _inside(w, AF_INET, ("io_uring",), extra=["--allow-io-uring"])
@@ -134,6 +153,6 @@ def test_inet_through_i386_and_a_named_family_still_work(w):
     if _outside(AF_VSOCK)["native"] == "EAFNOSUPPORT":
         raise W.Skip("no AF_VSOCK in this kernel")
     got, _, _ = _inside(w, AF_VSOCK, ("native", "i386", "x32"), policy=POLICY_VSOCK)
-    assert got["native"] == "created" and got["i386"] == "created", got
+    assert got["native"] == "created" and got["i386"] == _compat("created"), got
     assert got["x32"] in ("created", "ENOSYS"), got   # named: the kernel's own answer
 

@@ -76,6 +76,25 @@ def _podman(w, profile, family, paths=()):
     return r.returncode, (json.loads(line[-1]) if line else None)
 
 
+def _i386(w):
+    """Does the i386 ABI (`int $0x80`) reach the kernel on this machine?
+    Where it faults (sockabi: "NOABI"; this project's CI machines) the i386
+    paths do not exist, in a container either: they then say so."""
+    if "i386" not in _I386:
+        r = subprocess.run([os.path.join(_rootfs(w), "bin", "sockabi"), str(AF_INET), "0", "i386"],
+                           capture_output=True, text=True, timeout=30)
+        _I386["i386"] = json.loads(r.stdout.strip().splitlines()[-1])["i386"] != "NOABI"
+    return _I386["i386"]
+
+
+_I386 = {}
+
+
+def _compat(w, verdict):
+    """What the i386 paths answer where the ABI exists: `verdict`."""
+    return verdict if _i386(w) else "NOABI"
+
+
 def _controls(w):
     """The families the container makes without the profile (podman's own
     filter): a refusal with the profile can then only be the profile's."""
@@ -101,10 +120,10 @@ def test_standalone_profile_refuses_packet_and_vsock_in_podman(w):
     assert "replaces the runtime's default" in err, err
     for fam in made:
         rc, res = _podman(w, path, fam, ("native", "socketpair", "i386", "socketcall", "io_uring"))
-        assert rc == 0 and res == {"native": "EPERM", "socketpair": "EPERM", "i386": "EPERM",
-                                   "socketcall": "EPERM", "io_uring": "EPERM"}, (fam, rc, res)
+        assert rc == 0 and res == {"native": "EPERM", "socketpair": "EPERM", "i386": _compat(w, "EPERM"),
+                                   "socketcall": _compat(w, "EPERM"), "io_uring": "EPERM"}, (fam, rc, res)
     rc, res = _podman(w, path, AF_INET, ("native", "i386"))
-    assert rc == 0 and res == {"native": "created", "i386": "created"}, (rc, res)
+    assert rc == 0 and res == {"native": "created", "i386": _compat(w, "created")}, (rc, res)
     rc, res = _podman(w, path, AF_UNIX, ("native", "socketpair"))
     assert rc == 0 and res == {"native": "created", "socketpair": "created"}, (rc, res)
 
@@ -118,7 +137,7 @@ def test_a_named_family_is_made_with_its_profile(w):
     path, prof, err = _profile(w, POLICY_VSOCK)
     assert "families beyond unix, inet, inet6 and netlink route/sock_diag: vsock" in err, err
     rc, res = _podman(w, path, AF_VSOCK, ("native", "i386"))
-    assert rc == 0 and res == {"native": "created", "i386": "created"}, (rc, res)
+    assert rc == 0 and res == {"native": "created", "i386": _compat(w, "created")}, (rc, res)
     rc, res = _podman(w, path, AF_PACKET, ("native",))
     assert rc == 0 and res == {"native": "EPERM"}, (rc, res)
 
@@ -148,7 +167,10 @@ def test_profile_merged_into_podmans_default(w):
     rc, res = _podman(w, path, AF_INET, ("native",))
     assert rc == 0 and res == {"native": "created"}, (rc, res)
     rc, res = _podman(w, path, AF_INET, ("i386",))
-    assert rc in (128 + SIGSYS, -SIGSYS) and res is None, (rc, res)
+    if _i386(w):
+        assert rc in (128 + SIGSYS, -SIGSYS) and res is None, (rc, res)
+    else:
+        assert rc == 0 and res == {"i386": "NOABI"}, (rc, res)
 
 
 def test_bad_input(w):

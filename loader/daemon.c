@@ -670,7 +670,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 static void usage(void)
 {
 	printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
-	       "                     [--events-max-size SIZE [--events-keep N]]\n"
+	       "                     [--events-max-size SIZE [--events-keep N]] [--event-ring SIZE]\n"
 	       "                     [--proxy-arg ARG]... [--resolver-arg ARG]... [--upstream-ca FILE]\n"
 	       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
 	       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
@@ -682,6 +682,9 @@ static void usage(void)
 	       "                 1G; at least 1M): FILE becomes FILE.1, ..., FILE.N, the oldest\n"
 	       "                 is removed (--events-keep N files, default 4); default: no cap\n"
 	       "                 (SIGHUP reopens it for logrotate)\n"
+	       "  --event-ring SIZE  the kernel's ring buffer of denial records that every sandbox\n"
+	       "                 shares (a power of 2 from 64K to 1G; default 16M): half of it\n"
+	       "                 split evenly among the sandboxes, half shared first come\n"
 	       "  --user-group GROUP  its members may `sluice run --policy NAME -- CMD` without\n"
 	       "                 root: the daemon runs CMD as them (default: sluice, when that\n"
 	       "                 group exists; '' root only)\n"
@@ -724,6 +727,7 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 		{ "events-format", required_argument, NULL, 'O' },
 		{ "events-max-size", required_argument, NULL, 'Z' },
 		{ "events-keep", required_argument, NULL, 'K' },
+		{ "event-ring", required_argument, NULL, 'R' },
 		{ "upstream-dns", required_argument, NULL, 'u' },
 		{ "proxy-arg", required_argument, NULL, 'x' },
 		{ "upstream-ca", required_argument, NULL, 'k' },
@@ -748,6 +752,7 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 	D.use_lsm = true;
 	D.user_group = "sluice";
 	D.events_keep = 4;
+	D.ring_bytes = SLUICE_RING_SHARED_BYTES;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -769,6 +774,19 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 				return 2;
 			}
 			D.events_max = v;
+			break;
+		}
+		case 'R': {
+			char why[160];
+			uint64_t v;
+
+			if (sluice_parse_memory(optarg, &v, why, sizeof(why)) < 0 || v < (64u << 10) ||
+			    v > (1u << 30) || (v & (v - 1))) {
+				log_warnx("daemon: --event-ring: want a power of 2 from 64K to 1G (16M), not '%s'",
+					  optarg);
+				return 2;
+			}
+			D.ring_bytes = v;
 			break;
 		}
 		case 'K':

@@ -98,6 +98,7 @@ struct daemon_globals {
 	 * that this one adopted, one per ring (event_ring.h) */
 	struct sluice_event_ring *ring;
 	struct sluice_event_ring *adopted_rings;
+	uint64_t ring_bytes;        /* --event-ring: the size of D.ring */
 	struct event_base *base;
 	struct dsandbox *sandboxes;
 	char proxy_bin[PATH_MAX], resolver_bin[PATH_MAX];

@@ -346,7 +346,7 @@ struct sluice_event_ring *daemon_ring(int *err)
 		*err = -ENOMEM;
 		return NULL;
 	}
-	*err = sluice_event_ring_new(r, SLUICE_RING_SHARED_BYTES);
+	*err = sluice_event_ring_new(r, D.ring_bytes);
 	if (*err) {
 		free(r);
 		return NULL;

@@ -36,8 +36,9 @@ struct sluice_event_ring {
 	struct sluice_event_ring *next; /* the daemon's list of rings */
 };
 
-/* Bytes of the ring a daemon makes for its sandboxes: a sandbox alone gets
- * all of it; 1,000 get 8 KiB each of their own and the shared half. */
+/* Bytes of the ring a daemon makes for its sandboxes by default (`daemon
+ * --event-ring`): a sandbox alone gets all of it; 1,000 get 8 KiB each
+ * of their own and the shared half. */
 #define SLUICE_RING_SHARED_BYTES (16u << 20)
 
 /*

@@ -25,7 +25,8 @@ def _account(d, name):
 
 def test_two_kill9_restarts_account_for_every_denial(w):
     n = 200000
-    d = Daemon(w)
+    # a 1 MiB ring (about 8,700 records): each outage's 50,000 overflow it
+    d = Daemon(w, args=["--event-ring", "1M"])
     name = "frst%d" % os.getpid()
     a = Workload(w, name)
     try:

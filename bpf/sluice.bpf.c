@@ -334,11 +334,11 @@ static __always_inline __u64 budget_read(const __u64 *v)
 /*
  * Take `bytes` of the ring buffer for this sandbox's next record, by the
  * budget of sluice.h ("The event ring buffer's budget"): within its share,
- * or while the ring's total is within the pool.  Returns the sandbox's own
- * count (for ring_budget_give() when the reservation then fails), or NULL:
- * no room for it, the record is lost and counted.
+ * or while the ring's total is within the pool.  Returns 1, or 0: no room
+ * for it, the record is lost and counted.  Global functions, these two:
+ * verified once, not at each of the places a program emits an event.
  */
-static __always_inline __u64 *ring_budget_take(__u64 bytes)
+__noinline int sluice_ring_take(__u64 bytes)
 {
 	__u32 kt = SLUICE_RING_TOTAL, kp = SLUICE_RING_POOL, ks = SLUICE_RING_SHARE;
 	__u32 km = SLUICE_RING_SLOT0 + sluice_cfg.ring_slot;
@@ -348,23 +348,26 @@ static __always_inline __u64 *ring_budget_take(__u64 bytes)
 	__u64 *mine = bpf_map_lookup_elem(&sluice_ring_budget, &km);
 
 	if (!total || !pool || !share || !mine)
-		return NULL;
+		return 0;
 	if (budget_read(mine) + bytes > *share && budget_read(total) + bytes > *pool)
-		return NULL;
+		return 0;
 	__sync_fetch_and_add(mine, bytes);
 	__sync_fetch_and_add(total, bytes);
-	return mine;
+	return 1;
 }
 
-/* Give back what ring_budget_take() took for a record never reserved. */
-static __always_inline void ring_budget_give(__u64 *mine, __u64 bytes)
+/* Give back what sluice_ring_take() took for a record never reserved. */
+__noinline int sluice_ring_give(__u64 bytes)
 {
-	__u32 kt = SLUICE_RING_TOTAL;
+	__u32 kt = SLUICE_RING_TOTAL, km = SLUICE_RING_SLOT0 + sluice_cfg.ring_slot;
 	__u64 *total = bpf_map_lookup_elem(&sluice_ring_budget, &kt);
+	__u64 *mine = bpf_map_lookup_elem(&sluice_ring_budget, &km);
 
-	__sync_fetch_and_add(mine, -bytes);
+	if (mine)
+		__sync_fetch_and_add(mine, -bytes);
 	if (total)
 		__sync_fetch_and_add(total, -bytes);
+	return 0;
 }
 
 /*
@@ -381,13 +384,13 @@ static __always_inline void emit_event(struct verdict_ctx *v, __u8 verdict, __u6
 	__u64 flags, avail;
 	/* a unix denial carries the name the client asked for (struct sluice_event_unix) */
 	__u64 size = u ? sizeof(struct sluice_event_unix) : sizeof(*e);
-	__u64 *mine = ring_budget_take(SLUICE_RING_RECORD_BYTES(size));
+	int took = sluice_ring_take(SLUICE_RING_RECORD_BYTES(size));
 
-	e = mine ? bpf_ringbuf_reserve(&sluice_events, size, 0) : NULL;
+	e = took ? bpf_ringbuf_reserve(&sluice_events, size, 0) : NULL;
 	if (!e) {
 		/* the verdict never depends on room in the ring buffer */
-		if (mine)
-			ring_budget_give(mine, SLUICE_RING_RECORD_BYTES(size));
+		if (took)
+			sluice_ring_give(SLUICE_RING_RECORD_BYTES(size));
 		stat_inc(SLUICE_STAT_EVENTS_LOST);
 		return;
 	}

@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <time.h>
 
-
 #include "event_ring.h"
 #include "evlog.h"
 #include "policy.h"

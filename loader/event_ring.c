@@ -93,7 +93,7 @@ fail:
 
 int sluice_event_ring_new(struct sluice_event_ring *r, uint64_t bytes)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	struct bpf_map_create_opts opts = { .sz = sizeof(opts), .map_flags = BPF_F_MMAPABLE };
 	/* the names libbpf gives the object's maps (15 characters) */
 	int ev = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "sluice_events", 0, 0, (uint32_t)bytes, NULL), bud;
 

@@ -66,10 +66,7 @@ static int other_build(const char *name, char *msg, size_t msglen, const char *f
 int sluice_pin_layout_check(const char *name, const char *pin_dir, const int *map_fd, char *msg, size_t msglen)
 {
 	struct sluice_map_shape want[SLUICE_MAP__MAX];
-	struct sluice_pin_layout ours, theirs;
-	char path[512];
-	uint32_t zero = 0;
-	int err = sluice_map_shapes(want), fd;
+	int err = sluice_map_shapes(want);
 
 	if (err) {
 		snprintf(msg, msglen, "cannot open this build's BPF object to compare sandbox %s with: %s", name,
@@ -93,6 +90,16 @@ int sluice_pin_layout_check(const char *name, const char *pin_dir, const int *ma
 					   "value %u", sluice_map_pin_name(i), info.type, info.key_size, info.value_size,
 					   want[i].type, want[i].key_size, want[i].value_size);
 	}
+	return sluice_pin_layout_stamp_check(name, pin_dir, msg, msglen);
+}
+
+int sluice_pin_layout_stamp_check(const char *name, const char *pin_dir, char *msg, size_t msglen)
+{
+	struct sluice_pin_layout ours, theirs;
+	char path[512];
+	uint32_t zero = 0;
+	int fd;
+
 	snprintf(path, sizeof(path), "%s/%s", pin_dir, SLUICE_LAYOUT_PIN);
 	fd = bpf_obj_get(path);
 	if (fd < 0)

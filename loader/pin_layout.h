@@ -48,4 +48,12 @@ int sluice_pin_layout_write(const char *pin_dir, char *msg, size_t msglen);
  */
 int sluice_pin_layout_check(const char *name, const char *pin_dir, const int *map_fd, char *msg, size_t msglen);
 
+/*
+ * The stamp alone (sluice_pin_layout_check's second half): for a pin set
+ * that lacks a map this build has, so that an older build's pins are
+ * named as such, with the way out, and not as a missing pin.  0: no stamp,
+ * or this build's; -1 with msg.
+ */
+int sluice_pin_layout_stamp_check(const char *name, const char *pin_dir, char *msg, size_t msglen);
+
 #endif

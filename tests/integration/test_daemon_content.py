@@ -226,11 +226,12 @@ def restart_refused(d):
 
 def test_a_sandbox_pinned_by_another_build_is_refused(w):
     """A pin set whose maps or layout stamp are another build's (a value
-    size, a ring-buffer record size) is not re-adopted: the restarted
+    size, a ring-buffer record size, an older layout that lacks a map) is
+    not re-adopted: the restarted
     daemon refuses to start, names the map and the way out, and the filter
     stays in force; `sluice detach --force NAME` then lets it start."""
     path = w.write("layout-%d.yaml" % os.getpid(), POLICY_A)
-    for case in ("map", "stamp"):
+    for case in ("map", "stamp", "older"):
         name = "cl%s%d" % (case, os.getpid())
         d = TD.Daemon(w)
         wl = None
@@ -251,17 +252,23 @@ def test_a_sandbox_pinned_by_another_build_is_refused(w):
                 assert r.returncode == 0, r
                 want = "map sluice_flows"
             else:
-                # the stamp of a build whose ring-buffer records are 8 bytes longer
                 r = subprocess.run(["bpftool", "-j", "map", "lookup", "pinned", pins + "/sluice_layout",
                                     "key", "0", "0", "0", "0"], capture_output=True, text=True)
                 assert r.returncode == 0, r
                 val = [int(x, 16) for x in json.loads(r.stdout)["value"]]
-                ev = int.from_bytes(bytes(val[8:12]), "little") + 8
-                val[8:12] = list(ev.to_bytes(4, "little"))
+                if case == "stamp":
+                    # the stamp of a build whose ring-buffer records are 8 bytes longer
+                    ev = int.from_bytes(bytes(val[8:12]), "little") + 8
+                    val[8:12] = list(ev.to_bytes(4, "little"))
+                    want = "struct sizes: event %d" % ev
+                else:
+                    # a layout-1 build's pins: no ring budget map (a ring of each sandbox's own)
+                    os.unlink(pins + "/sluice_ring_budget")
+                    val[4:8] = list((1).to_bytes(4, "little"))
+                    want = "layout version 1, this build's 2"
                 r = subprocess.run(["bpftool", "map", "update", "pinned", pins + "/sluice_layout", "key", "0", "0",
                                     "0", "0", "value"] + [str(v) for v in val], capture_output=True, text=True)
                 assert r.returncode == 0, r
-                want = "struct sizes: event %d" % ev
             err = restart_refused(d)
             assert "pinned by another sluice build" in err and want in err, err
             assert "sluice detach --force %s" % name in err, err

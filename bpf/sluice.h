@@ -285,14 +285,21 @@ _Static_assert(sizeof(struct sluice_bpf_config) == 64, "sluice_bpf_config size")
  *   [SLUICE_RING_SLOT0 + slot]   queued by that slot's sandbox
  * A record is reserved if its slot stays within its share, or the total
  * within the pool; else it is lost, counted in the sandbox's
- * SLUICE_STAT_EVENTS_LOST like a full ring, and its seq is a gap.  With
- * pool = ring/2 - SLUICE_RING_SLACK and share = (ring/2) / sandboxes (the
- * loader's choice), the total never passes the ring: records beyond the
- * pool are only ever reserved within shares, whose sum is ring/2.  So a
- * sandbox within its share always finds room, whatever the others do.
- * Worked example, a 16 MiB ring and 4 sandboxes: pool 8 MiB - 64 KiB, share
- * 2 MiB; one sandbox flooding gets the pool and its share (about 10 MiB,
- * ~87,000 records), each quiet one keeps its 2 MiB.  A ring of one sandbox
+ * SLUICE_STAT_EVENTS_LOST like a full ring, and its seq is a gap.  The
+ * loader sets, for a ring of R bytes and N sandboxes, share = R / (2N) and
+ * pool = R - (N - 1) * share - SLUICE_RING_SLACK.  Then the total never
+ * passes R, and a sandbox within its share always finds room, whatever the
+ * others do: after the last record the pool let in (total <= pool), only
+ * sandboxes below their share add, at most a share each; if one sandbox
+ * was above its share then, the others add at most (N - 1) shares, so
+ * total <= pool + (N - 1) * share = R - slack; if none was, total <= N *
+ * share = R / 2.  (The slack absorbs reservations racing on other CPUs.
+ * After an attach the shares shrink: the guarantee holds again once the
+ * consumer has read what was queued beyond the new pool, 100 ms at most.)
+ * Worked example, a 16 MiB ring: one sandbox may fill all of it but the
+ * slack; with 4, each keeps 2 MiB and one flooding gets 10 MiB - 64 KiB
+ * (~87,000 records); with 1,000, each keeps 8 KiB (~69 records between
+ * two reads) and the shared part is about 8 MiB.  A ring of one sandbox
  * (`sluice run`) has pool = share = the ring: the ring alone bounds it.
  * The counts are read as signed: a consumer killed between taking a
  * record back and moving past it (one record) can leave them a record

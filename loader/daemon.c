@@ -684,7 +684,7 @@ static void usage(void)
 	       "                 (SIGHUP reopens it for logrotate)\n"
 	       "  --event-ring SIZE  the kernel's ring buffer of denial records that every sandbox\n"
 	       "                 shares (a power of 2 from 64K to 1G; default 16M): half of it\n"
-	       "                 split evenly among the sandboxes, half shared first come\n"
+	       "                 split evenly among the sandboxes, the rest first come\n"
 	       "  --user-group GROUP  its members may `sluice run --policy NAME -- CMD` without\n"
 	       "                 root: the daemon runs CMD as them (default: sluice, when that\n"
 	       "                 group exists; '' root only)\n"

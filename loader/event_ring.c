@@ -25,16 +25,18 @@ static void budget_set(struct sluice_event_ring *r, uint32_t i, uint64_t v)
 	__atomic_store_n(&r->budget[i], v, __ATOMIC_RELAXED);
 }
 
-/* A shared ring's pool and share for its consumers now (bpf/sluice.h):
- * half the ring shared first come, the other half split evenly. */
+/* A shared ring's share and pool for its consumers now (bpf/sluice.h,
+ * with why the ring never overflows): half the ring split evenly, the
+ * rest shared first come. */
 static void set_shares(struct sluice_event_ring *r)
 {
-	uint64_t half = r->bytes / 2;
+	uint64_t n = r->consumers ? r->consumers : 1, share = r->bytes / (2 * n);
+	uint64_t others = (n - 1) * share + SLUICE_RING_SLACK;
 
 	if (!r->shared)
 		return;
-	budget_set(r, SLUICE_RING_POOL, half > SLUICE_RING_SLACK ? half - SLUICE_RING_SLACK : 0);
-	budget_set(r, SLUICE_RING_SHARE, half / (r->consumers ? r->consumers : 1));
+	budget_set(r, SLUICE_RING_SHARE, share);
+	budget_set(r, SLUICE_RING_POOL, r->bytes > others ? r->bytes - others : 0);
 }
 
 /* One record: its bytes back to its slot's budget, then to its consumer. */

@@ -171,7 +171,8 @@ void metrics_fill(struct evbuffer *out, void *arg)
 	};
 	static const struct { int stat; const char *name, *help; } counters[] = {
 		{ SLUICE_STAT_EVENTS_LOST, "sluice_kernel_events_lost_total",
-		  "Denial events the kernel could not queue (ring buffer full); counted, never silent." },
+		  "Denial events the kernel could not queue (ring buffer full, or the sandbox's budget in it); "
+		  "counted, never silent." },
 		{ SLUICE_STAT_BACKSTOP, "sluice_backstop_drops_total", "Packets dropped by the cgroup egress backstop." },
 		{ SLUICE_STAT_UNIX_QUIET, "sluice_unix_quiet_denials_total",
 		  "Unix connects refused without an event (glibc asking nscd)." },
@@ -213,6 +214,14 @@ void metrics_fill(struct evbuffer *out, void *arg)
 							   (const char *const[]){ "sandbox", s->name, "reason", sluice_reason_name(r),
 										  "verdict", w ? "would_deny" : "deny", NULL },
 							   s->consumer.by_reason[r][w]);
+	sluice_prom_family(out, "sluice_event_ring_queued_bytes", "gauge",
+			   "Bytes of the event ring buffer the sandbox's denial records take now (its budget's count).");
+	for (struct dsandbox *s = D.sandboxes; s; s = s->next)
+		sluice_prom_sample(out, "sluice_event_ring_queued_bytes", (const char *const[]){ "sandbox", s->name, NULL },
+				   s->ring ? sluice_event_ring_queued(s->ring, s->sb.cfg.ring_slot) : 0);
+	sluice_prom_family(out, "sluice_kernel_events_orphaned_total", "counter",
+			   "Denial records read after their sandbox was detached, dropped; since the daemon started.");
+	sluice_prom_sample(out, "sluice_kernel_events_orphaned_total", NULL, daemon_events_orphaned());
 	sluice_prom_family(out, "sluice_event_lines_lost_total", "counter",
 			   "Lines the daemon could not write to the events file (ENOSPC, EIO, ...).");
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next)

@@ -84,6 +84,9 @@ def test_metrics_count_what_the_kernel_and_the_events_say(w):
         got = value(m, "sluice_denial_events_total", sandbox="metrics", reason="tcp_port_not_allowed", verdict="deny")
         assert got == len(lines) >= 3, (got, len(lines))
         assert value(m, "sluice_kernel_events_lost_total", sandbox="metrics") == 0
+        # every record read: nothing of the sandbox's left in the shared ring
+        assert value(m, "sluice_event_ring_queued_bytes", sandbox="metrics") == 0, m
+        assert value(m, "sluice_kernel_events_orphaned_total") == 0, m
         assert value(m, "sluice_child_up", sandbox="metrics", child="proxy") == 1, m
         assert value(m, "sluice_child_up", sandbox="metrics", child="resolver") == 1, m
         ver = subprocess.run([W.SLUICE, "-V"], capture_output=True, text=True).stdout.split()[1].lstrip("v")

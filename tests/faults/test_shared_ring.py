@@ -1,7 +1,7 @@
 """Fault suite: the sandboxes of one daemon share one event ring buffer
 (loader/event_ring.h; bpf/sluice.h, "The event ring buffer's budget").  A
 sandbox that floods while the daemon reads nothing (SIGSTOP) takes the
-shared pool and its share and then loses records, counted; a quiet sandbox
+pool (the ring less the other's share) and then loses records, counted; a quiet sandbox
 beside it keeps its own share: every one of its denials has its line.  For
 both, the kernel's denials = denial lines + counted ring-buffer losses,
 exactly, and `status` shows the ring and each sandbox's slot.  Without the
@@ -32,7 +32,7 @@ def _settled(d, names, want):
         st = d.status()
         got = {}
         for n in names:
-            lines, ring, lost, _ = _account(d, n)
+            lines, ring, _, _ = _account(d, n)
             got[n] = (len(lines), ring, st[n])
         if all(got[n][2]["denied"] == want[n] and got[n][0] + got[n][1] == want[n] for n in names):
             return got

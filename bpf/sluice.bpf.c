@@ -928,7 +928,35 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 			addr6_copy(key.saddr, a);
 		}
 	}
-	bpf_map_update_elem(&sluice_flows, &key, o, BPF_ANY);
+	if (bpf_map_update_elem(&sluice_flows, &key, o, BPF_ANY) == 0) {
+		/* so that a release before any accept removes it */
+		struct sluice_flow_key *mine = bpf_sk_storage_get(&sluice_sk_flow, sk, 0,
+								  BPF_SK_STORAGE_GET_F_CREATE);
+
+		if (mine)
+			*mine = key;
+	}
+	return SYS_PROCEED;
+}
+
+/*
+ * sock_release (5.9): a sandbox socket is closed for the last time.  Remove
+ * the flow map entry it made that no one will take: a UDP socket's DNS
+ * query entry (the resolver reads it as the query arrives), and a TCP
+ * connect that never reached an accept queue (released in SYN_SENT, or
+ * refused: CLOSE).  A connection that did reach the proxy or the resolver
+ * keeps its entry for them to take, even if the client is gone before the
+ * accept.  Never refuses (a release cannot be).
+ */
+SEC("cgroup/sock_release")
+int sluice_sock_release(struct bpf_sock *ctx)
+{
+	struct sluice_flow_key *key = bpf_sk_storage_get(&sluice_sk_flow, ctx, 0, 0);
+
+	if (!key)
+		return SYS_PROCEED;
+	if (key->protocol == SLUICE_FLOW_UDP || ctx->state == BPF_TCP_SYN_SENT || ctx->state == BPF_TCP_CLOSE)
+		bpf_map_delete_elem(&sluice_flows, key);
 	return SYS_PROCEED;
 }
 

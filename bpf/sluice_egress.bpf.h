@@ -154,7 +154,9 @@ static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off, __u
  * flow map under the source address and port the resolver will see
  * (protocol SLUICE_FLOW_UDP, netns cookie 0), for its query line.  A query
  * of a socket that was not redirected removes what an earlier socket on
- * that port left.  Never refuses anything: attribution only.
+ * that port left.  The entry's time is the query's; the socket keeps the
+ * key, and its release removes the entry.  Never refuses anything:
+ * attribution only.
  */
 static __always_inline void dns_asked(struct __sk_buff *skb, __u8 family, const __u32 *saddr, __u16 sport)
 {
@@ -171,10 +173,19 @@ static __always_inline void dns_asked(struct __sk_buff *skb, __u8 family, const 
 	key.saddr[1] = saddr[1];
 	key.saddr[2] = saddr[2];
 	key.saddr[3] = saddr[3];
-	if (o && (o->flags & SLUICE_ORIG_DNS))
+	if (o && (o->flags & SLUICE_ORIG_DNS)) {
+		struct sluice_flow_key *mine;
+
+		/* the entry's age is the last query's, for the sweep */
+		o->ts_ns = bpf_ktime_get_boot_ns();
 		bpf_map_update_elem(&sluice_flows, &key, o, BPF_ANY);
-	else
+		/* so that its release removes it (sluice_sock_release) */
+		mine = bpf_sk_storage_get(&sluice_sk_flow, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (mine)
+			*mine = key;
+	} else {
 		bpf_map_delete_elem(&sluice_flows, &key);
+	}
 }
 
 #endif

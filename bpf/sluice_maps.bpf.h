@@ -157,13 +157,31 @@ struct {
 	__type(value, __u32);
 } sluice_prog_allow SEC(".maps");
 
-/* Redirected TCP flows, looked up (and deleted) by the proxy. */
+/*
+ * Redirected TCP flows, looked up (and deleted) by the proxy or the
+ * resolver, and UDP DNS queries, looked up by the resolver.  Allocated on
+ * demand (an idle sandbox holds no entry): an entry is deleted when it is
+ * taken, when its socket is released without anyone to take it
+ * (sluice_sock_release), and by the proxy's and resolver's sweep of
+ * entries older than any accept (userspace/lib/flow.h).  Full, an insert
+ * fails: that sandbox's next flow has no entry and its proxy refuses it.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536); /* sized by the loader */
 	__type(key, struct sluice_flow_key);
 	__type(value, struct sluice_orig);
 } sluice_flows SEC(".maps");
+
+/* The sluice_flows key a socket's entry has (kernel-internal): written with
+ * the entry (sockops, the backstop), read when the socket is released. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sluice_flow_key);
+} sluice_sk_flow SEC(".maps");
 
 /* Sequence number of the next event; gaps are exactly the lost events. */
 __u64 sluice_seq = 0;

@@ -19,8 +19,9 @@
 
 #define SLUICE_LAYOUT_PIN     "sluice_layout"
 #define SLUICE_LAYOUT_MAGIC   0x736c6331u   /* "slc1" */
-#define SLUICE_LAYOUT_VERSION 2u            /* bump it when a map changes meaning (2: the ring buffer
-                                             * shared by a daemon's sandboxes, with its budget) */
+#define SLUICE_LAYOUT_VERSION 3u            /* bump it when a map changes meaning (2: the ring buffer
+                                             * shared by a daemon's sandboxes, with its budget; 3: the
+                                             * flow map allocated on demand, emptied at socket release) */
 
 struct sluice_pin_layout {
 	uint32_t magic;             /* SLUICE_LAYOUT_MAGIC */

@@ -38,6 +38,7 @@ static const char *prog_names[SLUICE_PROG__MAX] = {
 	[SLUICE_PROG_SOCK_CREATE] = "sock_create",
 	[SLUICE_PROG_SOCKOPS] = "sockops",
 	[SLUICE_PROG_SKB_EGRESS] = "skb_egress",
+	[SLUICE_PROG_SOCK_RELEASE] = "sock_release",
 	[SLUICE_PROG_CONNECT_UNIX] = "connect_unix",
 	[SLUICE_PROG_SENDMSG_UNIX] = "sendmsg_unix",
 	[SLUICE_PROG_LSM_POST_CREATE] = "lsm_post_create",
@@ -242,15 +243,17 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 	bpf_map__set_max_entries(s->maps.sluice_prog_allow, 2 * (np + 1024));
 	if (!ring)
 		bpf_map__set_max_entries(s->maps.sluice_events, SLUICE_RING_OWN_BYTES);
-	/* An LRU hash is allocated whole: 176 bytes an entry.  A TCP entry
-	 * lives from the connect until the child accepts and takes it, so the
-	 * full accept queues of the four TCP listeners (proxy and DNS over
-	 * TCP, IPv4 and IPv6) bound them; twice that leaves room for SYNs in
-	 * flight, the CPUs' share of the LRU's free lists and the resolver's
-	 * UDP entries, which the LRU evicts (attribution only).  5.8 MiB a
-	 * sandbox; 65,536 entries were 11.5 MiB (issue 19, scenario 9).  A
-	 * flood that evicts an entry not yet taken costs only the flooding
-	 * sandbox: the proxy refuses a flow it cannot find (no_flow_entry). */
+	/* Allocated on demand (BPF_F_NO_PREALLOC): an idle sandbox holds
+	 * nothing, where the LRU hash before was 5.8 MiB of kernel memory a
+	 * sandbox whatever it did (issue 19, scenario 9).  The bound is what a
+	 * busy sandbox can need: a TCP entry lives from the connect until the
+	 * child accepts and takes it, so the full accept queues of the four
+	 * TCP listeners (proxy and DNS over TCP, IPv4 and IPv6) bound them,
+	 * and twice that leaves room for SYNs in flight and the DNS sockets
+	 * open at once.  What no one takes is removed at the socket's release
+	 * and by the children's sweep; a map filled anyway (about 5 MiB)
+	 * costs only the sandbox that filled it: an insert fails and its proxy
+	 * refuses that flow (no_flow_entry). */
 	bpf_map__set_max_entries(s->maps.sluice_flows, 8 * SLUICE_LISTEN_BACKLOG);
 	for (int i = 0; i < SLUICE_PROG__MAX; i++) {
 		struct bpf_program *prog = prog_of(s, i);

@@ -33,6 +33,7 @@ enum sluice_prog_id {
 	SLUICE_PROG_SOCK_CREATE,
 	SLUICE_PROG_SOCKOPS,
 	SLUICE_PROG_SKB_EGRESS,
+	SLUICE_PROG_SOCK_RELEASE,
 	/* unix sockets (cgroup, 6.7+; loaded only where cfg.have_unix) */
 	SLUICE_PROG_CONNECT_UNIX,
 	SLUICE_PROG_SENDMSG_UNIX,

@@ -4,11 +4,14 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <event2/event.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "evlog.h"
+#include "log.h"
 #include "netaddr.h"
 
 int sluice_flow_open(const char *path)
@@ -81,7 +84,7 @@ int sluice_flow_take(int map_fd, const struct sluice_flow_key *key, struct sluic
 		return err ? -err : -ENOENT;
 	}
 	/* Used once: a later connection reusing the port gets its own entry.
-	 * A failed delete only leaves a stale entry for the LRU to evict. */
+	 * A failed delete only leaves a stale entry for the sweep. */
 	(void)bpf_map_delete_elem(map_fd, key);
 	return 0;
 }
@@ -96,6 +99,75 @@ int sluice_flow_udp_lookup(int map_fd, const struct sockaddr *peer, struct sluic
 	if (bpf_map_lookup_elem(map_fd, &key, out) < 0)
 		return errno ? -errno : -ENOENT;
 	return 0;
+}
+
+#define SWEEP_BATCH 4096
+
+int sluice_flow_sweep(int map_fd, bool dns, uint64_t now_ns, uint64_t max_age_ns)
+{
+	static struct sluice_flow_key old[SWEEP_BATCH];
+	struct sluice_flow_key key, next;
+	struct sluice_orig o;
+	size_t n = 0;
+	int removed = 0;
+	bool first = true;
+
+	/* collect first, delete after: deleting the key a walk stands on
+	 * restarts a hash map's walk from its first bucket */
+	while (n < SWEEP_BATCH && bpf_map_get_next_key(map_fd, first ? NULL : &key, &next) == 0) {
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(map_fd, &key, &o) < 0)
+			continue;   /* taken meanwhile */
+		if (dns != (key.protocol == SLUICE_FLOW_UDP || (o.flags & SLUICE_ORIG_DNS)))
+			continue;
+		if (o.ts_ns < now_ns && now_ns - o.ts_ns > max_age_ns)
+			old[n++] = key;
+	}
+	if (first && errno != ENOENT)
+		return -errno;
+	for (size_t i = 0; i < n; i++)
+		removed += bpf_map_delete_elem(map_fd, &old[i]) == 0;
+	return removed;
+}
+
+struct sweeper {
+	int map_fd;
+	bool dns;
+};
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	const struct sweeper *sw = arg;
+	struct timespec ts;
+	int n;
+
+	(void)fd;
+	(void)what;
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return;
+	n = sluice_flow_sweep(sw->map_fd, sw->dns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+			      SLUICE_FLOW_MAX_AGE_NS);
+	if (n > 0)
+		log_debug("flow map: %d entries no one took, removed", n);
+}
+
+struct event *sluice_flow_sweeper(struct event_base *base, int map_fd, bool dns)
+{
+	static struct sweeper sw;   /* one flow map a process */
+	const struct timeval every = { .tv_sec = SLUICE_FLOW_SWEEP_SEC };
+	struct event *ev;
+
+	sw.map_fd = map_fd;
+	sw.dns = dns;
+	ev = event_new(base, -1, EV_PERSIST, on_sweep, &sw);
+	if (!ev || event_add(ev, &every) < 0) {
+		if (ev)
+			event_free(ev);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return ev;
 }
 
 void sluice_flow_put_orig(struct sluice_line *l, const struct sluice_orig *o, const char *exe)

@@ -13,6 +13,7 @@
 #ifndef SLUICE_FLOW_H
 #define SLUICE_FLOW_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -55,6 +56,38 @@ int sluice_flow_take(int map_fd, const struct sluice_flow_key *key, struct sluic
  * redirect: sent to the resolver's own address), or another -errno.
  */
 int sluice_flow_udp_lookup(int map_fd, const struct sockaddr *peer, struct sluice_orig *out);
+
+/*
+ * The sweep: entries no one will take.  The kernel removes an entry when
+ * its socket is released before anyone could (bpf/sluice.bpf.c,
+ * sluice_sock_release); what is left (a UDP socket that sent from more than
+ * one address, a path not thought of) would stay, as the map allocates on
+ * demand and evicts nothing.  So each child removes its own kind of entry
+ * once it is older than any accept or query read can be: the proxy its TCP
+ * connections, the resolver its UDP queries and DNS-over-TCP connections
+ * (an entry's time is its connect's, or its last query's).
+ */
+#define SLUICE_FLOW_MAX_AGE_NS (60ull * 1000000000ull)  /* older than this: no one will take it */
+#define SLUICE_FLOW_SWEEP_SEC  30                        /* how often a child sweeps */
+
+/*
+ * Remove from map_fd the entries of one child's kind (dns: the resolver's;
+ * else the proxy's) whose time (struct sluice_orig.ts_ns, CLOCK_BOOTTIME)
+ * is more than max_age_ns before now_ns.  At most 4,096 a call (the next
+ * sweep takes the rest).  Returns the number removed, or -errno when the
+ * map cannot be read.
+ */
+int sluice_flow_sweep(int map_fd, bool dns, uint64_t now_ns, uint64_t max_age_ns);
+
+struct event;
+struct event_base;
+
+/*
+ * Sweep map_fd every SLUICE_FLOW_SWEEP_SEC on base (a persistent timer,
+ * logged at debug when it removes anything).  Returns the event (the
+ * caller frees it with event_free), or NULL with errno set.
+ */
+struct event *sluice_flow_sweeper(struct event_base *base, int map_fd, bool dns);
 
 struct sluice_line;
 

@@ -516,6 +516,8 @@ static void proxy_free(struct proxy *px, struct event *sigs[4])
 	if (px->drain_deadline)
 		event_free(px->drain_deadline);
 	proxy_upool_free(px->upool);
+	if (px->flow_sweep)
+		event_free(px->flow_sweep);
 	tls_pump_free_all();
 	proxy_dnscache_free(px->dnscache);
 	evdns_base_free(px->dns, 1);
@@ -579,6 +581,9 @@ int main(int argc, char **argv)
 	if (cfg->kernel_tunnels)
 		relay_kernel_enable(cfg->tunnel_maps);
 	make_loop(&px);
+	px.flow_sweep = sluice_flow_sweeper(px.base, px.flow_fd, false);
+	if (!px.flow_sweep)
+		fatalx("out of memory");
 	if (sluice_accept_backoff_init(&px.accept, px.base, set_listening, refuse_client, &px) < 0)
 		fatal("the reserved descriptor");
 	setup_dns(&px);

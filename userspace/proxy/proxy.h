@@ -113,6 +113,7 @@ struct proxy {
 	struct sluice_policy *policy;
 	enum sluice_mode mode;
 	int flow_fd;
+	struct event *flow_sweep;      /* removes flow entries no one took (flow.h) */
 	int log_fd;
 	struct sluice_evlog log;        /* the access log's writer, on log_fd */
 	unsigned n_conns;               /* open client connections */

@@ -448,7 +448,7 @@ int main(int argc, char **argv)
 	struct rsv_server_cfg cfg;
 	struct rsv_server *srv;
 	struct event_base *base;
-	struct event *sigs[4];
+	struct event *sigs[4], *flow_sweep;
 	char upbuf[64], listen_desc[512];
 	struct rsv_fair *fair;
 	int r;
@@ -478,6 +478,9 @@ int main(int argc, char **argv)
 		fatalx("event_base_new failed");
 	srv = rsv_server_new(base, &cfg);
 	if (!srv)
+		fatalx("out of memory");
+	flow_sweep = cfg.flow_fd >= 0 ? sluice_flow_sweeper(base, cfg.flow_fd, true) : NULL;
+	if (cfg.flow_fd >= 0 && !flow_sweep)
 		fatalx("out of memory");
 	add_sockets(srv, &o, listen_desc, sizeof(listen_desc));
 	if (rsv_server_is_own_address(srv, (struct sockaddr *)&cfg.upstream))
@@ -518,6 +521,8 @@ int main(int argc, char **argv)
 	rsv_fair_free(fair);   /* the last summary of dropped queries */
 	for (int i = 0; i < 4; i++)
 		event_free(sigs[i]);
+	if (flow_sweep)
+		event_free(flow_sweep);
 	event_base_free(base);
 	rsv_tunnel_free(cfg.ctx.tunnel);
 	sluice_child_loss_summary(&evlog);

@@ -41,9 +41,9 @@ AGENT = os.path.join(W.ROOT, "tests", "integration", "agent.py")
 
 
 def n_hooks(st):
-    """The programs a sandbox attaches: 11 cgroup hooks, the 2 unix hooks
+    """The programs a sandbox attaches: 12 cgroup hooks, the 2 unix hooks
     (6.7+) and the 6 BPF LSM programs where the kernel loads them."""
-    return 11 + 2 * bool(st.get("unix_hooks")) + 6 * bool(st.get("bpf_lsm"))
+    return 12 + 2 * bool(st.get("unix_hooks")) + 6 * bool(st.get("bpf_lsm"))
 
 
 def bpf_fds(pid):

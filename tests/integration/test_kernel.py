@@ -7,6 +7,7 @@ checks three things: the probe's result (ok / EPERM ...), what the server
 received (nothing, for a denial), and the events (exactly one per denial,
 with the right fields).
 """
+import json
 import os
 import shutil
 import signal
@@ -577,3 +578,98 @@ def test_require_lsm_and_the_start_line_say_which_is_in_force(w):
     start = [e for e in r3.events if e.get("event.action") == "sandbox-start"]
     assert r3.rc == 0 and "bpf lsm: not loaded (--no-lsm)" in start[0]["message"], r3
     assert "are not judged" in start[0]["message"], start
+
+
+def _flow_entries(pins):
+    """The sandbox's flow map as (protocol, source port) pairs: protocol 17
+    for a UDP DNS query's entry, 0 for a TCP connection's (struct
+    sluice_flow_key: the protocol is byte 27, the port bytes 24-25 in host
+    byte order)."""
+    r = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", os.path.join(pins, "sluice_flows")],
+                       capture_output=True, text=True, check=True)
+    out = []
+    for e in json.loads(r.stdout) or []:
+        k = [int(b, 16) for b in e["key"]]
+        out.append((k[27], k[24] | k[25] << 8))
+    return out
+
+
+def test_flow_entries_leave_with_their_sockets(w):
+    """The flow map allocates on demand and evicts nothing, so an entry no
+    one will take must go with its socket: forty UDP sockets of the sandbox
+    each ask the resolver (redirected from 198.51.100.53, an address
+    nowhere) and stay open; their forty entries are in the map while they
+    are, and none is once they are closed.  A TCP connection through the
+    proxy leaves none either (the proxy took it)."""
+    if not shutil.which("bpftool"):
+        raise W.Skip("bpftool not installed (make deps)")
+    name = "flows-%d" % os.getpid()
+    events = os.path.join(w.tmp, "flows.jsonl")
+    step = os.path.join(w.tmp, "flows-step")
+    script = w.write("flows.py", """\
+import os, socket, struct, sys, time
+step = sys.argv[1]
+def wait(word):
+    while True:
+        said = open(step).read() if os.path.exists(step) else ""
+        if said == "end":
+            sys.exit(0)
+        if said == word:
+            return
+        time.sleep(0.05)
+q = struct.pack(">HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\\x07example\\x03com\\x00\\x00\\x01\\x00\\x01"
+socks = []
+for i in range(40):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(q, ("198.51.100.53", 53))
+    s.recv(512)
+    socks.append(s)
+t = socket.create_connection(("192.0.2.10", 80), timeout=5)
+t.sendall(b"GET / HTTP/1.1\\r\\nHost: 192.0.2.10\\r\\n\\r\\n")
+t.recv(4096)
+open(step + ".open", "w").close()
+wait("close")
+for s in socks + [t]:
+    s.close()
+open(step + ".closed", "w").close()
+wait("end")
+""")
+    # a host entry on port 80: every connect to port 80 goes to the proxy
+    # (which refuses 192.0.2.10 with a 403, after taking the entry)
+    policy = w.write("flows.yaml", "version: 1\nname: flows\nallow:\n  - host: api.example.com\n"
+                     "    ports: [80]\n    why: port 80 through the proxy\n")
+    p = subprocess.Popen([W.SLUICE, "run", "--profile", "egress-only", "--name", name, "--netns", w.sbx_path,
+                          "--policy", policy, "--events", events, "--", "python3", script, step],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    pins = "/sys/fs/bpf/sluice/" + name
+    try:
+        W.wait_started(p, events)
+
+        def reach(path):
+            deadline = time.time() + 30
+            while not os.path.exists(path):
+                assert p.poll() is None, p.stderr.read()
+                assert time.time() < deadline, "the sandbox's script did not get to %s" % path
+                time.sleep(0.05)
+
+        reach(step + ".open")
+        held = _flow_entries(pins)
+        assert sorted(pr for pr, _ in held) == [17] * 40, held
+        with open(step, "w") as f:
+            f.write("close")
+        reach(step + ".closed")
+        assert _flow_entries(pins) == []
+        with open(step, "w") as f:
+            f.write("end")
+        assert p.wait(timeout=30) == 0, p.stderr.read()
+    finally:
+        with open(step, "w") as f:
+            f.write("end")   # the script ends, and sluice run with it
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            import run as R
+            R.cleanup_leftovers([l for l in W.leftovers() if name in l])

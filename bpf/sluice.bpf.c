@@ -879,6 +879,23 @@ int sluice_sock_create(struct bpf_sock *ctx)
 }
 
 /*
+ * Put o into the flow map under key for the proxy or the resolver to take,
+ * and keep key in sk's storage so that sluice_sock_release can remove an
+ * entry no one took.  sk: the socket whose flow it is (a full socket).
+ */
+static __always_inline void flow_put(struct bpf_sock *sk, const struct sluice_flow_key *key,
+				     const struct sluice_orig *o)
+{
+	struct sluice_flow_key *mine;
+
+	if (bpf_map_update_elem(&sluice_flows, key, o, BPF_ANY) != 0)
+		return;
+	mine = bpf_sk_storage_get(&sluice_sk_flow, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (mine)
+		*mine = *key;
+}
+
+/*
  * sockops: at TCP_CONNECT time the client's local port is known; copy the
  * original destination of a redirected (or explicit-proxy, or DNS-over-TCP
  * redirected) socket into the flow map under the key the proxy (or the
@@ -928,14 +945,7 @@ int sluice_sockops(struct bpf_sock_ops *skops)
 			addr6_copy(key.saddr, a);
 		}
 	}
-	if (bpf_map_update_elem(&sluice_flows, &key, o, BPF_ANY) == 0) {
-		/* so that a release before any accept removes it */
-		struct sluice_flow_key *mine = bpf_sk_storage_get(&sluice_sk_flow, sk, 0,
-								  BPF_SK_STORAGE_GET_F_CREATE);
-
-		if (mine)
-			*mine = key;
-	}
+	flow_put(sk, &key, o);
 	return SYS_PROCEED;
 }
 

@@ -174,15 +174,9 @@ static __always_inline void dns_asked(struct __sk_buff *skb, __u8 family, const 
 	key.saddr[2] = saddr[2];
 	key.saddr[3] = saddr[3];
 	if (o && (o->flags & SLUICE_ORIG_DNS)) {
-		struct sluice_flow_key *mine;
-
 		/* the entry's age is the last query's, for the sweep */
 		o->ts_ns = bpf_ktime_get_boot_ns();
-		bpf_map_update_elem(&sluice_flows, &key, o, BPF_ANY);
-		/* so that its release removes it (sluice_sock_release) */
-		mine = bpf_sk_storage_get(&sluice_sk_flow, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-		if (mine)
-			*mine = key;
+		flow_put(sk, &key, o);
 	} else {
 		bpf_map_delete_elem(&sluice_flows, &key);
 	}

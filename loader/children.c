@@ -431,10 +431,7 @@ static int cmd_content(struct child_cmd *c, bool is_proxy, const struct sluice_c
 	return 0;
 }
 
-/* Wait up to timeout_ms for the child's "ready" on the pipe (closed
- * here); a child that does not say it is killed.  Returns pid, or -EIO
- * with msg set. */
-static pid_t child_wait_ready(const char *binary, pid_t pid, int rfd, int timeout_ms, char *msg, size_t msglen)
+pid_t sluice_child_ready(const char *binary, pid_t pid, int rfd, int timeout_ms, char *msg, size_t msglen)
 {
 	struct pollfd p = { .fd = rfd, .events = POLLIN };
 	char buf[16] = "";
@@ -524,8 +521,8 @@ static pid_t child_spawn(const char *binary, const struct child_cmd *c)
 	return pid < 0 ? err : pid;
 }
 
-pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
-			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
+pid_t sluice_child_spawn(const char *binary, const struct sluice_listeners *l, const struct sluice_child_opts *o,
+			 int *ready_fd, char *msg, size_t msglen)
 {
 	struct child_cmd c = { .cafd = -1, .upfd = -1, .secfd = -1 };
 	const char *base = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
@@ -556,8 +553,26 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 		child_cmd_close(&c);
 		return -err;
 	}
-	err = c.ready[0];
+	*ready_fd = c.ready[0];
 	c.ready[0] = -1;
 	child_cmd_close(&c);
-	return child_wait_ready(binary, pid, err, timeout_ms, msg, msglen);
+	return pid;
+}
+
+void sluice_child_abandon(pid_t pid, int ready_fd)
+{
+	if (pid <= 0)
+		return;
+	close(ready_fd);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
+			 const struct sluice_child_opts *o, int timeout_ms, char *msg, size_t msglen)
+{
+	int rfd = -1;
+	pid_t pid = sluice_child_spawn(binary, l, o, &rfd, msg, msglen);
+
+	return pid < 0 ? pid : sluice_child_ready(binary, pid, rfd, timeout_ms, msg, msglen);
 }

@@ -210,13 +210,12 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 		.container_id = s->meta.container_id, .container_name = s->meta.container_name,
 		.container_runtime = s->meta.container_runtime,
 	};
-	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid;
+	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid, proxy = 0, resolver = 0;
 	unsigned old_proxy_gen = s->proxy_gen, old_resolver_gen = s->resolver_gen;
+	int proxy_ready = -1, resolver_ready = -1;
 
 	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
 	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
-		pid_t p;
-
 		char *upca = NULL;
 		size_t upca_len = 0;
 		struct sluice_policy_error perr;
@@ -244,21 +243,33 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 			upca = both;
 		}
 		co.upstream_ca = upca;
-		p = sluice_child_start(D.proxy_bin, &s->l, &co, 10000, msg, msglen);
+		proxy = sluice_child_spawn(D.proxy_bin, &s->l, &co, &proxy_ready, msg, msglen);
 		free(upca);
-		if (p < 0)
+		if (proxy < 0)
 			return -1;
-		s->proxy_pid = p;
-		s->proxy_gen = daemon_follow_gen();
 	}
 	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
-		pid_t p;
-
 		co.extra = D.resolver_extra;
-		p = sluice_child_start(D.resolver_bin, &s->l, &co, 10000, msg, msglen);
-		if (p < 0)
+		resolver = sluice_child_spawn(D.resolver_bin, &s->l, &co, &resolver_ready, msg, msglen);
+		if (resolver < 0) {
+			sluice_child_abandon(proxy, proxy_ready);
 			return -1;
-		s->resolver_pid = p;
+		}
+	}
+	/* the two start side by side (each is mostly its own dynamic
+	 * loading and setup: an attach waited for one, then the other) */
+	if (proxy > 0) {
+		if (sluice_child_ready(D.proxy_bin, proxy, proxy_ready, 10000, msg, msglen) < 0) {
+			sluice_child_abandon(resolver, resolver_ready);
+			return -1;
+		}
+		s->proxy_pid = proxy;
+		s->proxy_gen = daemon_follow_gen();
+	}
+	if (resolver > 0) {
+		if (sluice_child_ready(D.resolver_bin, resolver, resolver_ready, 10000, msg, msglen) < 0)
+			return -1;
+		s->resolver_pid = resolver;
 		s->resolver_gen = daemon_follow_gen();
 	}
 	/* the new children serve the same listening sockets; the old ones

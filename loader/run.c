@@ -638,6 +638,8 @@ static int run_open_events(struct run_state *st)
 static int run_start_children(struct run_state *st)
 {
 	char msg[512];
+	pid_t proxy = 0, resolver = 0;
+	int proxy_ready = -1, resolver_ready = -1;
 
 	{
 		struct sluice_child_opts co = {
@@ -668,19 +670,37 @@ static int run_start_children(struct run_state *st)
 				return -1;
 			}
 			st->proxy_co.ca = st->ca;
-			st->proxy_pid = sluice_child_start(st->proxy_bin, &st->listeners, &st->proxy_co, 10000, msg, sizeof(msg));
-			if (st->proxy_pid < 0) {
+			proxy = sluice_child_spawn(st->proxy_bin, &st->listeners, &st->proxy_co, &proxy_ready, msg,
+						   sizeof(msg));
+			if (proxy < 0) {
 				log_warnx("run: %s", msg);
 				return -1;
 			}
 		}
 		if (st->cfg.have_dns) {
-			st->resolver_pid = sluice_child_start(st->resolver_bin, &st->listeners, &st->resolver_co, 10000, msg,
-							     sizeof(msg));
-			if (st->resolver_pid < 0) {
+			resolver = sluice_child_spawn(st->resolver_bin, &st->listeners, &st->resolver_co, &resolver_ready,
+						      msg, sizeof(msg));
+			if (resolver < 0) {
+				sluice_child_abandon(proxy, proxy_ready);
 				log_warnx("run: %s", msg);
 				return -1;
 			}
+		}
+	}
+	/* side by side, as the daemon's (start_children) */
+	if (proxy > 0) {
+		st->proxy_pid = sluice_child_ready(st->proxy_bin, proxy, proxy_ready, 10000, msg, sizeof(msg));
+		if (st->proxy_pid < 0) {
+			sluice_child_abandon(resolver, resolver_ready);
+			log_warnx("run: %s", msg);
+			return -1;
+		}
+	}
+	if (resolver > 0) {
+		st->resolver_pid = sluice_child_ready(st->resolver_bin, resolver, resolver_ready, 10000, msg, sizeof(msg));
+		if (st->resolver_pid < 0) {
+			log_warnx("run: %s", msg);
+			return -1;
 		}
 	}
 	return 0;

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 #include <stdbool.h>
@@ -973,6 +974,13 @@ int cmd_daemon(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	/* Every attach loads a BPF object, and libbpf 1.1 reads the kernel's
+	 * BTF (5 MiB and more) into fresh buffers for each: above glibc's
+	 * mmap threshold, so each attach page-faulted some 11 MiB anew (about
+	 * a quarter of an attach under a hypervisor, issue 19).  Kept in the
+	 * heap instead, the daemon holds that much once, and the pages stay. */
+	mallopt(M_MMAP_THRESHOLD, 16 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	rc = prepare(signers_path, boundary_path);
 	if (rc == 0)
 		rc = start_serving(&ctl);

@@ -43,9 +43,33 @@ int sluice_name_check(const char *name, char *msg, size_t msglen)
 	return 0;
 }
 
+int sluice_probe_helper(enum bpf_prog_type type, enum bpf_func_id id)
+{
+	static struct {
+		enum bpf_prog_type type;
+		enum bpf_func_id id;
+		int yes;
+	} known[16];
+	static size_t n_known;
+	int r;
+
+	for (size_t i = 0; i < n_known; i++)
+		if (known[i].type == type && known[i].id == id)
+			return known[i].yes;
+	r = libbpf_probe_bpf_helper(type, id, NULL);
+	if (r < 0)
+		return 0;
+	if (n_known < sizeof(known) / sizeof(known[0])) {
+		known[n_known].type = type;
+		known[n_known].id = id;
+		known[n_known++].yes = r > 0;
+	}
+	return r > 0;
+}
+
 int sluice_have_set_retval(void)
 {
-	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval, NULL) > 0;
+	return sluice_probe_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_set_retval);
 }
 
 int sluice_bpf_lsm_loads(void)
@@ -85,8 +109,8 @@ int sluice_have_exe(void)
 						    BPF_PROG_TYPE_CGROUP_SKB };
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (libbpf_probe_bpf_helper(types[i], BPF_FUNC_get_current_task_btf, NULL) <= 0 ||
-		    libbpf_probe_bpf_helper(types[i], BPF_FUNC_probe_read_kernel, NULL) <= 0)
+		if (!sluice_probe_helper(types[i], BPF_FUNC_get_current_task_btf) ||
+		    !sluice_probe_helper(types[i], BPF_FUNC_probe_read_kernel))
 			return 0;
 	return 1;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include <json-c/json.h>
+#include <linux/bpf.h>
 
 /* Longest sandbox name (bytes): it is a cgroup directory, a bpffs pin
  * directory and the "sluice.sandbox" of every event. */
@@ -20,6 +21,13 @@
  * digits, '-', '_', '.', not starting with '.'?  Returns 0, or -1 with
  * the reason in msg (naming the name, cut to the limit for display). */
 int sluice_name_check(const char *name, char *msg, size_t msglen);
+
+/* libbpf_probe_bpf_helper(type, id), remembered for the process: a
+ * kernel's helpers do not change while it runs, and a daemon asked again
+ * at every attach (nine program loads, issue 19).  An error (no memory, no
+ * descriptors) is no answer and is asked again next time.  Returns 1 yes,
+ * 0 no (or the error).  Needs CAP_BPF. */
+int sluice_probe_helper(enum bpf_prog_type type, enum bpf_func_id id);
 
 /* Can a cgroup sock_addr program call bpf_set_retval (kernel 5.18+)?
  * A BPF program load: needs CAP_BPF.  Returns 1 yes, 0 no. */

@@ -388,7 +388,7 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 		sb->unix_err = unix_refused;
 	}
 	/* expiring cidr entries are judged on CLOCK_TAI (6.1+) */
-	c.have_tai = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_ktime_get_tai_ns, NULL) > 0;
+	c.have_tai = sluice_probe_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_ktime_get_tai_ns);
 	/* a cidr entry's port rules and a unix name's bytes walked by
 	 * bpf_loop (5.17+): the unrolled walks took the verifier about six
 	 * times the instructions.  SLUICE_BPF_NO_LOOP (non-empty) takes the
@@ -396,7 +396,7 @@ int sandbox_load(struct sluice_sandbox *sb, const char *name, const struct sluic
 	{
 		const char *nl = getenv("SLUICE_BPF_NO_LOOP");
 
-		c.have_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_loop, NULL) > 0 &&
+		c.have_loop = sluice_probe_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, BPF_FUNC_loop) &&
 			      !(nl && *nl);
 	}
 	/* `programs:` on cidr entries and the flow map's executable */

@@ -378,6 +378,44 @@ def test_attach_refuses_the_root_cgroup_and_bad_policies(w):
         d.close()
 
 
+def children_of(pid):
+    """The pids of pid's child processes, zombies too (a child not reaped)."""
+    kids = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open("/proc/%s/stat" % p).read()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+            kids.append(int(p))
+    return kids
+
+
+def test_a_child_that_never_becomes_ready_refuses_the_attach_and_leaves_none(w):
+    """The proxy and the resolver start side by side (issue 19); when one of
+    them never says ready, the attach is refused and the other is not left
+    running either: no program attached, no pin, no child."""
+    a = Workload(w, "unready")
+    try:
+        for which in ("--proxy-arg", "--resolver-arg"):
+            d = Daemon(w, extra=[which, "--no-such-option"])
+            try:
+                pol = w.write("unready.yaml", POLICY_A)
+                r = d.ctl("attach", "--policy", pol, "--cgroup", a.cg, "--netns", w.sbx_path, "--name", "unready")
+                child = "sluice-proxy" if which == "--proxy-arg" else "sluice-resolver"
+                assert r.returncode != 0 and child in r.stderr and "did not become ready" in r.stderr, r
+                # before anything else asks the daemon (whose loop reaps what
+                # it did not): the other child was killed and reaped already
+                assert children_of(d.proc.pid) == []
+                assert d.status() == {}
+                assert not os.path.exists("/sys/fs/bpf/sluice/unready")
+                assert a.probe("tcp", "192.0.2.10", 8080) == "ok"  # nothing attached
+            finally:
+                d.close()
+    finally:
+        a.close()
+
+
 def test_daemon_kill9_fails_closed_and_restart_readopts(w):
     d = Daemon(w)
     a = Workload(w, "k9")

@@ -559,8 +559,6 @@ static void control_report(const char *action, const char *message)
 	log_warnx("%s", message);
 }
 
-/* Every 100 ms: drain ring buffers (batched wakeups: poll, then consume),
- * notice dead children and vanished cgroups. */
 /* Whether a sandbox's cgroup is still there is asked once a second, not
  * at every tick: a path lookup through cgroupfs for each sandbox was about
  * half of what an idle daemon of 400 sandboxes spent (4 % of a CPU, issue
@@ -568,6 +566,8 @@ static void control_report(const char *action, const char *message)
  * lookups are spread over the second rather than made all at once. */
 #define GONE_CHECK_TICKS 10
 
+/* Every 100 ms: drain ring buffers (batched wakeups: poll, then consume),
+ * notice dead children and vanished cgroups. */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	static unsigned ticks;

@@ -358,6 +358,14 @@ def test_a_reload_keeps_the_generation_before_until_the_next_one(w):
         d.close()
 
 
+def assert_nothing_attached(d, a, name):
+    """After a refused attach of Workload a as `name`: the daemon holds no
+    sandbox, nothing is pinned, and a still reaches what the policy would deny."""
+    assert d.status() == {}
+    assert not os.path.exists("/sys/fs/bpf/sluice/" + name)
+    assert a.probe("tcp", "192.0.2.10", 8080) == "ok"
+
+
 def test_attach_refuses_the_root_cgroup_and_bad_policies(w):
     d = Daemon(w)
     try:
@@ -369,9 +377,7 @@ def test_attach_refuses_the_root_cgroup_and_bad_policies(w):
             bad = w.write("bad.yaml", "version: 1\nname: bad\nallow:\n  - cidr: 192.0.2.1/24\n    ports: [80]\n    why: x\n")
             r = d.ctl("attach", "--policy", bad, "--cgroup", a.cg, "--name", "bad")
             assert r.returncode == 2 and "bad.yaml:4:" in r.stderr, r
-            assert d.status() == {}
-            assert not os.path.exists("/sys/fs/bpf/sluice/bad")
-            assert a.probe("tcp", "192.0.2.10", 8080) == "ok"  # nothing changed
+            assert_nothing_attached(d, a, "bad")
         finally:
             a.close()
     finally:
@@ -407,9 +413,7 @@ def test_a_child_that_never_becomes_ready_refuses_the_attach_and_leaves_none(w):
                 # before anything else asks the daemon (whose loop reaps what
                 # it did not): the other child was killed and reaped already
                 assert children_of(d.proc.pid) == []
-                assert d.status() == {}
-                assert not os.path.exists("/sys/fs/bpf/sluice/unready")
-                assert a.probe("tcp", "192.0.2.10", 8080) == "ok"  # nothing attached
+                assert_nothing_attached(d, a, "unready")
             finally:
                 d.close()
     finally:

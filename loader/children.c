@@ -431,7 +431,7 @@ static int cmd_content(struct child_cmd *c, bool is_proxy, const struct sluice_c
 	return 0;
 }
 
-pid_t sluice_child_ready(const char *binary, pid_t pid, int rfd, int timeout_ms, char *msg, size_t msglen)
+pid_t sluice_child_wait_ready(const char *binary, pid_t pid, int rfd, int timeout_ms, char *msg, size_t msglen)
 {
 	struct pollfd p = { .fd = rfd, .events = POLLIN };
 	char buf[16] = "";
@@ -574,5 +574,5 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 	int rfd = -1;
 	pid_t pid = sluice_child_spawn(binary, l, o, &rfd, msg, msglen);
 
-	return pid < 0 ? pid : sluice_child_ready(binary, pid, rfd, timeout_ms, msg, msglen);
+	return pid < 0 ? pid : sluice_child_wait_ready(binary, pid, rfd, timeout_ms, msg, msglen);
 }

@@ -130,13 +130,15 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
  * loader and the child's own setup, and the two do not wait on each other).
  * sluice_child_spawn() returns the pid with *ready_fd (the read end of the
  * child's ready pipe, the caller's to pass on), or -errno with msg.
- * sluice_child_ready() waits at most `timeout_ms` for the child's "ready",
+ * sluice_child_wait_ready() waits at most `timeout_ms` for the child's
+ * "ready" (sluice_child_ready() in the child, userspace/lib/child_start.h),
  * closes ready_fd, and returns the pid; or kills and reaps the child and
  * returns -EIO with msg.
  */
 pid_t sluice_child_spawn(const char *binary, const struct sluice_listeners *l, const struct sluice_child_opts *o,
 			 int *ready_fd, char *msg, size_t msglen);
-pid_t sluice_child_ready(const char *binary, pid_t pid, int ready_fd, int timeout_ms, char *msg, size_t msglen);
+pid_t sluice_child_wait_ready(const char *binary, pid_t pid, int ready_fd, int timeout_ms, char *msg,
+			      size_t msglen);
 /* A child spawned and not waited for, when its sibling failed: its ready
  * pipe closed, killed, reaped.  pid <= 0: nothing to do. */
 void sluice_child_abandon(pid_t pid, int ready_fd);

@@ -259,7 +259,7 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 	/* the two start side by side (each is mostly its own dynamic
 	 * loading and setup: an attach waited for one, then the other) */
 	if (proxy > 0) {
-		if (sluice_child_ready(D.proxy_bin, proxy, proxy_ready, 10000, msg, msglen) < 0) {
+		if (sluice_child_wait_ready(D.proxy_bin, proxy, proxy_ready, 10000, msg, msglen) < 0) {
 			sluice_child_abandon(resolver, resolver_ready);
 			return -1;
 		}
@@ -267,7 +267,7 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 		s->proxy_gen = daemon_follow_gen();
 	}
 	if (resolver > 0) {
-		if (sluice_child_ready(D.resolver_bin, resolver, resolver_ready, 10000, msg, msglen) < 0)
+		if (sluice_child_wait_ready(D.resolver_bin, resolver, resolver_ready, 10000, msg, msglen) < 0)
 			return -1;
 		s->resolver_pid = resolver;
 		s->resolver_gen = daemon_follow_gen();

@@ -689,7 +689,7 @@ static int run_start_children(struct run_state *st)
 	}
 	/* side by side, as the daemon's (start_children) */
 	if (proxy > 0) {
-		st->proxy_pid = sluice_child_ready(st->proxy_bin, proxy, proxy_ready, 10000, msg, sizeof(msg));
+		st->proxy_pid = sluice_child_wait_ready(st->proxy_bin, proxy, proxy_ready, 10000, msg, sizeof(msg));
 		if (st->proxy_pid < 0) {
 			sluice_child_abandon(resolver, resolver_ready);
 			log_warnx("run: %s", msg);
@@ -697,7 +697,8 @@ static int run_start_children(struct run_state *st)
 		}
 	}
 	if (resolver > 0) {
-		st->resolver_pid = sluice_child_ready(st->resolver_bin, resolver, resolver_ready, 10000, msg, sizeof(msg));
+		st->resolver_pid = sluice_child_wait_ready(st->resolver_bin, resolver, resolver_ready, 10000, msg,
+							   sizeof(msg));
 		if (st->resolver_pid < 0) {
 			log_warnx("run: %s", msg);
 			return -1;

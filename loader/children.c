@@ -576,3 +576,41 @@ pid_t sluice_child_start(const char *binary, const struct sluice_listeners *l,
 
 	return pid < 0 ? pid : sluice_child_wait_ready(binary, pid, rfd, timeout_ms, msg, msglen);
 }
+
+int sluice_children_start(const char *proxy_bin, const struct sluice_child_opts *proxy_co,
+			  const char *resolver_bin, const struct sluice_child_opts *resolver_co,
+			  const struct sluice_listeners *l, int timeout_ms, pid_t *proxy_pid, pid_t *resolver_pid,
+			  char *msg, size_t msglen)
+{
+	pid_t proxy = 0, resolver = 0;
+	int proxy_ready = -1, resolver_ready = -1;
+
+	*proxy_pid = *resolver_pid = 0;
+	if (proxy_co) {
+		proxy = sluice_child_spawn(proxy_bin, l, proxy_co, &proxy_ready, msg, msglen);
+		if (proxy < 0)
+			return -1;
+	}
+	if (resolver_co) {
+		resolver = sluice_child_spawn(resolver_bin, l, resolver_co, &resolver_ready, msg, msglen);
+		if (resolver < 0) {
+			sluice_child_abandon(proxy, proxy_ready);
+			return -1;
+		}
+	}
+	if (proxy > 0 && sluice_child_wait_ready(proxy_bin, proxy, proxy_ready, timeout_ms, msg, msglen) < 0) {
+		sluice_child_abandon(resolver, resolver_ready);
+		return -1;
+	}
+	if (resolver > 0 &&
+	    sluice_child_wait_ready(resolver_bin, resolver, resolver_ready, timeout_ms, msg, msglen) < 0) {
+		if (proxy > 0) {
+			kill(proxy, SIGKILL);
+			waitpid(proxy, NULL, 0);
+		}
+		return -1;
+	}
+	*proxy_pid = proxy;
+	*resolver_pid = resolver;
+	return 0;
+}

@@ -143,6 +143,19 @@ pid_t sluice_child_wait_ready(const char *binary, pid_t pid, int ready_fd, int t
  * pipe closed, killed, reaped.  pid <= 0: nothing to do. */
 void sluice_child_abandon(pid_t pid, int ready_fd);
 
+/*
+ * A sandbox's proxy and resolver, side by side: each spawned (proxy_co or
+ * resolver_co NULL: not that one), then each waited for at most
+ * `timeout_ms`.  Returns 0 with *proxy_pid and *resolver_pid set (0 for the
+ * one not asked for); or -1 with msg, and neither child left running (a
+ * started sibling of a failed child is killed and reaped: the caller never
+ * holds half a pair it did not ask for).
+ */
+int sluice_children_start(const char *proxy_bin, const struct sluice_child_opts *proxy_co,
+			  const char *resolver_bin, const struct sluice_child_opts *resolver_co,
+			  const struct sluice_listeners *l, int timeout_ms, pid_t *proxy_pid, pid_t *resolver_pid,
+			  char *msg, size_t msglen);
+
 /* Path of the helper binary `name` (sluice-proxy, sluice-resolver) written
  * into buf (len bytes): SLUICE_LIBEXECDIR (the Makefile's $(LIBEXECDIR)/sluice)
  * first, then beside /proc/self/exe.  Returns buf, or NULL if neither is an

@@ -485,6 +485,8 @@ static json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 	init_meta(s);
 	cut = sluice_flowcut(&s->sb, s->netns[0] ? s->netns : NULL, np, &s->log);
 	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
+		/* the children in place decide by the policy just replaced */
+		retire_children(s);
 		daemon_emit(s, "sandbox-error", "sandbox %s: proxy/resolver restart failed: %s (fail closed)", s->name, msg);
 		children = "failed to restart (proxied and DNS traffic fails closed; see the events)";
 	}

@@ -210,19 +210,24 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 		.container_id = s->meta.container_id, .container_name = s->meta.container_name,
 		.container_runtime = s->meta.container_runtime,
 	};
-	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid, proxy = 0, resolver = 0;
+	struct sluice_child_opts proxy_co, resolver_co;
+	bool want_proxy = s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0;
+	bool want_resolver = s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0;
+	pid_t old_proxy = s->proxy_pid, old_resolver = s->resolver_pid, proxy, resolver;
 	unsigned old_proxy_gen = s->proxy_gen, old_resolver_gen = s->resolver_gen;
-	int proxy_ready = -1, resolver_ready = -1;
+	char *upca = NULL;
+	int err;
 
 	snprintf(flow_map, sizeof(flow_map), "%s/sluice_flows", s->sb.pin_dir);
-	if (s->sb.cfg.have_proxy && (which & CHILD_PROXY) && s->l.proxy4 >= 0) {
-		char *upca = NULL;
+	proxy_co = resolver_co = co;
+	resolver_co.extra = D.resolver_extra;
+	if (want_proxy) {
 		size_t upca_len = 0;
 		struct sluice_policy_error perr;
 
 		if (sandbox_ca(s, msg, msglen) < 0)
 			return -1;
-		co.ca = s->ca_path[0] ? s->ca : NULL;
+		proxy_co.ca = s->ca_path[0] ? s->ca : NULL;
 		/* the CAs for origins: the daemon's --upstream-ca read now, the
 		 * policy's as its client sent it; content to the proxy */
 		if (sluice_upstream_ca_load(D.upstream_ca, NULL, &upca, &upca_len, &perr) < 0) {
@@ -242,33 +247,20 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 			both[upca_len] = '\0';
 			upca = both;
 		}
-		co.upstream_ca = upca;
-		proxy = sluice_child_spawn(D.proxy_bin, &s->l, &co, &proxy_ready, msg, msglen);
-		free(upca);
-		if (proxy < 0)
-			return -1;
-	}
-	if (s->sb.cfg.have_dns && (which & CHILD_RESOLVER) && s->l.dns_udp4 >= 0) {
-		co.extra = D.resolver_extra;
-		resolver = sluice_child_spawn(D.resolver_bin, &s->l, &co, &resolver_ready, msg, msglen);
-		if (resolver < 0) {
-			sluice_child_abandon(proxy, proxy_ready);
-			return -1;
-		}
+		proxy_co.upstream_ca = upca;
 	}
 	/* the two start side by side (each is mostly its own dynamic
 	 * loading and setup: an attach waited for one, then the other) */
+	err = sluice_children_start(D.proxy_bin, want_proxy ? &proxy_co : NULL, D.resolver_bin,
+				    want_resolver ? &resolver_co : NULL, &s->l, 10000, &proxy, &resolver, msg, msglen);
+	free(upca);
+	if (err < 0)
+		return -1;
 	if (proxy > 0) {
-		if (sluice_child_wait_ready(D.proxy_bin, proxy, proxy_ready, 10000, msg, msglen) < 0) {
-			sluice_child_abandon(resolver, resolver_ready);
-			return -1;
-		}
 		s->proxy_pid = proxy;
 		s->proxy_gen = daemon_follow_gen();
 	}
 	if (resolver > 0) {
-		if (sluice_child_wait_ready(D.resolver_bin, resolver, resolver_ready, 10000, msg, msglen) < 0)
-			return -1;
 		s->resolver_pid = resolver;
 		s->resolver_gen = daemon_follow_gen();
 	}
@@ -280,6 +272,15 @@ int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen)
 	if (old_resolver > 0 && old_resolver != s->resolver_pid)
 		retire(old_resolver, old_resolver_gen);
 	return 0;
+}
+
+void retire_children(struct dsandbox *s)
+{
+	if (s->proxy_pid > 0)
+		retire(s->proxy_pid, s->proxy_gen);
+	if (s->resolver_pid > 0)
+		retire(s->resolver_pid, s->resolver_gen);
+	s->proxy_pid = s->resolver_pid = 0;
 }
 
 void stop_children(struct dsandbox *s)

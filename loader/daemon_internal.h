@@ -191,8 +191,13 @@ void init_meta(struct dsandbox *s);
 /* daemon_children.c --------------------------------------------------------- */
 
 /* Start (or restart) the proxy and/or resolver of s (`which`) with its
- * policy in force; the old ones are retired (drain).  0, or -1 with msg. */
+ * policy in force; the old ones are retired (drain).  0, or -1 with msg and
+ * none of the new children running: s's children are the ones it had. */
 int start_children(struct dsandbox *s, unsigned which, char *msg, size_t msglen);
+/* Retire (drain) s's proxy and resolver, and start none: a reload whose
+ * children could not start leaves no child deciding by the policy it
+ * replaced (fail closed; the listeners stay, for the next reload). */
+void retire_children(struct dsandbox *s);
 /* Stop s's proxy and resolver now (SIGTERM) and wait for them. */
 void stop_children(struct dsandbox *s);
 /* t's proxy (proxy true) or resolver exited: restart it within its budget,

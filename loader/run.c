@@ -638,71 +638,41 @@ static int run_open_events(struct run_state *st)
 static int run_start_children(struct run_state *st)
 {
 	char msg[512];
-	pid_t proxy = 0, resolver = 0;
-	int proxy_ready = -1, resolver_ready = -1;
+	struct sluice_child_opts co = {
+		.policy_path = st->o.policy_path, .policy_fd = st->policy_fd,
+		.policy_digest = st->policy_fd > 0 ? st->policy->digest : NULL, .netns_path = st->child_netns,
+		.sandbox = st->o.name, .log_fd = st->events, .upstream_dns = st->o.upstream, .mode = st->mode,
+		.secrets = &st->secrets, .ocsf = st->log.ocsf,
+		.seq_fd = sluice_evlog_seq_fd(&st->log), .labels = st->o.labels,
+	};
 
-	{
-		struct sluice_child_opts co = {
-			.policy_path = st->o.policy_path, .policy_fd = st->policy_fd,
-			.policy_digest = st->policy_fd > 0 ? st->policy->digest : NULL, .netns_path = st->child_netns,
-			.sandbox = st->o.name, .log_fd = st->events, .upstream_dns = st->o.upstream, .mode = st->mode,
-			.secrets = &st->secrets, .ocsf = st->log.ocsf,
-			.seq_fd = sluice_evlog_seq_fd(&st->log), .labels = st->o.labels,
-		};
+	snprintf(st->flow_map, sizeof(st->flow_map), "%s/sluice_flows", st->sb.pin_dir);
+	st->proxy_co = co;
+	st->proxy_co.flow_map = st->flow_map;
+	st->proxy_co.tunnel_maps = st->sb.pin_dir;
+	st->proxy_co.extra = st->o.proxy_extra;
+	st->proxy_co.upstream_ca = st->upstream_ca;
+	st->resolver_co = co;
+	st->resolver_co.flow_map = st->flow_map;
+	st->resolver_co.extra = st->o.resolver_extra;
+	if (st->cfg.have_proxy) {
+		const char *why = "";
 
-		snprintf(st->flow_map, sizeof(st->flow_map), "%s/sluice_flows", st->sb.pin_dir);
-		st->proxy_co = co;
-		st->proxy_co.flow_map = st->flow_map;
-		st->proxy_co.tunnel_maps = st->sb.pin_dir;
-		st->proxy_co.extra = st->o.proxy_extra;
-		st->proxy_co.upstream_ca = st->upstream_ca;
-		st->resolver_co = co;
-		st->resolver_co.flow_map = st->flow_map;
-		st->resolver_co.extra = st->o.resolver_extra;
-		if (st->cfg.have_proxy) {
-			const char *why = "";
-
-			/* TLS inspection: the run's one CA (a restarted proxy gets
-			 * it too) and the bundle CMD will trust (run_trust.h) */
-			if (sluice_ca_make(st->policy, st->o.name, NULL, &st->ca, &why) < 0 ||
-			    sluice_trust_prepare(&st->trust, sluice_ca_cert_part(st->ca), msg, sizeof(msg)) < 0) {
-				log_warnx("run: %s", why[0] ? why : msg);
-				return -1;
-			}
-			st->proxy_co.ca = st->ca;
-			proxy = sluice_child_spawn(st->proxy_bin, &st->listeners, &st->proxy_co, &proxy_ready, msg,
-						   sizeof(msg));
-			if (proxy < 0) {
-				log_warnx("run: %s", msg);
-				return -1;
-			}
+		/* TLS inspection: the run's one CA (a restarted proxy gets
+		 * it too) and the bundle CMD will trust (run_trust.h) */
+		if (sluice_ca_make(st->policy, st->o.name, NULL, &st->ca, &why) < 0 ||
+		    sluice_trust_prepare(&st->trust, sluice_ca_cert_part(st->ca), msg, sizeof(msg)) < 0) {
+			log_warnx("run: %s", why[0] ? why : msg);
+			return -1;
 		}
-		if (st->cfg.have_dns) {
-			resolver = sluice_child_spawn(st->resolver_bin, &st->listeners, &st->resolver_co, &resolver_ready,
-						      msg, sizeof(msg));
-			if (resolver < 0) {
-				sluice_child_abandon(proxy, proxy_ready);
-				log_warnx("run: %s", msg);
-				return -1;
-			}
-		}
+		st->proxy_co.ca = st->ca;
 	}
 	/* side by side, as the daemon's (start_children) */
-	if (proxy > 0) {
-		st->proxy_pid = sluice_child_wait_ready(st->proxy_bin, proxy, proxy_ready, 10000, msg, sizeof(msg));
-		if (st->proxy_pid < 0) {
-			sluice_child_abandon(resolver, resolver_ready);
-			log_warnx("run: %s", msg);
-			return -1;
-		}
-	}
-	if (resolver > 0) {
-		st->resolver_pid = sluice_child_wait_ready(st->resolver_bin, resolver, resolver_ready, 10000, msg,
-							   sizeof(msg));
-		if (st->resolver_pid < 0) {
-			log_warnx("run: %s", msg);
-			return -1;
-		}
+	if (sluice_children_start(st->proxy_bin, st->cfg.have_proxy ? &st->proxy_co : NULL, st->resolver_bin,
+				  st->cfg.have_dns ? &st->resolver_co : NULL, &st->listeners, 10000, &st->proxy_pid,
+				  &st->resolver_pid, msg, sizeof(msg)) < 0) {
+		log_warnx("run: %s", msg);
+		return -1;
 	}
 	return 0;
 }

@@ -358,6 +358,51 @@ def test_a_reload_keeps_the_generation_before_until_the_next_one(w):
         d.close()
 
 
+def test_a_reload_whose_children_cannot_start_leaves_none_deciding_by_the_old_policy(w):
+    """The policy is replaced in the kernel, then the proxy and resolver are
+    restarted on it.  When that restart fails (here: the daemon's
+    --upstream-ca file is gone when the new proxy is handed it), the old
+    children, which decide by the policy just replaced, are drained, not
+    left serving: the sandbox's proxied and DNS traffic fails closed, as the
+    reload's reply and its line say, and the next reload brings children
+    back on the same listeners."""
+    ca = os.path.join(w.tmp, "reload-ca.pem")
+    W.sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", os.path.join(w.tmp, "reload-ca.key"), "-out", ca, "-subj", "/CN=sluice test origin CA",
+         "-days", "1")
+    d = Daemon(w, extra=["--upstream-ca", ca])
+    a = Workload(w, "rlfail")
+    try:
+        d.attach(a, "rlfail", POLICY_A)
+        st = d.status()["rlfail"]
+        old = (st["proxy_pid"], st["resolver_pid"])
+        assert old[0] > 0 and old[1] > 0, st
+        os.rename(ca, ca + ".gone")
+        pol = w.write("rlfail-b.yaml", POLICY_A.replace("name: daemon-a", "name: daemon-a2"))
+        r = d.ctl("-j", "reload", "--policy", pol, "rlfail")
+        assert r.returncode == 0, r
+        assert json.loads(r.stdout)["reload"]["children"].startswith("failed to restart"), r.stdout
+        st = d.status()["rlfail"]
+        assert st["proxy_pid"] == 0 and st["resolver_pid"] == 0, st
+        deadline = time.time() + 10
+        while any(os.path.exists("/proc/%d" % p) and open("/proc/%d/stat" % p).read().split()[2] != "Z" for p in old):
+            assert time.time() < deadline, "the old children still run"
+            time.sleep(0.05)
+        errs = [e for e in d.events_of("rlfail") if e.get("event.action") == "sandbox-error"]
+        assert errs and "fail closed" in errs[-1].get("message", ""), errs
+        # cidr entries still decided by the kernel, by the new policy
+        assert a.probe("tcp", "192.0.2.10", 5432) == "ok"
+        assert a.probe("tcp", "192.0.2.10", 9000) == "EPERM"
+        os.rename(ca + ".gone", ca)
+        r = d.ctl("reload", "--policy", pol, "rlfail")
+        assert r.returncode == 0, r
+        st = d.status()["rlfail"]
+        assert st["proxy_pid"] > 0 and st["resolver_pid"] > 0 and st["proxy_pid"] not in old, st
+    finally:
+        a.close()
+        d.close()
+
+
 def assert_nothing_attached(d, a, name):
     """After a refused attach of Workload a as `name`: the daemon holds no
     sandbox, nothing is pinned, and a still reaches what the policy would deny."""

@@ -231,6 +231,22 @@ void netns_recover(struct dsandbox *s);
  * Returns how many could not be (each said why; their filters stay). */
 int adopt_all(void);
 
+/* daemon_attach.c ----------------------------------------------------------- */
+
+struct ctlsrv_peer;
+/* The control requests that change what the daemon holds, each answered
+ * with a JSON object the caller owns ({"ok": true, ...} or ctlsrv_error()).
+ * attach_with: attach (peer: who asked, for its descriptors and content;
+ * NULL from daemon_user.c); a refusal is a sandbox-attach-refused line too
+ * (an OCI hook's container does not start).  attach_or_say_why: the attach
+ * of daemon_user.c, by policy name, never with descriptors. */
+json_object *attach_with(json_object *req, const struct ctlsrv_peer *peer);
+json_object *attach_or_say_why(json_object *req);
+json_object *do_detach(json_object *req);
+/* A new policy for a sandbox: in the kernel atomically, then its children
+ * restarted on it (retired if they cannot be: fail closed). */
+json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer);
+
 /* daemon_status.c ----------------------------------------------------------- */
 
 /* s as `status` shows it (owned by the caller). */

@@ -114,4 +114,14 @@ int run_parse_options(struct run_opts *o, int argc, char **argv);
  */
 void __attribute__((noreturn)) run_inside(struct run_state *st);
 
+/* run_children.c: the helpers sluice-proxy and sluice-resolver found
+ * (--no-proxy / --no-resolver skip one); both started side by side on
+ * st->listeners (TLS inspection: the run's CA made first); one that
+ * exited (proxy true: the proxy) started again within its restart budget,
+ * else its listeners closed (fail closed).  The first two return 0, or
+ * -1 said on stderr. */
+int run_find_helpers(struct run_state *st);
+int run_start_children(struct run_state *st);
+void run_restart_child(struct run_state *st, bool proxy);
+
 #endif /* SLUICE_RUN_INTERNAL_H */

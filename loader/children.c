@@ -24,6 +24,7 @@
 #include "evlog.h"
 #include "labels.h"
 #include "log.h"
+#include "zygote.h"
 
 static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
 {
@@ -521,6 +522,161 @@ static pid_t child_spawn(const char *binary, const struct child_cmd *c)
 	return pid < 0 ? err : pid;
 }
 
+/* The zygotes (userspace/lib/zygote.h): one per binary, started at the
+ * first spawn after sluice_child_zygotes(); sock < 0: none running. */
+static struct zygote {
+	char binary[PATH_MAX];
+	int sock;
+	pid_t pid;
+} zygotes[2] = { { .sock = -1 }, { .sock = -1 } };
+static bool zygotes_on;
+
+int sluice_child_zygotes(void)
+{
+	/* the zygote's grandchildren become ours when their parent exits */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		return -errno;
+	zygotes_on = true;
+	return 0;
+}
+
+/* Forget z; alive (it did not answer, or answered an error): kill it too.
+ * One whose socket is closed is dead, perhaps already reaped by the
+ * daemon's tick (its waitpid(-1)): its pid may be another's by now. */
+static void zygote_stop(struct zygote *z, bool alive)
+{
+	if (z->sock >= 0)
+		close(z->sock);
+	z->sock = -1;
+	if (alive && z->pid > 0)
+		kill(z->pid, SIGKILL);
+	z->pid = 0;
+}
+
+/* Exec `binary --zygote FD PAD` (a clean process: nothing of ours but
+ * the socket).  Returns 0 or -errno. */
+static int zygote_start(struct zygote *z, const char *binary)
+{
+	static char pad[SLUICE_ZYGOTE_TITLE - 64];
+	struct child_cmd c = { .ready = { -1, -1 }, .cafd = -1, .upfd = -1, .secfd = -1 };
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	memset(pad, ' ', sizeof(pad) - 1);
+	c.argv[c.argc++] = (char *)binary;
+	cmd_fd(&c, "--zygote", sv[1]);
+	c.argv[c.argc++] = pad;
+	c.argv[c.argc] = NULL;
+	pid = child_spawn(binary, &c);
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return (int)pid;
+	}
+	snprintf(z->binary, sizeof(z->binary), "%s", binary);
+	z->sock = sv[0];
+	z->pid = pid;
+	return 0;
+}
+
+/* c's command forked by the zygote of `binary`: one request, one reply
+ * (5 s at most).  Returns the pid (our child), or -errno (the zygote is
+ * stopped: the next spawn starts another). */
+static pid_t zygote_spawn(struct zygote *z, const struct child_cmd *c)
+{
+	static char buf[SLUICE_ZYGOTE_MSG_MAX];
+	struct sluice_zygote_req *h = (void *)buf;
+	union {
+		char buf[CMSG_SPACE(SLUICE_ZYGOTE_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	size_t off = sizeof(*h);
+	struct iovec iov = { .iov_base = buf };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct pollfd pf = { .fd = z->sock, .events = POLLIN };
+	int32_t reply = -EIO;
+
+	if (c->n_keep > SLUICE_ZYGOTE_FDS_MAX || c->argc > SLUICE_ZYGOTE_ARGV_MAX)
+		return -E2BIG;
+	memset(h, 0, sizeof(*h));
+	h->magic = SLUICE_ZYGOTE_MAGIC;
+	h->n_fds = (uint32_t)c->n_keep;
+	for (int i = 0; i < c->n_keep; i++)
+		h->target[i] = c->keep[i];
+	for (int i = 0; i < c->argc; i++) {
+		size_t n = strlen(c->argv[i]) + 1;
+
+		if (off + n > sizeof(buf))
+			return -E2BIG;
+		memcpy(buf + off, c->argv[i], n);
+		off += n;
+	}
+	iov.iov_len = off;
+	if (c->n_keep) {
+		struct cmsghdr *cmsg;
+
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE((size_t)c->n_keep * sizeof(int));
+		cmsg = CMSG_FIRSTHDR(&mh);
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN((size_t)c->n_keep * sizeof(int));
+		memcpy(CMSG_DATA(cmsg), c->keep, (size_t)c->n_keep * sizeof(int));
+	}
+	if (sendmsg(z->sock, &mh, MSG_NOSIGNAL) != (ssize_t)off) {
+		reply = -(errno ? errno : EIO);
+		zygote_stop(z, reply != -EPIPE && reply != -ECONNRESET);
+		return reply;
+	}
+	/* from here until it answers, nothing reaps it: a pid still its own */
+	if (poll(&pf, 1, 5000) != 1)
+		reply = -ETIMEDOUT;
+	else if (recv(z->sock, &reply, sizeof(reply), 0) != (ssize_t)sizeof(reply))
+		reply = -EIO;
+	if (reply <= 0) {
+		zygote_stop(z, true);
+		return reply ? reply : -EIO;
+	}
+	return reply;
+}
+
+/* Start c's command: forked by the zygote of `binary` where zygotes are
+ * on (one started if none runs, a second try on a fresh one), else, or
+ * if that fails (said once), exec'd by child_spawn(). */
+static pid_t spawn(const char *binary, const struct child_cmd *c)
+{
+	static bool warned;
+	struct zygote *z = NULL;
+	int err = 0;
+
+	if (!zygotes_on)
+		return child_spawn(binary, c);
+	for (size_t i = 0; i < 2 && !z; i++)
+		if (zygotes[i].sock >= 0 && strcmp(zygotes[i].binary, binary) == 0)
+			z = &zygotes[i];
+	for (size_t i = 0; i < 2 && !z; i++)
+		if (zygotes[i].sock < 0)
+			z = &zygotes[i];
+	for (int attempt = 0; z && attempt < 2; attempt++) {
+		pid_t pid;
+
+		if (z->sock < 0 && (err = zygote_start(z, binary)) < 0)
+			break;
+		pid = zygote_spawn(z, c);
+		if (pid > 0)
+			return pid;
+		err = (int)pid;
+	}
+	if (!warned)
+		log_warnx("%s: no zygote to fork it from (%s); exec'ing it (each child its own copy of the "
+			  "libraries' data)", binary, z ? strerror(-err) : "more binaries than zygotes");
+	warned = true;
+	return child_spawn(binary, c);
+}
+
 pid_t sluice_child_spawn(const char *binary, const struct sluice_listeners *l, const struct sluice_child_opts *o,
 			 int *ready_fd, char *msg, size_t msglen)
 {
@@ -546,7 +702,7 @@ pid_t sluice_child_spawn(const char *binary, const struct sluice_listeners *l, c
 		c.argv[c.argc++] = o->extra[i];
 	c.argv[c.argc] = NULL;
 
-	pid = child_spawn(binary, &c);
+	pid = spawn(binary, &c);
 	if (pid < 0) {
 		err = -pid;
 		snprintf(msg, msglen, "clone: %s", strerror(err));

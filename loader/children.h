@@ -156,6 +156,17 @@ int sluice_children_start(const char *proxy_bin, const struct sluice_child_opts 
 			  const struct sluice_listeners *l, int timeout_ms, pid_t *proxy_pid, pid_t *resolver_pid,
 			  char *msg, size_t msglen);
 
+/*
+ * From now on, start the proxy and resolver by forking them from a zygote
+ * of each (userspace/lib/zygote.h) rather than exec'ing each: their
+ * libraries' relocated data is then shared, not copied per sandbox.  Makes
+ * the caller a child subreaper (PR_SET_CHILD_SUBREAPER, Linux 3.4): the
+ * children are its own, as exec'd ones are.  A zygote that fails is
+ * replaced at the next start, and exec is the fallback.  Returns 0 or
+ * -errno (then every child is exec'd).
+ */
+int sluice_child_zygotes(void);
+
 /* Path of the helper binary `name` (sluice-proxy, sluice-resolver) written
  * into buf (len bytes): SLUICE_LIBEXECDIR (the Makefile's $(LIBEXECDIR)/sluice)
  * first, then beside /proc/self/exe.  Returns buf, or NULL if neither is an

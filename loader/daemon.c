@@ -47,6 +47,7 @@
 #include <json-c/json.h>
 
 #include "cgroup.h"
+#include "children.h"
 #include "cmd_seccomp.h"
 #include "ctlsrv.h"
 #include "daemon_events.h"
@@ -239,7 +240,7 @@ static void usage(void)
 	printf("usage: sluice daemon [--state-dir DIR] [--events FILE] [--upstream-dns ADDR]\n"
 	       "                     [--events-max-size SIZE [--events-keep N]] [--event-ring SIZE]\n"
 	       "                     [--proxy-arg ARG]... [--resolver-arg ARG]... [--upstream-ca FILE]\n"
-	       "                     [--require-lsm | --no-lsm] [--metrics IP:PORT]\n"
+	       "                     [--require-lsm | --no-lsm] [--no-zygote] [--metrics IP:PORT]\n"
 	       "                     [--allowed-signers FILE] [--boundary FILE] [--policy-dir DIR]\n"
 	       "                     [--control-clients N] [--control-deadlines IDLE_MS:TOTAL_MS]\n"
 	       "                     [--user-group GROUP] [--upstream-ca FILE]\n\n"
@@ -268,6 +269,10 @@ static void usage(void)
 	       "  --require-lsm  refuse to start where the BPF LSM is not active (foreign sockets,\n"
 	       "                 unix sockets and socket families would not be judged)\n"
 	       "  --no-lsm       do not load the BPF LSM programs (testing the fallback)\n"
+	       "  --no-zygote    exec each sandbox's proxy and resolver afresh (each with an\n"
+	       "                 address-space layout of its own) rather than fork them from\n"
+	       "                 one clean process per binary, which shares the libraries'\n"
+	       "                 data among them (default; docs/threat-model.md)\n"
 	       "  --metrics IP:PORT  serve Prometheus metrics at http://IP:PORT/metrics\n"
 	       "                 (e.g. 127.0.0.1:9464; numeric addresses only)\n"
 	       "  --control-clients N  control clients open at once (default %d; more: the one\n"
@@ -301,6 +306,7 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 		{ "resolver-arg", required_argument, NULL, 'y' },
 		{ "require-lsm", no_argument, NULL, 'L' },
 		{ "no-lsm", no_argument, NULL, 'l' },
+		{ "no-zygote", no_argument, NULL, 'z' },
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "allowed-signers", required_argument, NULL, 'S' },
 		{ "boundary", required_argument, NULL, 'B' },
@@ -368,6 +374,7 @@ static int parse_options(int argc, char **argv, struct ctlsrv_limits *ctl, const
 		case 'y': if (nrx < 31) rx[nrx++] = optarg; break;
 		case 'L': D.require_lsm = true; break;
 		case 'l': D.use_lsm = false; break;
+		case 'z': D.no_zygote = true; break;
 		case 'm': D.metrics_addr = optarg; break;
 		case 'S': *signers_path = optarg; break;
 		case 'B': *boundary_path = optarg; break;
@@ -548,6 +555,10 @@ int cmd_daemon(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 16 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	rc = prepare(signers_path, boundary_path);
+	if (rc == 0 && !D.no_zygote && (n = sluice_child_zygotes()) < 0)
+		log_warnx("daemon: cannot be the children's subreaper (%s): each proxy and resolver is exec'd",
+			  strerror(-n));
+	n = 0;
 	if (rc == 0)
 		rc = start_serving(&ctl);
 	if (rc)

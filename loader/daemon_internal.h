@@ -106,6 +106,7 @@ struct daemon_globals {
 	char **proxy_extra, **resolver_extra;
 	bool use_lsm;               /* load the BPF LSM programs where the kernel has the BPF LSM */
 	bool require_lsm;           /* refuse a sandbox the LSM programs cannot guard */
+	bool no_zygote;             /* --no-zygote: every proxy and resolver exec'd (children.h) */
 	const char *metrics_addr;   /* --metrics IP:PORT, or NULL */
 	struct sluice_metrics *metrics;
 	bool signed_mode;           /* --allowed-signers: every policy must carry a valid signature */

@@ -429,8 +429,17 @@ def test_attach_refuses_the_root_cgroup_and_bad_policies(w):
         d.close()
 
 
-def children_of(pid):
-    """The pids of pid's child processes, zombies too (a child not reaped)."""
+def cmdline(pid):
+    try:
+        return open("/proc/%d/cmdline" % pid, "rb").read().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return []
+
+
+def children_of(pid, zygotes=False):
+    """The pids of pid's child processes, zombies too (a child not reaped);
+    without the zygotes (a daemon's for its whole life: one per binary,
+    `--zygote` its second argument), or only them (zygotes=True)."""
     kids = []
     for p in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -438,8 +447,77 @@ def children_of(pid):
         except OSError:
             continue
         if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-            kids.append(int(p))
+            argv = cmdline(int(p))
+            if (len(argv) > 1 and argv[1] == b"--zygote") == zygotes:
+                kids.append(int(p))
     return kids
+
+
+def shared_dirty_kib(pid):
+    """KiB of pid's dirty pages that other processes map too."""
+    for l in open("/proc/%d/smaps_rollup" % pid):
+        if l.startswith("Shared_Dirty:"):
+            return int(l.split()[1])
+    raise AssertionError("no Shared_Dirty in smaps_rollup")
+
+
+def test_children_are_forked_from_a_zygote_and_stay_the_daemons(w):
+    """The daemon forks each sandbox's proxy and resolver from a zygote of
+    each binary (userspace/lib/zygote.h), so the libraries' relocated data
+    is shared, not copied per sandbox (issue 19): each child is still the
+    daemon's own (its parent, its command line naming its sandbox), shares
+    dirty pages an exec'd one does not (--no-zygote), and a zygote killed
+    is replaced at the next start: a reload still restarts the children."""
+    def attach_two(d, tag):
+        wls, kids = [], []
+        for i in range(2):
+            a = Workload(w, "%s%d" % (tag, i))
+            wls.append(a)
+            d.attach(a, "%s%d" % (tag, i), POLICY_A)
+        st = d.status()
+        for i in range(2):
+            s = st["%s%d" % (tag, i)]
+            assert s["proxy_pid"] > 0 and s["resolver_pid"] > 0, s
+            kids += [s["proxy_pid"], s["resolver_pid"]]
+        return wls, kids
+
+    d = Daemon(w)
+    wls = []
+    try:
+        wls, kids = attach_two(d, "zy")
+        zyg = children_of(d.proc.pid, zygotes=True)
+        assert sorted(os.path.basename(cmdline(z)[0]) for z in zyg) == [b"sluice-proxy", b"sluice-resolver"], zyg
+        assert sorted(children_of(d.proc.pid)) == sorted(kids)
+        for i, k in enumerate(kids):
+            argv = cmdline(k)
+            assert b"--sandbox" in argv and argv[argv.index(b"--sandbox") + 1] == b"zy%d" % (i // 2), argv
+            assert b"--zygote" not in argv, argv
+        forked = min(shared_dirty_kib(k) for k in kids)
+        assert forked >= 256, forked
+        # a dead zygote: its children serve on; the next start has another
+        for z in zyg:
+            os.kill(z, signal.SIGKILL)
+        r = d.ctl("reload", "--policy", w.write("zy-b.yaml", POLICY_A.replace("daemon-a", "daemon-zy")), "zy0")
+        assert r.returncode == 0 and "failed" not in r.stdout, r
+        s = d.status()["zy0"]
+        assert s["proxy_pid"] > 0 and s["proxy_pid"] not in kids and s["resolver_pid"] not in kids, s
+        assert len(children_of(d.proc.pid, zygotes=True)) == 2
+        assert wls[1].probe("tcp", "192.0.2.10", 5432) == "ok"
+    finally:
+        for a in wls:
+            a.close()
+        d.close()
+    d = Daemon(w, extra=["--no-zygote"])
+    wls = []
+    try:
+        wls, kids = attach_two(d, "ex")
+        assert children_of(d.proc.pid, zygotes=True) == []
+        exec_d = max(shared_dirty_kib(k) for k in kids)
+        assert exec_d < forked / 2, (exec_d, forked)
+    finally:
+        for a in wls:
+            a.close()
+        d.close()
 
 
 def test_a_child_that_never_becomes_ready_refuses_the_attach_and_leaves_none(w):

@@ -25,6 +25,7 @@
 
 #include "accept_backoff.h"
 #include "child_start.h"
+#include "zygote.h"
 #include "dnscache.h"
 #include "flow.h"
 #include "labels.h"
@@ -539,6 +540,8 @@ int main(int argc, char **argv)
 	struct event *sigs[4];
 	int r, secrets_fd = -1, seq_fd = -1;
 
+	/* a zygote's child returns here with its own command line (zygote.h) */
+	sluice_zygote_serve(&argc, &argv);
 	log_init("sluice-proxy", 0);
 	proxy_config_defaults(cfg);
 	r = parse_options(argc, argv, cfg, &secrets_fd, &seq_fd, &labels);

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "child_start.h"
+#include "zygote.h"
 #include "evlog.h"
 #include "flow.h"
 #include "labels.h"
@@ -453,6 +454,8 @@ int main(int argc, char **argv)
 	struct rsv_fair *fair;
 	int r;
 
+	/* a zygote's child returns here with its own command line (zygote.h) */
+	sluice_zygote_serve(&argc, &argv);
 	log_init("sluice-resolver", 0);
 	r = parse_options(argc, argv, &o);
 	if (r >= 0)

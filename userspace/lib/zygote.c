@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * zygote.c - the zygote's side (zygote.h): serve fork requests, and make
+ * each child what an exec by the daemon would have made.
+ */
+#include "zygote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char req_buf[SLUICE_ZYGOTE_MSG_MAX];
+static char *child_argv[SLUICE_ZYGOTE_ARGV_MAX + 1];
+
+static bool is_target(const int32_t *target, unsigned n, int fd)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (target[i] == fd)
+			return true;
+	return false;
+}
+
+/* The child's descriptors at the numbers its command line names: each
+ * received one (close-on-exec, anywhere) that sits on another's target
+ * moved to the lowest number no target names (no higher than needed: the
+ * targets are below RLIMIT_NOFILE), then dup2'd onto its target, which
+ * clears close-on-exec as the exec'd child had it.  Returns 0 or -errno. */
+static int place_fds(int *fds, const int32_t *target, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int m = 3, nfd;
+
+		if (fds[i] == target[i] || !is_target(target, n, fds[i]))
+			continue;
+		for (;;) {
+			nfd = fcntl(fds[i], F_DUPFD_CLOEXEC, m);
+			if (nfd < 0)
+				return -errno;
+			if (!is_target(target, n, nfd))
+				break;
+			/* a target not yet taken: kept while searching */
+			m = nfd + 1;
+		}
+		for (int f = 3; f < nfd; f++)
+			if (is_target(target, n, f) && fcntl(f, F_GETFD) >= 0) {
+				bool ours = false;
+
+				for (unsigned j = 0; j < n; j++)
+					ours |= fds[j] == f;
+				if (!ours)
+					close(f);
+			}
+		close(fds[i]);
+		fds[i] = nfd;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (fds[i] == target[i]) {
+			if (fcntl(fds[i], F_SETFD, 0) < 0)
+				return -errno;
+			continue;
+		}
+		if (dup2(fds[i], target[i]) < 0)
+			return -errno;
+		close(fds[i]);
+	}
+	return 0;
+}
+
+/* Write argv (NUL-separated) over the zygote's own command line, the rest
+ * zeroed: /proc/PID/cmdline and ps show the child's options. */
+static void set_title(char *area, size_t len, char *const *argv)
+{
+	size_t off = 0;
+
+	memset(area, 0, len);
+	for (int i = 0; argv[i] && off + 1 < len; i++) {
+		size_t n = strlen(argv[i]) + 1;
+
+		if (n > len - 1 - off)
+			n = len - 1 - off;
+		memcpy(area + off, argv[i], n);
+		off += n;
+	}
+}
+
+/* In the grandchild: wait until the intermediate's exit made it the
+ * daemon's, then die with the daemon.  False: the daemon is gone. */
+static bool adopt_by(pid_t daemon, pid_t mid)
+{
+	pid_t pp;
+
+	while ((pp = getppid()) == mid)
+		sched_yield();
+	if (pp != daemon)
+		return false;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return getppid() == daemon;
+}
+
+/* One request: its descriptors, its argv.  Returns the number of
+ * descriptors (in fds) and sets *argc, or -errno. */
+static int parse_req(struct msghdr *mh, ssize_t n, int *fds, int *argc)
+{
+	const struct sluice_zygote_req *h = (const void *)req_buf;
+	int nfds = 0, ac = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (nfds < SLUICE_ZYGOTE_FDS_MAX)
+				fds[nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if ((size_t)n < sizeof(*h) + 1 || h->magic != SLUICE_ZYGOTE_MAGIC || h->n_fds != (uint32_t)nfds ||
+	    (mh->msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || req_buf[n - 1] != 0)
+		goto bad;
+	for (unsigned i = 0; i < h->n_fds; i++)
+		if (h->target[i] < 3)
+			goto bad;
+	for (char *p = req_buf + sizeof(*h); p < req_buf + n; p += strlen(p) + 1) {
+		if (ac == SLUICE_ZYGOTE_ARGV_MAX)
+			goto bad;
+		child_argv[ac++] = p;
+	}
+	child_argv[ac] = NULL;
+	if (ac == 0)
+		goto bad;
+	*argc = ac;
+	return nfds;
+bad:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	return -EINVAL;
+}
+
+int sluice_zygote_serve(int *argc, char ***argv)
+{
+	char **av = *argv;
+	pid_t daemon = getppid();
+	char *title;
+	size_t title_len;
+	int ctl;
+
+	if (*argc != 4 || strcmp(av[1], "--zygote") != 0)
+		return 0;
+	ctl = atoi(av[2]);
+	title = av[0];
+	title_len = (size_t)(av[3] + strlen(av[3]) + 1 - av[0]);
+	fcntl(ctl, F_SETFD, FD_CLOEXEC);
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(SLUICE_ZYGOTE_FDS_MAX * sizeof(int))];
+			struct cmsghdr align;
+		} cm;
+		struct iovec iov = { .iov_base = req_buf, .iov_len = sizeof(req_buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+				     .msg_controllen = sizeof(cm.buf) };
+		int fds[SLUICE_ZYGOTE_FDS_MAX], nfds, ac = 0;
+		int32_t reply;
+		pid_t mid;
+		int p[2];
+		ssize_t n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+
+		if (n == 0)
+			_exit(0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		nfds = parse_req(&mh, n, fds, &ac);
+		reply = nfds < 0 ? nfds : 0;
+		if (nfds >= 0 && pipe2(p, O_CLOEXEC) < 0)
+			reply = -errno;
+		if (reply == 0) {
+			mid = fork();
+			if (mid == 0) {
+				pid_t self = getpid(), child;
+
+				close(p[0]);
+				child = fork();
+				if (child == 0) {
+					const struct sluice_zygote_req *h = (const void *)req_buf;
+
+					close(p[1]);
+					close(ctl);
+					if (!adopt_by(daemon, self) || place_fds(fds, h->target, (unsigned)nfds) < 0)
+						_exit(127);
+					set_title(title, title_len, child_argv);
+					*argc = ac;
+					*argv = child_argv;
+					return 1;
+				}
+				reply = child > 0 ? child : -errno;
+				(void)!write(p[1], &reply, sizeof(reply));
+				_exit(0);
+			}
+			close(p[1]);
+			if (mid < 0) {
+				reply = -errno;
+			} else {
+				if (read(p[0], &reply, sizeof(reply)) != (ssize_t)sizeof(reply))
+					reply = -EIO;
+				while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+					;
+			}
+			close(p[0]);
+		}
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		/* the next child gets no trace of this one's command line */
+		memset(req_buf, 0, (size_t)n);
+		if (send(ctl, &reply, sizeof(reply), MSG_NOSIGNAL) < 0)
+			_exit(1);
+	}
+}

@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include "evlog.h"
 #include "labels.h"
 #include "log.h"
+#include "run_limits.h"
 #include "zygote.h"
 
 static int listen_on(int family, int type, uint16_t port, uint16_t *bound)
@@ -432,11 +435,26 @@ static int cmd_content(struct child_cmd *c, bool is_proxy, const struct sluice_c
 	return 0;
 }
 
+/* poll(2) for POLLIN on fd for at most timeout_ms, through signals (the
+ * daemon's handlers interrupt it).  Returns poll's answer: 1, 0, -1. */
+static int poll_in(int fd, int timeout_ms)
+{
+	uint64_t end = sluice_monotonic_ms() + (uint64_t)timeout_ms;
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	int r;
+
+	while ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR) {
+		uint64_t now = sluice_monotonic_ms();
+
+		timeout_ms = now >= end ? 0 : (int)(end - now);
+	}
+	return r;
+}
+
 pid_t sluice_child_wait_ready(const char *binary, pid_t pid, int rfd, int timeout_ms, char *msg, size_t msglen)
 {
-	struct pollfd p = { .fd = rfd, .events = POLLIN };
 	char buf[16] = "";
-	int r = poll(&p, 1, timeout_ms);
+	int r = poll_in(rfd, timeout_ms);
 
 	if (r > 0)
 		r = (int)read(rfd, buf, sizeof(buf) - 1);
@@ -527,8 +545,9 @@ static pid_t child_spawn(const char *binary, const struct child_cmd *c)
 static struct zygote {
 	char binary[PATH_MAX];
 	int sock;
-	pid_t pid;
-} zygotes[2] = { { .sock = -1 }, { .sock = -1 } };
+	int pidfd;                 /* signalled through, never by pid: no pid reuse */
+	struct stat st;            /* the binary it was exec'd from */
+} zygotes[2] = { { .sock = -1, .pidfd = -1 }, { .sock = -1, .pidfd = -1 } };
 static bool zygotes_on;
 
 int sluice_child_zygotes(void)
@@ -540,17 +559,24 @@ int sluice_child_zygotes(void)
 	return 0;
 }
 
-/* Forget z; alive (it did not answer, or answered an error): kill it too.
- * One whose socket is closed is dead, perhaps already reaped by the
- * daemon's tick (its waitpid(-1)): its pid may be another's by now. */
-static void zygote_stop(struct zygote *z, bool alive)
+/* Forget z, and kill it (a zygote that did not answer in time may hang). */
+static void zygote_stop(struct zygote *z)
 {
 	if (z->sock >= 0)
 		close(z->sock);
 	z->sock = -1;
-	if (alive && z->pid > 0)
-		kill(z->pid, SIGKILL);
-	z->pid = 0;
+	if (z->pidfd >= 0) {
+		/* reaped with the daemon's other children (its tick's waitpid) */
+		syscall(SYS_pidfd_send_signal, z->pidfd, SIGKILL, NULL, 0);
+		close(z->pidfd);
+	}
+	z->pidfd = -1;
+}
+
+void sluice_child_zygotes_renew(void)
+{
+	for (size_t i = 0; i < 2; i++)
+		zygote_stop(&zygotes[i]);
 }
 
 /* Exec `binary --zygote FD PAD` (a clean process: nothing of ours but
@@ -569,33 +595,59 @@ static int zygote_start(struct zygote *z, const char *binary)
 	cmd_fd(&c, "--zygote", sv[1]);
 	c.argv[c.argc++] = pad;
 	c.argv[c.argc] = NULL;
+	if (stat(binary, &z->st) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
 	pid = child_spawn(binary, &c);
 	close(sv[1]);
 	if (pid < 0) {
 		close(sv[0]);
 		return (int)pid;
 	}
+	z->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (z->pidfd < 0) {
+		int err = -errno;
+
+		kill(pid, SIGKILL);   /* not reaped yet: still its pid */
+		close(sv[0]);
+		return err;
+	}
 	snprintf(z->binary, sizeof(z->binary), "%s", binary);
 	z->sock = sv[0];
-	z->pid = pid;
 	return 0;
 }
 
-/* c's command forked by the zygote of `binary`: one request, one reply
- * (5 s at most).  Returns the pid (our child), or -errno (the zygote is
- * stopped: the next spawn starts another). */
+/* Has `binary` been replaced since z was exec'd from it (a package
+ * upgrade)?  Then z goes, and the next child comes from a fresh one. */
+static bool zygote_stale(const struct zygote *z, const char *binary)
+{
+	struct stat st;
+
+	return stat(binary, &st) < 0 || st.st_dev != z->st.st_dev || st.st_ino != z->st.st_ino ||
+	       st.st_mtim.tv_sec != z->st.st_mtim.tv_sec || st.st_mtim.tv_nsec != z->st.st_mtim.tv_nsec;
+}
+
+
+/* c's command forked by the zygote z: one request, one reply (5 s at
+ * most), then the child's go-ahead.  Returns the pid (our child), or
+ * -errno (z is stopped: the next spawn starts another; a child it may
+ * have forked meanwhile sees its go-ahead pipe closed and exits). */
 static pid_t zygote_spawn(struct zygote *z, const struct child_cmd *c)
 {
 	static char buf[SLUICE_ZYGOTE_MSG_MAX];
 	struct sluice_zygote_req *h = (void *)buf;
 	union {
-		char buf[CMSG_SPACE(SLUICE_ZYGOTE_FDS_MAX * sizeof(int))];
+		char buf[CMSG_SPACE((SLUICE_ZYGOTE_FDS_MAX + 1) * sizeof(int))];
 		struct cmsghdr align;
 	} cm;
-	size_t off = sizeof(*h);
+	int fds[SLUICE_ZYGOTE_FDS_MAX + 1], go[2];
+	size_t off = sizeof(*h), nfds = (size_t)c->n_keep + 1;
 	struct iovec iov = { .iov_base = buf };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct pollfd pf = { .fd = z->sock, .events = POLLIN };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
+	struct cmsghdr *cmsg;
 	int32_t reply = -EIO;
 
 	if (c->n_keep > SLUICE_ZYGOTE_FDS_MAX || c->argc > SLUICE_ZYGOTE_ARGV_MAX)
@@ -604,7 +656,7 @@ static pid_t zygote_spawn(struct zygote *z, const struct child_cmd *c)
 	h->magic = SLUICE_ZYGOTE_MAGIC;
 	h->n_fds = (uint32_t)c->n_keep;
 	for (int i = 0; i < c->n_keep; i++)
-		h->target[i] = c->keep[i];
+		h->target[i] = fds[i] = c->keep[i];
 	for (int i = 0; i < c->argc; i++) {
 		size_t n = strlen(c->argv[i]) + 1;
 
@@ -614,30 +666,27 @@ static pid_t zygote_spawn(struct zygote *z, const struct child_cmd *c)
 		off += n;
 	}
 	iov.iov_len = off;
-	if (c->n_keep) {
-		struct cmsghdr *cmsg;
-
-		memset(&cm, 0, sizeof(cm));
-		mh.msg_control = cm.buf;
-		mh.msg_controllen = CMSG_SPACE((size_t)c->n_keep * sizeof(int));
-		cmsg = CMSG_FIRSTHDR(&mh);
-		cmsg->cmsg_level = SOL_SOCKET;
-		cmsg->cmsg_type = SCM_RIGHTS;
-		cmsg->cmsg_len = CMSG_LEN((size_t)c->n_keep * sizeof(int));
-		memcpy(CMSG_DATA(cmsg), c->keep, (size_t)c->n_keep * sizeof(int));
-	}
-	if (sendmsg(z->sock, &mh, MSG_NOSIGNAL) != (ssize_t)off) {
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return -errno;
+	fds[c->n_keep] = go[0];
+	memset(&cm, 0, sizeof(cm));
+	cmsg = CMSG_FIRSTHDR(&mh);
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	cmsg->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(cmsg), fds, nfds * sizeof(int));
+	if (sendmsg(z->sock, &mh, MSG_NOSIGNAL) != (ssize_t)off)
 		reply = -(errno ? errno : EIO);
-		zygote_stop(z, reply != -EPIPE && reply != -ECONNRESET);
-		return reply;
-	}
-	/* from here until it answers, nothing reaps it: a pid still its own */
-	if (poll(&pf, 1, 5000) != 1)
+	else if (poll_in(z->sock, 5000) != 1)
 		reply = -ETIMEDOUT;
 	else if (recv(z->sock, &reply, sizeof(reply), 0) != (ssize_t)sizeof(reply))
 		reply = -EIO;
+	close(go[0]);
+	if (reply > 0 && write(go[1], "g", 1) != 1)
+		reply = -EIO;    /* the child exits at EOF: reaped as a stranger */
+	close(go[1]);
 	if (reply <= 0) {
-		zygote_stop(z, true);
+		zygote_stop(z);
 		return reply ? reply : -EIO;
 	}
 	return reply;
@@ -663,6 +712,8 @@ static pid_t spawn(const char *binary, const struct child_cmd *c)
 	for (int attempt = 0; z && attempt < 2; attempt++) {
 		pid_t pid;
 
+		if (z->sock >= 0 && zygote_stale(z, binary))
+			zygote_stop(z);
 		if (z->sock < 0 && (err = zygote_start(z, binary)) < 0)
 			break;
 		pid = zygote_spawn(z, c);

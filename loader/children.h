@@ -166,6 +166,9 @@ int sluice_children_start(const char *proxy_bin, const struct sluice_child_opts 
  * -errno (then every child is exec'd).
  */
 int sluice_child_zygotes(void);
+/* Stop the zygotes; the next child comes from fresh ones, exec'd now (the
+ * libraries a package upgrade replaced are the ones it loads).  SIGHUP. */
+void sluice_child_zygotes_renew(void);
 
 /* Path of the helper binary `name` (sluice-proxy, sluice-resolver) written
  * into buf (len bytes): SLUICE_LIBEXECDIR (the Makefile's $(LIBEXECDIR)/sluice)

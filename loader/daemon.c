@@ -178,6 +178,8 @@ int daemon_events_reopen(const char *why)
 		log_warnx("daemon: %s: cannot reopen %s: %s (still writing to the old file)", why, D.events_path,
 			  strerror(-err));
 	daemon_follow_reopened();
+	/* children from fresh zygotes: the libraries on disk now */
+	sluice_child_zygotes_renew();
 	for (struct dsandbox *s = D.sandboxes; s; s = s->next) {
 		char msg[512];
 

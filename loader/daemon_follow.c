@@ -282,7 +282,7 @@ static void at_end(struct follower *f)
 	}
 	f->gen++;
 	if (st.st_dev != f->dev || st.st_ino != f->ino) {
-		nfd = dup(nfd);
+		nfd = fcntl(nfd, F_DUPFD_CLOEXEC, 0);  /* never inherited by a child */
 		if (nfd < 0) {
 			f->behind = true;
 			return;

@@ -461,13 +461,33 @@ def shared_dirty_kib(pid):
     raise AssertionError("no Shared_Dirty in smaps_rollup")
 
 
+def socket_inodes(pid):
+    out = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if t.startswith("socket:"):
+            out.add(t)
+    return out
+
+
+def wait_gone(pids, what, timeout=10):
+    deadline = time.time() + timeout
+    while any(os.path.exists("/proc/%d" % p) for p in pids):
+        assert time.time() < deadline, what
+        time.sleep(0.05)
+
+
 def test_children_are_forked_from_a_zygote_and_stay_the_daemons(w):
     """The daemon forks each sandbox's proxy and resolver from a zygote of
     each binary (userspace/lib/zygote.h), so the libraries' relocated data
     is shared, not copied per sandbox (issue 19): each child is still the
-    daemon's own (its parent, its command line naming its sandbox), shares
-    dirty pages an exec'd one does not (--no-zygote), and a zygote killed
-    is replaced at the next start: a reload still restarts the children."""
+    daemon's own (its parent, its command line naming its sandbox, none of
+    the zygote's sockets), shares dirty pages an exec'd one does not
+    (--no-zygote), dies with the daemon as the zygotes do, and a zygote
+    killed is replaced at the next start: a reload still restarts them."""
     def attach_two(d, tag):
         wls, kids = [], []
         for i in range(2):
@@ -494,6 +514,20 @@ def test_children_are_forked_from_a_zygote_and_stay_the_daemons(w):
             assert b"--zygote" not in argv, argv
         forked = min(shared_dirty_kib(k) for k in kids)
         assert forked >= 256, forked
+        zsocks = set().union(*(socket_inodes(z) for z in zyg))
+        for k in kids:
+            assert not socket_inodes(k) & zsocks, (k, zsocks)
+        # kill -9 of the daemon: every child and zygote goes with it
+        d.kill9()
+        wait_gone(kids + zyg, "a child or zygote outlived the daemon")
+        d.start()
+        kids = []
+        for i in range(2):
+            s = d.status()["zy%d" % i]
+            assert s["proxy_pid"] > 0 and s["resolver_pid"] > 0, s
+            kids += [s["proxy_pid"], s["resolver_pid"]]
+        zyg = children_of(d.proc.pid, zygotes=True)
+        assert len(zyg) == 2, zyg
         # a dead zygote: its children serve on; the next start has another
         for z in zyg:
             os.kill(z, signal.SIGKILL)
@@ -514,6 +548,43 @@ def test_children_are_forked_from_a_zygote_and_stay_the_daemons(w):
         assert children_of(d.proc.pid, zygotes=True) == []
         exec_d = max(shared_dirty_kib(k) for k in kids)
         assert exec_d < forked / 2, (exec_d, forked)
+    finally:
+        for a in wls:
+            a.close()
+        d.close()
+
+
+def test_signals_during_child_starts_leave_no_child_the_daemon_does_not_know(w):
+    """A SIGHUP restarts every sandbox's children (from fresh zygotes); a
+    burst of them interrupts the daemon's waits on the zygotes and on the
+    children it is starting.  Whatever was interrupted, no child runs that
+    the daemon does not track: once the drains are over, its children are
+    exactly the proxies and resolvers `status` names (a child forked for a
+    request the daemon gave up on never gets its go-ahead), and every
+    sandbox has both."""
+    d = Daemon(w)
+    wls = []
+    try:
+        for i in range(3):
+            a = Workload(w, "hup%d" % i)
+            wls.append(a)
+            d.attach(a, "hup%d" % i, POLICY_A)
+        end = time.time() + 2.0
+        while time.time() < end:
+            d.proc.send_signal(signal.SIGHUP)
+            time.sleep(0.005)
+        deadline = time.time() + 30
+        while True:
+            st = d.status()
+            tracked = sorted(p for s in st.values() for p in (s["proxy_pid"], s["resolver_pid"]) if p > 0)
+            kids = sorted(children_of(d.proc.pid))
+            if kids == tracked:
+                break
+            assert time.time() < deadline, ("untracked children", kids, tracked)
+            time.sleep(0.2)
+        for name in ("hup0", "hup1", "hup2"):
+            assert st[name]["proxy_pid"] > 0 and st[name]["resolver_pid"] > 0, st[name]
+        assert wls[2].probe("tcp", "192.0.2.10", 5432) == "ok"
     finally:
         for a in wls:
             a.close()

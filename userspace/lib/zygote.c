@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,11 +93,17 @@ static void set_title(char *area, size_t len, char *const *argv)
 }
 
 /* In the grandchild: wait until the intermediate's exit made it the
- * daemon's, then die with the daemon.  False: the daemon is gone. */
-static bool adopt_by(pid_t daemon, pid_t mid)
+ * daemon's (EOF on `gone`, the pipe only the intermediate held, then
+ * the reparenting, which follows the closing of its files), then die
+ * with the daemon.  False: the daemon is gone. */
+static bool adopt_by(pid_t daemon, pid_t mid, int gone)
 {
+	char b;
 	pid_t pp;
 
+	while (read(gone, &b, 1) < 0 && errno == EINTR)
+		;
+	close(gone);
 	while ((pp = getppid()) == mid)
 		sched_yield();
 	if (pp != daemon)
@@ -105,12 +112,47 @@ static bool adopt_by(pid_t daemon, pid_t mid)
 	return getppid() == daemon;
 }
 
-/* One request: its descriptors, its argv.  Returns the number of
- * descriptors (in fds) and sets *argc, or -errno. */
-static int parse_req(struct msghdr *mh, ssize_t n, int *fds, int *argc)
+/* The daemon's go-ahead on `go`, once it knows the child's pid: one
+ * byte.  EOF (it gave up on this request: a timeout, a signal) means
+ * exit, so that no child the daemon does not know of ever serves. */
+static bool go_ahead(int go)
+{
+	char b;
+	ssize_t r;
+
+	while ((r = read(go, &b, 1)) < 0 && errno == EINTR)
+		;
+	close(go);
+	return r == 1;
+}
+
+/* Close every descriptor from 3 up but the n targets. */
+static void close_others(const int32_t *target, unsigned n)
+{
+	unsigned lo = 3;
+
+	for (;;) {
+		unsigned next = ~0U;
+
+		for (unsigned i = 0; i < n; i++)
+			if ((unsigned)target[i] >= lo && (unsigned)target[i] < next)
+				next = (unsigned)target[i];
+		if (next > lo)
+			close_range(lo, next == ~0U ? ~0U : next - 1, 0);
+		if (next == ~0U)
+			return;
+		lo = next + 1;
+	}
+}
+
+/* One request: its descriptors (the targets', then the go-ahead pipe),
+ * its argv.  Returns the number of targets' descriptors (in fds, *go the
+ * pipe) and sets *argc, or -errno (every descriptor closed). */
+static int parse_req(struct msghdr *mh, ssize_t n, int *fds, int *go, int *argc)
 {
 	const struct sluice_zygote_req *h = (const void *)req_buf;
-	int nfds = 0, ac = 0;
+	struct rlimit rl;
+	int nfds = 0, ac = 0, err = -EINVAL;
 
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -119,18 +161,26 @@ static int parse_req(struct msghdr *mh, ssize_t n, int *fds, int *argc)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (nfds < SLUICE_ZYGOTE_FDS_MAX)
+			if (nfds < SLUICE_ZYGOTE_FDS_MAX + 1)
 				fds[nfds++] = fd;
 			else
 				close(fd);
 		}
 	}
-	if ((size_t)n < sizeof(*h) + 1 || h->magic != SLUICE_ZYGOTE_MAGIC || h->n_fds != (uint32_t)nfds ||
-	    (mh->msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || req_buf[n - 1] != 0)
+	if ((size_t)n < sizeof(*h) + 1 || h->magic != SLUICE_ZYGOTE_MAGIC || h->n_fds > SLUICE_ZYGOTE_FDS_MAX ||
+	    h->n_fds + 1 != (uint32_t)nfds || (mh->msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || req_buf[n - 1] != 0)
 		goto bad;
-	for (unsigned i = 0; i < h->n_fds; i++)
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = 1024;
+	for (unsigned i = 0; i < h->n_fds; i++) {
 		if (h->target[i] < 3)
 			goto bad;
+		/* a limit raised in the daemon since: a fresh zygote has it */
+		if ((rlim_t)h->target[i] >= rl.rlim_cur) {
+			err = -EMFILE;
+			goto bad;
+		}
+	}
 	for (char *p = req_buf + sizeof(*h); p < req_buf + n; p += strlen(p) + 1) {
 		if (ac == SLUICE_ZYGOTE_ARGV_MAX)
 			goto bad;
@@ -140,11 +190,12 @@ static int parse_req(struct msghdr *mh, ssize_t n, int *fds, int *argc)
 	if (ac == 0)
 		goto bad;
 	*argc = ac;
-	return nfds;
+	*go = fds[nfds - 1];
+	return nfds - 1;
 bad:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
-	return -EINVAL;
+	return err;
 }
 
 int sluice_zygote_serve(int *argc, char ***argv)
@@ -158,18 +209,23 @@ int sluice_zygote_serve(int *argc, char ***argv)
 	if (*argc != 4 || strcmp(av[1], "--zygote") != 0)
 		return 0;
 	ctl = atoi(av[2]);
+	if (ctl < 3 || fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
+		_exit(2);
+	/* nothing of the daemon's but the socket, whatever it left open */
+	if (ctl > 3)
+		close_range(3, (unsigned)ctl - 1, 0);
+	close_range((unsigned)ctl + 1, ~0U, 0);
 	title = av[0];
 	title_len = (size_t)(av[3] + strlen(av[3]) + 1 - av[0]);
-	fcntl(ctl, F_SETFD, FD_CLOEXEC);
 	for (;;) {
 		union {
-			char buf[CMSG_SPACE(SLUICE_ZYGOTE_FDS_MAX * sizeof(int))];
+			char buf[CMSG_SPACE((SLUICE_ZYGOTE_FDS_MAX + 1) * sizeof(int))];
 			struct cmsghdr align;
 		} cm;
 		struct iovec iov = { .iov_base = req_buf, .iov_len = sizeof(req_buf) };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
 				     .msg_controllen = sizeof(cm.buf) };
-		int fds[SLUICE_ZYGOTE_FDS_MAX], nfds, ac = 0;
+		int fds[SLUICE_ZYGOTE_FDS_MAX + 1], nfds, go = -1, ac = 0;
 		int32_t reply;
 		pid_t mid;
 		int p[2];
@@ -182,7 +238,7 @@ int sluice_zygote_serve(int *argc, char ***argv)
 				continue;
 			_exit(1);
 		}
-		nfds = parse_req(&mh, n, fds, &ac);
+		nfds = parse_req(&mh, n, fds, &go, &ac);
 		reply = nfds < 0 ? nfds : 0;
 		if (nfds >= 0 && pipe2(p, O_CLOEXEC) < 0)
 			reply = -errno;
@@ -190,16 +246,22 @@ int sluice_zygote_serve(int *argc, char ***argv)
 			mid = fork();
 			if (mid == 0) {
 				pid_t self = getpid(), child;
+				int q[2];
 
+				close(ctl);
 				close(p[0]);
+				if (pipe2(q, O_CLOEXEC) < 0)
+					_exit(1);
 				child = fork();
 				if (child == 0) {
 					const struct sluice_zygote_req *h = (const void *)req_buf;
 
 					close(p[1]);
-					close(ctl);
-					if (!adopt_by(daemon, self) || place_fds(fds, h->target, (unsigned)nfds) < 0)
+					close(q[1]);
+					if (!adopt_by(daemon, self, q[0]) || !go_ahead(go) ||
+					    place_fds(fds, h->target, (unsigned)nfds) < 0)
 						_exit(127);
+					close_others(h->target, (unsigned)nfds);
 					set_title(title, title_len, child_argv);
 					*argc = ac;
 					*argv = child_argv;
@@ -222,6 +284,8 @@ int sluice_zygote_serve(int *argc, char ***argv)
 		}
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
+		if (go >= 0)
+			close(go);
 		/* the next child gets no trace of this one's command line */
 		memset(req_buf, 0, (size_t)n);
 		if (send(ctl, &reply, sizeof(reply), MSG_NOSIGNAL) < 0)

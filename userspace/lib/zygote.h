@@ -17,8 +17,14 @@
  * Wire (SOCK_SEQPACKET, one message each way):
  *   request: struct sluice_zygote_req, then the child's argv, each string
  *            NUL-terminated, back to back; SCM_RIGHTS: n_fds descriptors,
- *            the i-th to become descriptor target[i] in the child;
- *   reply:   int32_t, the child's pid (> 0) or -errno.
+ *            the i-th to become descriptor target[i] in the child, then
+ *            the read end of a go-ahead pipe;
+ *   reply:   int32_t, the child's pid (> 0) or -errno (-EMFILE: a target
+ *            at or above the zygote's RLIMIT_NOFILE).
+ * The child runs only once the daemon, holding its pid, writes one byte
+ * to the go-ahead pipe; at EOF (the daemon gave up on the request: a
+ * timeout, a signal) it exits, so no child the daemon does not know of
+ * ever serves a sandbox.
  */
 #ifndef SLUICE_ZYGOTE_H
 #define SLUICE_ZYGOTE_H
@@ -44,9 +50,9 @@ struct sluice_zygote_req {
  * `BIN --zygote FD PAD`, returns 0 and changes nothing.  Otherwise serves
  * the requests of control socket FD: the zygote itself never returns (it
  * exits 0 when the daemon closes the socket); each child returns 1 with
- * *argc and *argv its request's command line (static storage), the
- * descriptors in place, the control socket closed, its parent the daemon
- * and PR_SET_PDEATHSIG(SIGKILL) set.
+ * *argc and *argv its request's command line (static storage), its
+ * descriptors 0-2 and the targets and no other (the control socket
+ * closed), its parent the daemon and PR_SET_PDEATHSIG(SIGKILL) set.
  */
 int sluice_zygote_serve(int *argc, char ***argv);
 

@@ -629,7 +629,6 @@ static bool zygote_stale(const struct zygote *z, const char *binary)
 	       st.st_mtim.tv_sec != z->st.st_mtim.tv_sec || st.st_mtim.tv_nsec != z->st.st_mtim.tv_nsec;
 }
 
-
 /* c's command forked by the zygote z: one request, one reply (5 s at
  * most), then the child's go-ahead.  Returns the pid (our child), or
  * -errno (z is stopped: the next spawn starts another; a child it may

@@ -46,14 +46,19 @@ def n_hooks(st):
     return 12 + 2 * bool(st.get("unix_hooks")) + 6 * bool(st.get("bpf_lsm"))
 
 
+def fd_targets(pid):
+    """What each of process pid's descriptors is (/proc/PID/fd/N's link)."""
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            yield os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+
+
 def bpf_fds(pid):
     """The kinds of BPF descriptors process pid holds: {"bpf-map": n, ...}."""
     kinds = {}
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
+    for t in fd_targets(pid):
         if t.startswith("anon_inode:bpf"):
             k = t[len("anon_inode:"):].strip("[]")
             kinds[k] = kinds.get(k, 0) + 1
@@ -475,15 +480,7 @@ def lib_shared_anon_kib(pid):
 
 
 def socket_inodes(pid):
-    out = set()
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        if t.startswith("socket:"):
-            out.add(t)
-    return out
+    return {t for t in fd_targets(pid) if t.startswith("socket:")}
 
 
 def wait_gone(pids, what, timeout=10):

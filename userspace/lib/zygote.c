@@ -33,7 +33,9 @@ static bool is_target(const int32_t *target, unsigned n, int fd)
  * received one (close-on-exec, anywhere) that sits on another's target
  * moved to the lowest number no target names (no higher than needed: the
  * targets are below RLIMIT_NOFILE), then dup2'd onto its target, which
- * clears close-on-exec as the exec'd child had it.  Returns 0 or -errno. */
+ * clears close-on-exec as the exec'd child had it.  The copies made on
+ * free targets while searching are each replaced by that dup2.  Returns 0
+ * or -errno. */
 static int place_fds(int *fds, const int32_t *target, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
@@ -50,15 +52,6 @@ static int place_fds(int *fds, const int32_t *target, unsigned n)
 			/* a target not yet taken: kept while searching */
 			m = nfd + 1;
 		}
-		for (int f = 3; f < nfd; f++)
-			if (is_target(target, n, f) && fcntl(f, F_GETFD) >= 0) {
-				bool ours = false;
-
-				for (unsigned j = 0; j < n; j++)
-					ours |= fds[j] == f;
-				if (!ours)
-					close(f);
-			}
 		close(fds[i]);
 		fds[i] = nfd;
 	}

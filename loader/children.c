@@ -460,10 +460,7 @@ pid_t sluice_child_wait_ready(const char *binary, pid_t pid, int rfd, int timeou
 		r = (int)read(rfd, buf, sizeof(buf) - 1);
 	close(rfd);
 	if (r <= 0 || strncmp(buf, "ready", 5) != 0) {
-		int status;
-
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
+		sluice_child_abandon(pid, -1);
 		snprintf(msg, msglen, "%s did not become ready%s", binary, r == 0 ? " (timed out or exited)" : "");
 		return -EIO;
 	}
@@ -769,7 +766,8 @@ void sluice_child_abandon(pid_t pid, int ready_fd)
 {
 	if (pid <= 0)
 		return;
-	close(ready_fd);
+	if (ready_fd >= 0)
+		close(ready_fd);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
@@ -810,10 +808,7 @@ int sluice_children_start(const char *proxy_bin, const struct sluice_child_opts 
 	}
 	if (resolver > 0 &&
 	    sluice_child_wait_ready(resolver_bin, resolver, resolver_ready, timeout_ms, msg, msglen) < 0) {
-		if (proxy > 0) {
-			kill(proxy, SIGKILL);
-			waitpid(proxy, NULL, 0);
-		}
+		sluice_child_abandon(proxy, -1);   /* ready: its pipe is closed */
 		return -1;
 	}
 	*proxy_pid = proxy;

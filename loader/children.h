@@ -139,8 +139,9 @@ pid_t sluice_child_spawn(const char *binary, const struct sluice_listeners *l, c
 			 int *ready_fd, char *msg, size_t msglen);
 pid_t sluice_child_wait_ready(const char *binary, pid_t pid, int ready_fd, int timeout_ms, char *msg,
 			      size_t msglen);
-/* A child spawned and not waited for, when its sibling failed: its ready
- * pipe closed, killed, reaped.  pid <= 0: nothing to do. */
+/* A child given up on (its sibling failed, or it never said ready): its
+ * ready pipe closed (ready_fd < 0: already closed), killed, reaped.
+ * pid <= 0: nothing to do. */
 void sluice_child_abandon(pid_t pid, int ready_fd);
 
 /*

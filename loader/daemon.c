@@ -557,10 +557,13 @@ int cmd_daemon(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 16 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	rc = prepare(signers_path, boundary_path);
-	if (rc == 0 && !D.no_zygote && (n = sluice_child_zygotes()) < 0)
-		log_warnx("daemon: cannot be the children's subreaper (%s): each proxy and resolver is exec'd",
-			  strerror(-n));
-	n = 0;
+	if (rc == 0 && !D.no_zygote) {
+		int err = sluice_child_zygotes();
+
+		if (err < 0)
+			log_warnx("daemon: cannot be the children's subreaper (%s): each proxy and resolver is "
+				  "exec'd", strerror(-err));
+	}
 	if (rc == 0)
 		rc = start_serving(&ctl);
 	if (rc)

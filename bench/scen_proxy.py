@@ -524,7 +524,7 @@ def memory_scenario(b, cfg, res):
             per = (after - before) / float(still)
             note = "%d of %d open; RSS %d -> %d KiB; %d threads" % (still, n, before, after, threads)
             if nm == "sluice-proxy":
-                note += "; target <= 2 KiB"
+                note += "; target <= %s KiB" % ("1" if kind == "CONNECT tunnel" else "2")
             rows.append({"variant": label, "value": round(per, 2), "unit": "KiB", "kind": kind,
                          "rss_before_kib": before, "rss_after_kib": after, "ok": ok, "open": still, "note": note})
         for nm, key, cg, port, pid, owner in variants:

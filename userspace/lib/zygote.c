@@ -119,8 +119,9 @@ static bool go_ahead(int go)
 	return r == 1;
 }
 
-/* Close every descriptor from 3 up but the n targets. */
-static void close_others(const int32_t *target, unsigned n)
+/* Close every descriptor from 3 up but the n targets.  0, or -1 when
+ * close_range(2) (Linux 5.9) was refused: then some may still be open. */
+static int close_others(const int32_t *target, unsigned n)
 {
 	unsigned lo = 3;
 
@@ -130,10 +131,10 @@ static void close_others(const int32_t *target, unsigned n)
 		for (unsigned i = 0; i < n; i++)
 			if ((unsigned)target[i] >= lo && (unsigned)target[i] < next)
 				next = (unsigned)target[i];
-		if (next > lo)
-			close_range(lo, next == ~0U ? ~0U : next - 1, 0);
+		if (next > lo && close_range(lo, next == ~0U ? ~0U : next - 1, 0) < 0)
+			return -1;
 		if (next == ~0U)
-			return;
+			return 0;
 		lo = next + 1;
 	}
 }
@@ -204,10 +205,10 @@ int sluice_zygote_serve(int *argc, char ***argv)
 	ctl = atoi(av[2]);
 	if (ctl < 3 || fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(2);
-	/* nothing of the daemon's but the socket, whatever it left open */
-	if (ctl > 3)
-		close_range(3, (unsigned)ctl - 1, 0);
-	close_range((unsigned)ctl + 1, ~0U, 0);
+	/* nothing of the daemon's but the socket, whatever it left open (a
+	 * zygote that cannot be sure of that exits: the daemon execs instead) */
+	if ((ctl > 3 && close_range(3, (unsigned)ctl - 1, 0) < 0) || close_range((unsigned)ctl + 1, ~0U, 0) < 0)
+		_exit(2);
 	title = av[0];
 	title_len = (size_t)(av[3] + strlen(av[3]) + 1 - av[0]);
 	for (;;) {
@@ -252,9 +253,9 @@ int sluice_zygote_serve(int *argc, char ***argv)
 					close(p[1]);
 					close(q[1]);
 					if (!adopt_by(daemon, self, q[0]) || !go_ahead(go) ||
-					    place_fds(fds, h->target, (unsigned)nfds) < 0)
+					    place_fds(fds, h->target, (unsigned)nfds) < 0 ||
+					    close_others(h->target, (unsigned)nfds) < 0)
 						_exit(127);
-					close_others(h->target, (unsigned)nfds);
 					set_title(title, title_len, child_argv);
 					*argc = ac;
 					*argv = child_argv;

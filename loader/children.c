@@ -556,15 +556,24 @@ int sluice_child_zygotes(void)
 	return 0;
 }
 
-/* Forget z, and kill it (a zygote that did not answer in time may hang). */
+#ifndef P_PIDFD
+#define P_PIDFD 3   /* Linux 5.4 */
+#endif
+
+/* Forget z, kill it (a zygote that did not answer in time may hang) and
+ * reap it now: a start-up or a SIGHUP that renews many would otherwise
+ * leave zombies counting against the unit's tasks until the next tick. */
 static void zygote_stop(struct zygote *z)
 {
 	if (z->sock >= 0)
 		close(z->sock);
 	z->sock = -1;
 	if (z->pidfd >= 0) {
-		/* reaped with the daemon's other children (its tick's waitpid) */
+		siginfo_t si;
+
 		syscall(SYS_pidfd_send_signal, z->pidfd, SIGKILL, NULL, 0);
+		while (waitid((idtype_t)P_PIDFD, (id_t)z->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
 		close(z->pidfd);
 	}
 	z->pidfd = -1;
@@ -628,8 +637,11 @@ static bool zygote_stale(const struct zygote *z, const char *binary)
 
 /* c's command forked by the zygote z: one request, one reply (5 s at
  * most), then the child's go-ahead.  Returns the pid (our child), or
- * -errno (z is stopped: the next spawn starts another; a child it may
- * have forked meanwhile sees its go-ahead pipe closed and exits). */
+ * -errno: the zygote's own answer (fork refused, the child gone before
+ * its go-ahead: z is kept, z->sock >= 0), or no answer that can be
+ * trusted (no reply, a short one, -EMFILE: z is stopped, z->sock < 0, and
+ * the next spawn starts another).  A child forked meanwhile sees its
+ * go-ahead pipe closed and exits. */
 static pid_t zygote_spawn(struct zygote *z, const struct child_cmd *c)
 {
 	static char buf[SLUICE_ZYGOTE_MSG_MAX];
@@ -645,6 +657,7 @@ static pid_t zygote_spawn(struct zygote *z, const struct child_cmd *c)
 			     .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
 	struct cmsghdr *cmsg;
 	int32_t reply = -EIO;
+	bool trusted = false;
 
 	if (c->n_keep > SLUICE_ZYGOTE_FDS_MAX || c->argc > SLUICE_ZYGOTE_ARGV_MAX)
 		return -E2BIG;
@@ -677,24 +690,29 @@ static pid_t zygote_spawn(struct zygote *z, const struct child_cmd *c)
 		reply = -ETIMEDOUT;
 	else if (recv(z->sock, &reply, sizeof(reply), 0) != (ssize_t)sizeof(reply))
 		reply = -EIO;
+	else
+		/* a pid or the zygote's -errno; -EMFILE: a target over its
+		 * RLIMIT_NOFILE, which a fresh zygote takes from ours again */
+		trusted = reply != 0 && reply != -EMFILE;
 	close(go[0]);
 	if (reply > 0 && write(go[1], "g", 1) != 1)
-		reply = -EIO;    /* the child exits at EOF: reaped as a stranger */
+		reply = -EPIPE;    /* the child is gone: reaped as a stranger */
 	close(go[1]);
-	if (reply <= 0) {
+	if (!trusted)
 		zygote_stop(z);
-		return reply ? reply : -EIO;
-	}
-	return reply;
+	return reply ? reply : -EIO;
 }
 
 /* Start c's command: forked by the zygote of `binary` where zygotes are
- * on (one started if none runs, a second try on a fresh one), else, or
- * if that fails (said once), exec'd by child_spawn(). */
+ * on (one started if none runs, a second try on a fresh one when the
+ * first gave no answer), else, or if that fails, exec'd by child_spawn()
+ * (said at most once every ten seconds, with the count since). */
 static pid_t spawn(const char *binary, const struct child_cmd *c)
 {
-	static bool warned;
+	static uint64_t said_ms;
+	static unsigned unsaid;
 	struct zygote *z = NULL;
+	uint64_t now;
 	int err = 0;
 
 	if (!zygotes_on)
@@ -716,11 +734,18 @@ static pid_t spawn(const char *binary, const struct child_cmd *c)
 		if (pid > 0)
 			return pid;
 		err = (int)pid;
+		if (z->sock >= 0)
+			break;   /* its own answer: a fresh zygote would not do better */
 	}
-	if (!warned)
-		log_warnx("%s: no zygote to fork it from (%s); exec'ing it (each child its own copy of the "
-			  "libraries' data)", binary, z ? strerror(-err) : "more binaries than zygotes");
-	warned = true;
+	unsaid++;
+	now = sluice_monotonic_ms();
+	if (!said_ms || now - said_ms >= 10000) {
+		log_warnx("%s: not forked by a zygote (%s); exec'd instead (each child its own copy of the "
+			  "libraries' data; %u child(ren) exec'd so since the last such line)", binary,
+			  z ? strerror(-err) : "more binaries than zygotes", unsaid);
+		said_ms = now;
+		unsaid = 0;
+	}
 	return child_spawn(binary, c);
 }
 

@@ -565,6 +565,76 @@ def test_children_are_forked_from_a_zygote_and_stay_the_daemons(w):
         d.close()
 
 
+def pids_v1_mount():
+    """Where the v1 pids controller is mounted (a hybrid layout), or None."""
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if parts[2] == "cgroup" and "pids" in parts[3].split(","):
+                return parts[1]
+    return None
+
+
+def test_a_zygote_that_cannot_fork_is_kept_and_that_child_execd(w):
+    """A zygote whose fork is refused (a tasks limit: here the v1 pids
+    controller, pids.max 0 on a cgroup of the test's holding both zygotes)
+    answers with the error; the daemon keeps it (no kill, no zombie, no
+    second zygote), execs that sandbox's children instead and says so, and
+    once forks are allowed again the same zygotes fork the next ones."""
+    mnt = pids_v1_mount()
+    if not mnt:
+        raise W.Skip("no v1 pids controller on this machine (a cgroup v2-only layout)")
+    d = Daemon(w)
+    wls = []
+    lim = os.path.join(mnt, "slctest-%d-zygote" % os.getpid())
+    try:
+        a = Workload(w, "zf0")
+        wls.append(a)
+        d.attach(a, "zf0", POLICY_A)
+        zyg = sorted(children_of(d.proc.pid, zygotes=True))
+        assert len(zyg) == 2, zyg
+        forked = min(lib_shared_anon_kib(d.status()["zf0"][k]) for k in ("proxy_pid", "resolver_pid"))
+        os.mkdir(lim)
+        for z in zyg:
+            with open(os.path.join(lim, "cgroup.procs"), "w") as f:
+                f.write("%d\n" % z)
+        with open(os.path.join(lim, "pids.max"), "w") as f:
+            f.write("0\n")
+        a = Workload(w, "zf1")
+        wls.append(a)
+        d.attach(a, "zf1", POLICY_A)
+        s = d.status()["zf1"]
+        kids = [s["proxy_pid"], s["resolver_pid"]]
+        assert all(k > 0 for k in kids), s
+        assert sorted(children_of(d.proc.pid, zygotes=True)) == zyg   # the same two, none a zombie
+        for z in zyg:
+            assert open("/proc/%d/stat" % z).read().split(")")[1].split()[0] != "Z", z
+        exec_d = max(lib_shared_anon_kib(k) for k in kids)
+        assert exec_d < forked / 2, (exec_d, forked)
+        err = open(os.path.join(w.tmp, "daemon.err")).read()
+        assert "not forked by a zygote (Resource temporarily unavailable); exec'd instead" in err, err[-2000:]
+        assert a.probe("tcp", "192.0.2.10", 5432) == "ok"
+        # forks allowed again: the same zygotes fork the next sandbox's children
+        with open(os.path.join(lim, "pids.max"), "w") as f:
+            f.write("max\n")
+        a = Workload(w, "zf2")
+        wls.append(a)
+        d.attach(a, "zf2", POLICY_A)
+        s = d.status()["zf2"]
+        assert min(lib_shared_anon_kib(s[k]) for k in ("proxy_pid", "resolver_pid")) >= forked / 2, s
+        assert sorted(children_of(d.proc.pid, zygotes=True)) == zyg
+    finally:
+        for a in wls:
+            a.close()
+        d.close()
+        if os.path.isdir(lim):
+            # its processes went with the daemon; a zygote's leaves the cgroup as it is reaped
+            deadline = time.time() + 10
+            while open(os.path.join(lim, "cgroup.procs")).read().strip() and time.time() < deadline:
+                time.sleep(0.05)
+            os.rmdir(lim)
+
+
 def test_signals_during_child_starts_leave_no_child_the_daemon_does_not_know(w):
     """A SIGHUP restarts every sandbox's children (from fresh zygotes); a
     burst of them interrupts the daemon's waits on the zygotes and on the

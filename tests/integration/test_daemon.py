@@ -635,6 +635,45 @@ def test_a_zygote_that_cannot_fork_is_kept_and_that_child_execd(w):
             os.rmdir(lim)
 
 
+def test_a_zygote_refuses_a_request_of_another_layout_and_serves_on(w):
+    """The zygote's wire (userspace/lib/zygote.h) from a peer of another
+    build (an old daemon that execs the upgraded binary as its zygote): a
+    request whose magic names another layout gets -EPROTO, a truncated one
+    -EINVAL, its descriptors are closed, the zygote forks nothing and
+    serves on; at the socket's EOF it exits 0."""
+    import socket
+    import struct
+    for binary in ("sluice-proxy", "sluice-resolver"):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        z = subprocess.Popen([os.path.join(W.BUILD, binary), "--zygote", str(b.fileno()), " " * 200],
+                             pass_fds=[b.fileno()], stdin=subprocess.DEVNULL)
+        b.close()
+        try:
+            def ask(head, argv=b"sluice-proxy\0--version\0"):
+                r, wr = os.pipe()
+                try:
+                    a.sendmsg([head + argv], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", r))])
+                    a.settimeout(10)
+                    got = struct.unpack("i", a.recv(4))[0]
+                    os.close(wr)   # the go-ahead never comes: a child, were there one, would exit
+                    return got
+                finally:
+                    os.close(r)
+            targets = struct.pack("16i", *([0] * 16))
+            other = struct.pack("II", 0x7a79676f, 0) + targets            # the layout before "zyg1"
+            assert ask(other) == -71, binary                                # EPROTO
+            assert ask(struct.pack("II", 0x7a796731, 0)) == -22, binary      # EINVAL: no targets array
+            assert ask(struct.pack("II", 0x7a796731, 3) + targets) == -22, binary   # 3 targets, 1 descriptor
+            assert children_of(z.pid) == [], binary
+            a.close()
+            assert z.wait(timeout=10) == 0, binary
+        finally:
+            a.close()
+            if z.poll() is None:
+                z.kill()
+                z.wait()
+
+
 def test_signals_during_child_starts_leave_no_child_the_daemon_does_not_know(w):
     """A SIGHUP restarts every sandbox's children (from fresh zygotes); a
     burst of them interrupts the daemon's waits on the zygotes and on the

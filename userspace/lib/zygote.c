@@ -161,7 +161,12 @@ static int parse_req(struct msghdr *mh, ssize_t n, int *fds, int *go, int *argc)
 				close(fd);
 		}
 	}
-	if ((size_t)n < sizeof(*h) + 1 || h->magic != SLUICE_ZYGOTE_MAGIC || h->n_fds > SLUICE_ZYGOTE_FDS_MAX ||
+	/* another layout (a daemon older or newer than this binary) */
+	if ((size_t)n < sizeof(h->magic) || h->magic != SLUICE_ZYGOTE_MAGIC) {
+		err = -EPROTO;
+		goto bad;
+	}
+	if ((size_t)n < sizeof(*h) + 1 || h->n_fds > SLUICE_ZYGOTE_FDS_MAX ||
 	    h->n_fds + 1 != (uint32_t)nfds || (mh->msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || req_buf[n - 1] != 0)
 		goto bad;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)

@@ -20,7 +20,8 @@
  *            the i-th to become descriptor target[i] in the child, then
  *            the read end of a go-ahead pipe;
  *   reply:   int32_t, the child's pid (> 0) or -errno (-EMFILE: a target
- *            at or above the zygote's RLIMIT_NOFILE).
+ *            at or above the zygote's RLIMIT_NOFILE; -EPROTO: another
+ *            layout, SLUICE_ZYGOTE_MAGIC).
  * The child runs only once the daemon, holding its pid, writes one byte
  * to the go-ahead pipe; at EOF (the daemon gave up on the request: a
  * timeout, a signal) it exits, so no child the daemon does not know of
@@ -31,7 +32,11 @@
 
 #include <stdint.h>
 
-#define SLUICE_ZYGOTE_MAGIC   0x7a79676fu  /* "zygo" */
+/* The request's layout: any change to struct sluice_zygote_req or to the
+ * wire takes another value, so that a daemon and a zygote of different
+ * builds (an old daemon execs the upgraded binary as its zygote) get
+ * -EPROTO, and the daemon execs the child instead. */
+#define SLUICE_ZYGOTE_MAGIC   0x7a796731u  /* "zyg1" */
 #define SLUICE_ZYGOTE_FDS_MAX 16
 #define SLUICE_ZYGOTE_MSG_MAX 32768        /* request bytes, argv included */
 #define SLUICE_ZYGOTE_ARGV_MAX 128

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -344,6 +345,16 @@ static void on_client(evutil_socket_t fd, short what, void *arg)
 	uint64_t now = sluice_monotonic_ms();
 
 	if (what & EV_TIMEOUT) {
+		int pending = 0;
+
+		/* an idle deadline that passed while the daemon itself was
+		 * stalled (stopped, or its loop busy): bytes waiting in the
+		 * socket say the client was not idle; the total one holds */
+		if (!c->writing && now < c->phase_ms + C.lim.total_ms && ioctl(fd, FIONREAD, &pending) == 0 &&
+		    pending > 0) {
+			client_read(c, now);
+			return;
+		}
 		if (now >= c->phase_ms + C.lim.total_ms)
 			C.st.timed_out_total++;
 		else

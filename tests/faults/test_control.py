@@ -9,6 +9,7 @@ world's documentation addresses from its sandbox namespace only.
 import json
 import os
 import resource
+import signal
 import socket
 import threading
 import time
@@ -191,6 +192,57 @@ def test_silent_and_trickling_clients_do_not_stall_status_or_events(w):
         for s in silent:
             s.close()
         a.close()
+        d.close()
+
+
+def test_a_daemon_stalled_past_the_idle_deadline_keeps_a_client_that_sent_meanwhile(w):
+    """The idle deadline measures the client's silence, not the daemon's:
+    a client that sent part of a request, then more while the daemon was
+    stopped (SIGSTOP) past the idle deadline, gets its answer once the
+    daemon runs again, and is not counted idle.  (A loaded machine stalls
+    the daemon's loop the same way: the CI's sanitizer run once closed
+    every trickling client so.)  The total deadline still holds."""
+    d = Daemon(w, args=DEADLINES)
+    s = None
+    try:
+        before = _timed_status(d)[1]["control"]["timed_out_idle"]
+        s = _connect(os.path.join(d.state, "control.sock"))
+        s.sendall(b'{"cmd":')
+        time.sleep(0.2)
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.5)
+            s.sendall(b' "status"')
+            time.sleep(1.5)       # stopped 2 s: past the idle deadline (1.5 s) since the first bytes
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+        time.sleep(0.3)
+        s.sendall(b"}\n")
+        s.settimeout(10)
+        got = b""
+        while not got.endswith(b"\n"):
+            b = s.recv(65536)
+            assert b, "closed without an answer (%r)" % got
+            got += b
+        assert json.loads(got), got
+        assert _timed_status(d)[1]["control"]["timed_out_idle"] == before
+        # a client that keeps sending never passes the total deadline (3 s)
+        t = _connect(os.path.join(d.state, "control.sock"))
+        t0 = time.monotonic()
+        try:
+            while time.monotonic() - t0 < 6:
+                try:
+                    t.send(b" ")
+                except OSError:
+                    break
+                time.sleep(0.2)
+            assert _closed_by_daemon(t, 1.0), "a trickling client outlived the total deadline"
+            assert 2.9 <= time.monotonic() - t0 < 6, time.monotonic() - t0
+        finally:
+            t.close()
+    finally:
+        if s:
+            s.close()
         d.close()
 
 

@@ -587,25 +587,31 @@ def test_a_zygote_that_cannot_fork_is_kept_and_that_child_execd(w):
     d = Daemon(w)
     wls = []
     lim = os.path.join(mnt, "slctest-%d-zygote" % os.getpid())
-    try:
-        a = Workload(w, "zf0")
+
+    def attach(name):
+        """A workload attached as `name`: (it, its proxy's and resolver's pids)."""
+        a = Workload(w, name)
         wls.append(a)
-        d.attach(a, "zf0", POLICY_A)
+        d.attach(a, name, POLICY_A)
+        s = d.status()[name]
+        return a, [s["proxy_pid"], s["resolver_pid"]]
+
+    def pids_max(v):
+        with open(os.path.join(lim, "pids.max"), "w") as f:
+            f.write(v + "\n")
+
+    try:
+        _, kids = attach("zf0")
         zyg = sorted(children_of(d.proc.pid, zygotes=True))
         assert len(zyg) == 2, zyg
-        forked = min(lib_shared_anon_kib(d.status()["zf0"][k]) for k in ("proxy_pid", "resolver_pid"))
+        forked = min(lib_shared_anon_kib(k) for k in kids)
         os.mkdir(lim)
         for z in zyg:
             with open(os.path.join(lim, "cgroup.procs"), "w") as f:
                 f.write("%d\n" % z)
-        with open(os.path.join(lim, "pids.max"), "w") as f:
-            f.write("0\n")
-        a = Workload(w, "zf1")
-        wls.append(a)
-        d.attach(a, "zf1", POLICY_A)
-        s = d.status()["zf1"]
-        kids = [s["proxy_pid"], s["resolver_pid"]]
-        assert all(k > 0 for k in kids), s
+        pids_max("0")
+        a, kids = attach("zf1")
+        assert all(k > 0 for k in kids), kids
         assert sorted(children_of(d.proc.pid, zygotes=True)) == zyg   # the same two, none a zombie
         for z in zyg:
             assert open("/proc/%d/stat" % z).read().split(")")[1].split()[0] != "Z", z
@@ -615,13 +621,9 @@ def test_a_zygote_that_cannot_fork_is_kept_and_that_child_execd(w):
         assert "not forked by a zygote (Resource temporarily unavailable); exec'd instead" in err, err[-2000:]
         assert a.probe("tcp", "192.0.2.10", 5432) == "ok"
         # forks allowed again: the same zygotes fork the next sandbox's children
-        with open(os.path.join(lim, "pids.max"), "w") as f:
-            f.write("max\n")
-        a = Workload(w, "zf2")
-        wls.append(a)
-        d.attach(a, "zf2", POLICY_A)
-        s = d.status()["zf2"]
-        assert min(lib_shared_anon_kib(s[k]) for k in ("proxy_pid", "resolver_pid")) >= forked / 2, s
+        pids_max("max")
+        _, kids = attach("zf2")
+        assert min(lib_shared_anon_kib(k) for k in kids) >= forked / 2, kids
         assert sorted(children_of(d.proc.pid, zygotes=True)) == zyg
     finally:
         for a in wls:

@@ -69,12 +69,18 @@ static __always_inline __u32 current_gen(void)
 	return st ? *(volatile __u32 *)&st->gen : 0;
 }
 
-static __always_inline bool gen_audit(__u32 gen)
+/* The SLUICE_GEN_* flags of generation `gen` (its bank of sluice_genconf). */
+static __always_inline __u32 gen_flags(__u32 gen)
 {
 	__u32 idx = gen & 1;
 	struct sluice_genconf *gc = bpf_map_lookup_elem(&sluice_genconf, &idx);
 
-	return gc && (gc->flags & SLUICE_GEN_AUDIT);
+	return gc ? gc->flags : 0;
+}
+
+static __always_inline bool gen_audit(__u32 gen)
+{
+	return gen_flags(gen) & SLUICE_GEN_AUDIT;
 }
 
 /*
@@ -285,10 +291,20 @@ __noinline int sluice_rules_match(const struct sluice_cidr_rules *r, __u32 gen, 
 	return res;
 }
 
+/* What the cidr entries say of a destination (CIDR_*): by its full-length
+ * entry's rules (sluice_exact4/6, constant time) if it has one, else by
+ * the longest shorter prefix's (the trie); CIDR_NO when none covers it. */
 static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u16 port, bool task)
 {
+	struct sluice_exact4_key ek = { .gen = gen, .addr = addr };
 	struct sluice_lpm4_key key = { .prefixlen = 64, .gen = gen, .addr = addr };
-	struct sluice_cidr_rules *r = bpf_map_lookup_elem(&sluice_allow4, &key);
+	struct sluice_cidr_rules *r = NULL;
+	__u32 maps = gen_flags(gen);
+
+	if (maps & SLUICE_GEN_EXACT4)
+		r = bpf_map_lookup_elem(&sluice_exact4, &ek);
+	if (!r && (maps & SLUICE_GEN_PREFIX4))
+		r = bpf_map_lookup_elem(&sluice_allow4, &key);
 
 	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
@@ -301,11 +317,19 @@ static __always_inline bool cidr_allowed4(__u32 gen, __u32 addr, __u8 proto, __u
 
 static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port, bool task)
 {
+	struct sluice_exact6_key ek = { .gen = gen };
 	struct sluice_lpm6_key key = { .prefixlen = 160, .gen = gen };
-	struct sluice_cidr_rules *r;
+	struct sluice_cidr_rules *r = NULL;
+	__u32 maps = gen_flags(gen);
 
-	addr6_copy(key.addr, addr);
-	r = bpf_map_lookup_elem(&sluice_allow6, &key);
+	if (maps & SLUICE_GEN_EXACT6) {
+		addr6_copy(ek.addr, addr);
+		r = bpf_map_lookup_elem(&sluice_exact6, &ek);
+	}
+	if (!r && (maps & SLUICE_GEN_PREFIX6)) {
+		addr6_copy(key.addr, addr);
+		r = bpf_map_lookup_elem(&sluice_allow6, &key);
+	}
 	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
 

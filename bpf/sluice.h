@@ -168,6 +168,28 @@ struct sluice_lpm6_key {
 };
 _Static_assert(sizeof(struct sluice_lpm6_key) == 24, "sluice_lpm6_key size");
 
+/*
+ * Full-length cidr entries (/32, /128) are not in the tries but in hash
+ * maps by exact address (sluice_exact4/6): looked up first, in constant
+ * time, they answer for a destination that has one (a full-length prefix is
+ * the longest match there can be), so a policy of many single addresses
+ * (a reputation list, a fleet of hosts) costs a connect what a small one
+ * does; only a destination without one walks the trie of the shorter
+ * prefixes.  The value is the same as the trie's (struct sluice_cidr_rules,
+ * the shorter prefixes' rules flattened in).
+ */
+struct sluice_exact4_key {
+	__u32 gen;     /* host byte order */
+	__u32 addr;    /* network byte order */
+};
+_Static_assert(sizeof(struct sluice_exact4_key) == 8, "sluice_exact4_key size");
+
+struct sluice_exact6_key {
+	__u32 gen;
+	__u32 addr[4]; /* network byte order */
+};
+_Static_assert(sizeof(struct sluice_exact6_key) == 20, "sluice_exact6_key size");
+
 #define SLUICE_MAX_PORT_RULES 16
 
 struct sluice_port_rule {
@@ -233,6 +255,14 @@ struct sluice_state {
 
 /* Map sluice_genconf, index gen & 1: what a generation decides besides the rules. */
 #define SLUICE_GEN_AUDIT (1u << 0)
+/* Which cidr maps the generation has entries in (of either family): a hook
+ * looks only in those (a host-only policy's connects and packets look up
+ * none).  They only spare lookups: a key carries its generation, so a
+ * stale bank can make a hook miss an entry (deny), never find another's. */
+#define SLUICE_GEN_EXACT4  (1u << 1) /* sluice_exact4 */
+#define SLUICE_GEN_PREFIX4 (1u << 2) /* sluice_allow4 */
+#define SLUICE_GEN_EXACT6  (1u << 3) /* sluice_exact6 */
+#define SLUICE_GEN_PREFIX6 (1u << 4) /* sluice_allow6 */
 struct sluice_genconf {
 	__u32 flags;
 	__u32 pad;

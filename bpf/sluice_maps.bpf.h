@@ -25,6 +25,24 @@ struct {
 	__type(value, struct sluice_cidr_rules);
 } sluice_allow6 SEC(".maps");
 
+/* Full-length cidr entries by exact address (sluice.h, struct
+ * sluice_exact4_key): allocated on demand, like the tries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_exact4_key);
+	__type(value, struct sluice_cidr_rules);
+} sluice_exact4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* sized by the loader */
+	__type(key, struct sluice_exact6_key);
+	__type(value, struct sluice_cidr_rules);
+} sluice_exact6 SEC(".maps");
+
 /* Two banks (generation & 1) of a 65536-bit bitmap: ports of host/url entries. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

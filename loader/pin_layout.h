@@ -19,9 +19,11 @@
 
 #define SLUICE_LAYOUT_PIN     "sluice_layout"
 #define SLUICE_LAYOUT_MAGIC   0x736c6331u   /* "slc1" */
-#define SLUICE_LAYOUT_VERSION 3u            /* bump it when a map changes meaning (2: the ring buffer
+#define SLUICE_LAYOUT_VERSION 4u            /* bump it when a map changes meaning (2: the ring buffer
                                              * shared by a daemon's sandboxes, with its budget; 3: the
-                                             * flow map allocated on demand, emptied at socket release) */
+                                             * flow map allocated on demand, emptied at socket release;
+                                             * 4: full-length cidr entries in sluice_exact4/6, not the
+                                             * tries) */
 
 struct sluice_pin_layout {
 	uint32_t magic;             /* SLUICE_LAYOUT_MAGIC */

@@ -196,6 +196,7 @@ static int plan_family(const struct sluice_policy *p, int family, uint32_t gen, 
 			d->key.gen = gen;
 			memcpy(&d->key.addr, pre[k].addr, 4);
 			d->val = val;
+			plan->genflags |= sluice_plan_v4_exact(d) ? SLUICE_GEN_EXACT4 : SLUICE_GEN_PREFIX4;
 		} else {
 			struct sluice_plan_v6 *d = &plan->v6[plan->n_v6++];
 
@@ -203,6 +204,7 @@ static int plan_family(const struct sluice_policy *p, int family, uint32_t gen, 
 			d->key.gen = gen;
 			memcpy(d->key.addr, pre[k].addr, 16);
 			d->val = val;
+			plan->genflags |= sluice_plan_v6_exact(d) ? SLUICE_GEN_EXACT6 : SLUICE_GEN_PREFIX6;
 		}
 	}
 	ret = 0;

@@ -23,6 +23,18 @@ struct sluice_plan_v6 {
 	struct sluice_cidr_rules val;
 };
 
+/* Does this entry go to the exact map (a full-length prefix: /32, /128;
+ * bpf/sluice.h struct sluice_exact4_key) rather than the trie? */
+static inline int sluice_plan_v4_exact(const struct sluice_plan_v4 *d)
+{
+	return d->key.prefixlen == 32 + 32;
+}
+
+static inline int sluice_plan_v6_exact(const struct sluice_plan_v6 *d)
+{
+	return d->key.prefixlen == 32 + 128;
+}
+
 /* What one policy generation writes into the maps. */
 struct sluice_plan {
 	uint32_t gen;
@@ -34,7 +46,7 @@ struct sluice_plan {
 	uint32_t *ux_rule;
 	size_t n_ux;
 	uint32_t ports[SLUICE_PORT_WORDS]; /* proxied-port bitmap, bank (gen & 1) */
-	uint32_t genflags;                 /* SLUICE_GEN_* */
+	uint32_t genflags;                 /* SLUICE_GEN_* (the audit mode; the cidr maps the plan fills) */
 	struct sluice_prog_key *pk;        /* programs of cidr entries (map sluice_prog_allow) */
 	size_t n_pk;
 	uint64_t families;                 /* the policy's families: (sluice_genconf.families) */

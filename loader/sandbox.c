@@ -52,6 +52,8 @@ static const char *prog_names[SLUICE_PROG__MAX] = {
 static const char *map_names[SLUICE_MAP__MAX] = {
 	[SLUICE_MAP_ALLOW4] = "sluice_allow4",
 	[SLUICE_MAP_ALLOW6] = "sluice_allow6",
+	[SLUICE_MAP_EXACT4] = "sluice_exact4",
+	[SLUICE_MAP_EXACT6] = "sluice_exact6",
 	[SLUICE_MAP_PORTS] = "sluice_proxy_ports",
 	[SLUICE_MAP_STATE] = "sluice_state",
 	[SLUICE_MAP_GENCONF] = "sluice_genconf",
@@ -104,6 +106,8 @@ static struct bpf_map *map_of(struct sluice_bpf *s, enum sluice_map_id id)
 	switch (id) {
 	case SLUICE_MAP_ALLOW4: return s->maps.sluice_allow4;
 	case SLUICE_MAP_ALLOW6: return s->maps.sluice_allow6;
+	case SLUICE_MAP_EXACT4: return s->maps.sluice_exact4;
+	case SLUICE_MAP_EXACT6: return s->maps.sluice_exact6;
 	case SLUICE_MAP_PORTS: return s->maps.sluice_proxy_ports;
 	case SLUICE_MAP_STATE: return s->maps.sluice_state;
 	case SLUICE_MAP_GENCONF: return s->maps.sluice_genconf;
@@ -235,9 +239,14 @@ static int load_object(struct sluice_sandbox *sb, const struct sluice_bpf_config
 		sluice_bpf__destroy(s);
 		return err;
 	}
-	/* two generations side by side during a reload, plus slack */
+	/* two generations side by side during a reload, plus slack; the
+	 * exact maps sized alike, so that a reload may turn prefixes into
+	 * single addresses (a hash's buckets, 16 bytes each, are its only
+	 * memory before entries arrive) */
 	bpf_map__set_max_entries(s->maps.sluice_allow4, 2 * (n4 + 16));
 	bpf_map__set_max_entries(s->maps.sluice_allow6, 2 * (n6 + 16));
+	bpf_map__set_max_entries(s->maps.sluice_exact4, 2 * (n4 + 16));
+	bpf_map__set_max_entries(s->maps.sluice_exact6, 2 * (n6 + 16));
 	bpf_map__set_max_entries(s->maps.sluice_unix_allow, 2 * (nu + 16));
 	/* no preallocation: room for reloads that add programs costs nothing */
 	bpf_map__set_max_entries(s->maps.sluice_prog_allow, 2 * (np + 1024));
@@ -485,7 +494,8 @@ static void pins_close(int *fds, unsigned which)
 #define MAPS_ALL ((1u << SLUICE_MAP__MAX) - 1)
 #define MAPS_HOT (1u << SLUICE_MAP_STATS)
 #define MAPS_RING ((1u << SLUICE_MAP_EVENTS) | (1u << SLUICE_MAP_RING_BUDGET))
-#define MAPS_RELOAD ((1u << SLUICE_MAP_ALLOW4) | (1u << SLUICE_MAP_ALLOW6) | (1u << SLUICE_MAP_PORTS) | \
+#define MAPS_RELOAD ((1u << SLUICE_MAP_ALLOW4) | (1u << SLUICE_MAP_ALLOW6) | (1u << SLUICE_MAP_EXACT4) | \
+		     (1u << SLUICE_MAP_EXACT6) | (1u << SLUICE_MAP_PORTS) | \
 		     (1u << SLUICE_MAP_STATE) | (1u << SLUICE_MAP_GENCONF) | (1u << SLUICE_MAP_UNIX) | \
 		     (1u << SLUICE_MAP_PROGS))
 
@@ -565,16 +575,33 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
 static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 {
 	int fd4 = sb->map_fd[SLUICE_MAP_ALLOW4], fd6 = sb->map_fd[SLUICE_MAP_ALLOW6];
+	int fd4x = sb->map_fd[SLUICE_MAP_EXACT4], fd6x = sb->map_fd[SLUICE_MAP_EXACT6];
 	int fdp = sb->map_fd[SLUICE_MAP_PORTS], fdg = sb->map_fd[SLUICE_MAP_GENCONF];
 	uint32_t bank = plan->gen & 1;
 	struct sluice_genconf gc = { .flags = plan->genflags, .families = plan->families };
 
-	for (size_t i = 0; i < plan->n_v4; i++)
-		if (bpf_map_update_elem(fd4, &plan->v4[i].key, &plan->v4[i].val, BPF_ANY))
+	/* a full-length prefix goes to the exact map (bpf/sluice.h), the
+	 * others to the trie; genflags say which the hooks look in */
+	for (size_t i = 0; i < plan->n_v4; i++) {
+		const struct sluice_lpm4_key *k = &plan->v4[i].key;
+		struct sluice_exact4_key ek = { .gen = k->gen, .addr = k->addr };
+		int err = sluice_plan_v4_exact(&plan->v4[i]) ? bpf_map_update_elem(fd4x, &ek, &plan->v4[i].val, BPF_ANY)
+							     : bpf_map_update_elem(fd4, k, &plan->v4[i].val, BPF_ANY);
+
+		if (err)
 			return -errno;
-	for (size_t i = 0; i < plan->n_v6; i++)
-		if (bpf_map_update_elem(fd6, &plan->v6[i].key, &plan->v6[i].val, BPF_ANY))
+	}
+	for (size_t i = 0; i < plan->n_v6; i++) {
+		const struct sluice_lpm6_key *k = &plan->v6[i].key;
+		struct sluice_exact6_key ek = { .gen = k->gen };
+		int err;
+
+		memcpy(ek.addr, k->addr, sizeof(ek.addr));
+		err = sluice_plan_v6_exact(&plan->v6[i]) ? bpf_map_update_elem(fd6x, &ek, &plan->v6[i].val, BPF_ANY)
+							 : bpf_map_update_elem(fd6, k, &plan->v6[i].val, BPF_ANY);
+		if (err)
 			return -errno;
+	}
 	for (size_t i = 0; i < plan->n_ux; i++)
 		if (bpf_map_update_elem(sb->map_fd[SLUICE_MAP_UNIX], &plan->ux[i], &plan->ux_rule[i], BPF_ANY))
 			return -errno;
@@ -601,8 +628,8 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 
 /*
  * Delete every entry of generation `gen` in map `fd` (keys of `keysz`
- * bytes, the generation at offset `goff`: 4 in the LPM tries, 0 in
- * sluice_prog_allow).  The keys are collected in one walk first, then
+ * bytes, the generation at offset `goff`: 4 in the LPM tries, 0 in the
+ * exact maps and sluice_prog_allow).  The keys are collected in one walk first, then
  * deleted: deleting while walking an LPM trie would restart the walk each
  * time (quadratic on a large policy).
  */
@@ -640,11 +667,13 @@ static void delete_gen_map(int fd, size_t keysz, size_t goff, uint32_t gen)
 	free(keys);
 }
 
-/* Delete every LPM entry of generation `gen`. */
+/* Delete every allowlist entry of generation `gen` (cidr, unix, programs). */
 static void delete_gen(struct sluice_sandbox *sb, uint32_t gen)
 {
 	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW4], sizeof(struct sluice_lpm4_key), 4, gen);
 	delete_gen_map(sb->map_fd[SLUICE_MAP_ALLOW6], sizeof(struct sluice_lpm6_key), 4, gen);
+	delete_gen_map(sb->map_fd[SLUICE_MAP_EXACT4], sizeof(struct sluice_exact4_key), 0, gen);
+	delete_gen_map(sb->map_fd[SLUICE_MAP_EXACT6], sizeof(struct sluice_exact6_key), 0, gen);
 	delete_gen_map(sb->map_fd[SLUICE_MAP_UNIX], sizeof(struct sluice_unix_key), 4, gen);
 	delete_gen_map(sb->map_fd[SLUICE_MAP_PROGS], sizeof(struct sluice_prog_key), 0, gen);
 }

@@ -52,6 +52,8 @@ enum sluice_prog_id {
 enum sluice_map_id {
 	SLUICE_MAP_ALLOW4,
 	SLUICE_MAP_ALLOW6,
+	SLUICE_MAP_EXACT4,          /* hash: full-length (/32) cidr entries (struct sluice_exact4_key) */
+	SLUICE_MAP_EXACT6,          /* hash: /128 cidr entries (struct sluice_exact6_key) */
 	SLUICE_MAP_PORTS,
 	SLUICE_MAP_STATE,
 	SLUICE_MAP_GENCONF,

@@ -341,22 +341,28 @@ def test_a_reload_keeps_the_generation_before_until_the_next_one(w):
         raise W.Skip("bpftool not installed (make deps)")
     d = Daemon(w)
     a = Workload(w, "gens")
-    pin = "/sys/fs/bpf/sluice/gens/sluice_allow4"
+    pins = "/sys/fs/bpf/sluice/gens/"
+    # both kinds of cidr entry: a /32 (map sluice_exact4) and a prefix (the trie)
+    prefix = "  - cidr: 198.51.100.0/24\n    ports: [7]\n    protocol: tcp\n    why: a prefix\n"
 
     def gens():
-        r = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", pin], capture_output=True, text=True)
-        assert r.returncode == 0, r
-        # struct sluice_lpm4_key: prefixlen, gen (host order), addr
-        return sorted({int.from_bytes(bytes(int(b, 16) for b in e["key"][4:8]), sys.byteorder)
-                       for e in json.loads(r.stdout)})
+        out = []
+        # struct sluice_exact4_key: gen (host order), addr; struct sluice_lpm4_key: prefixlen, gen, addr
+        for pin, off in (("sluice_exact4", 0), ("sluice_allow4", 4)):
+            r = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", pins + pin], capture_output=True,
+                               text=True)
+            assert r.returncode == 0, r
+            out.append(sorted({int.from_bytes(bytes(int(b, 16) for b in e["key"][off:off + 4]), sys.byteorder)
+                               for e in json.loads(r.stdout)}))
+        return out
     try:
-        pa = d.attach(a, "gens", POLICY_A)
-        pb = w.write("gensb.yaml", POLICY_B)
-        assert gens() == [1], gens()
+        pa = d.attach(a, "gens", POLICY_A + prefix)
+        pb = w.write("gensb.yaml", POLICY_B + prefix)
+        assert gens() == [[1], [1]], gens()
         for i, (pol, gen, port9000) in enumerate([(pb, 2, "ok"), (pa, 3, "EPERM"), (pb, 4, "ok")]):
             r = d.ctl("reload", "--policy", pol, "gens")
             assert r.returncode == 0, r.stderr
-            assert gens() == [gen - 1, gen], (i, gens())
+            assert gens() == [[gen - 1, gen]] * 2, (i, gens())
             assert a.probe("tcp", "192.0.2.10", 9000) == port9000, i
     finally:
         a.close()

@@ -265,7 +265,7 @@ def test_a_sandbox_pinned_by_another_build_is_refused(w):
                     # a layout-1 build's pins: no ring budget map (a ring of each sandbox's own)
                     os.unlink(pins + "/sluice_ring_budget")
                     val[4:8] = list((1).to_bytes(4, "little"))
-                    want = "layout version 1, this build's 3"
+                    want = "layout version 1, this build's 4"
                 r = subprocess.run(["bpftool", "map", "update", "pinned", pins + "/sluice_layout", "key", "0", "0",
                                     "0", "0", "value"] + [str(v) for v in val], capture_output=True, text=True)
                 assert r.returncode == 0, r

@@ -65,6 +65,8 @@ static void test_cidr_key_carries_generation_and_prefix(void **state)
 	assert_int_equal(plan.v4[0].key.prefixlen, 32 + 24);
 	assert_int_equal(plan.v4[0].key.gen, 7);
 	assert_int_equal(plan.v4[0].key.addr, ip4("198.51.100.0"));
+	assert_false(sluice_plan_v4_exact(&plan.v4[0]));
+	assert_int_equal(plan.genflags, SLUICE_GEN_PREFIX4);   /* the hooks look in the v4 trie only */
 	assert_int_equal(plan.v4[0].val.n, 1);
 	assert_int_equal(plan.v4[0].val.rules[0].lo, 5432);
 	assert_int_equal(plan.v4[0].val.rules[0].hi, 5432);
@@ -94,6 +96,8 @@ static void test_nested_prefixes_are_flattened(void **state)
 		if (plan.v4[i].key.prefixlen == 64)
 			narrow = &plan.v4[i];
 	assert_non_null(narrow);
+	assert_true(sluice_plan_v4_exact(narrow));   /* the /32 goes to the exact map, with the /24's rules */
+	assert_int_equal(plan.genflags, SLUICE_GEN_EXACT4 | SLUICE_GEN_PREFIX4);
 	assert_int_equal(narrow->val.n, 3);
 	assert_true(sluice_plan_allows4(&plan, ip4("198.51.100.7"), IPPROTO_TCP, 5432));
 	assert_true(sluice_plan_allows4(&plan, ip4("198.51.100.7"), IPPROTO_TCP, 8042));
@@ -117,6 +121,8 @@ static void test_v6_entries(void **state)
 	assert_int_equal(plan.v6[0].key.prefixlen, 32 + 48);
 	assert_memory_equal(plan.v6[0].key.addr, want, 16);
 	assert_int_equal(plan.v6[0].val.rules[0].proto, IPPROTO_UDP);
+	assert_false(sluice_plan_v6_exact(&plan.v6[0]));
+	assert_int_equal(plan.genflags, SLUICE_GEN_PREFIX6);
 	sluice_plan_free(&plan);
 	sluice_policy_free(p);
 }
@@ -137,6 +143,7 @@ static void test_host_and_url_ports_become_proxy_ports(void **state)
 	assert_false(sluice_plan_proxies(&plan, 8445));
 	assert_false(sluice_plan_proxies(&plan, 22));
 	assert_int_equal(plan.n_v4 + plan.n_v6, 0);
+	assert_int_equal(plan.genflags, 0);   /* no cidr map is looked in */
 	sluice_plan_free(&plan);
 	sluice_policy_free(p);
 }

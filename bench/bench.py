@@ -27,7 +27,7 @@ import scen_kernel  # noqa: E402
 
 CFG = {
     "repeats": 3,
-    "connect_n": 1000, "connect_blocks": 25, "profile_n": 5000,
+    "connect_n": 1000, "connect_blocks": 25, "profile_n": 5000, "test_run_repeat": 200000,
     "flood_block": 4000, "flood_blocks": 8, "flood_n": 200000,
     "http_seconds": 5, "http_conns": 32,
     "bulk_bytes": 1 << 30,
@@ -37,7 +37,7 @@ CFG = {
     "tls_handshakes": 200, "tls_idle_conns": 1000,
     "many_sandboxes": 1000,
 }
-QUICK = {"repeats": 1, "connect_blocks": 5, "profile_n": 1000, "flood_blocks": 2, "flood_n": 20000,
+QUICK = {"repeats": 1, "connect_blocks": 5, "profile_n": 1000, "test_run_repeat": 100000, "flood_blocks": 2, "flood_n": 20000,
          "http_seconds": 2, "bulk_bytes": 1 << 28, "idle_conns": 1000, "dns_seconds": 1,
          "tls_seconds": 2, "tls_handshakes": 50, "tls_idle_conns": 200,
          "many_sandboxes": 20}
@@ -122,6 +122,14 @@ def table(results):
                 note += "; target <= 1.03x"
             w("2    %-42s %13s ns %9sx  %s" % (row["variant"] + " (ns/connect)", fmt(row["ns_per_connect"]),
                                               fmt(row["ratio_vs_none"]), note))
+        for row in s["2_policy_size"]["rows"]:
+            if "egress_test_run_ns" in row:
+                w("2    %-42s %13s ns %9sx  %s" % (row["variant"] + " lookup (ns/packet)", fmt(row["egress_test_run_ns"]),
+                                                  fmt(row.get("egress_test_run_ratio_vs_size_10")),
+                                                  "the backstop on one packet, BPF_PROG_TEST_RUN; target <= 1.10x size 10"))
+        err = s["2_policy_size"].get("egress_test_run", {}).get("error")
+        if err:
+            w("2    %-42s skipped: %s" % ("lookup (ns/packet)", err[:120]))
     if not skipped("3_denials", "denials and events"):
         r = s["3_denials"]
         a = r["accounting"]

@@ -176,7 +176,11 @@ _Static_assert(sizeof(struct sluice_lpm6_key) == 24, "sluice_lpm6_key size");
  * (a reputation list, a fleet of hosts) costs a connect what a small one
  * does; only a destination without one walks the trie of the shorter
  * prefixes.  The value is the same as the trie's (struct sluice_cidr_rules,
- * the shorter prefixes' rules flattened in).
+ * the shorter prefixes' rules flattened in).  A hash map gives a deleted
+ * element's memory to its next insert at once (a trie waits for RCU
+ * readers), so a reload waits for a grace period before it writes here,
+ * and a kernel where it cannot wait has every entry in the tries
+ * (loader/sandbox.c rcu_wait_ok).
  */
 struct sluice_exact4_key {
 	__u32 gen;     /* host byte order */

@@ -10,7 +10,9 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/membarrier.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -572,6 +574,38 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
 	return 0;
 }
 
+/*
+ * Can a reload wait until no hook still reads an entry it deleted?
+ * membarrier(MEMBARRIER_CMD_GLOBAL) returns after an RCU grace period
+ * (synchronize_rcu), and the hooks read the maps under rcu_read_lock; a
+ * nohz_full kernel refuses that command.  The exact maps need the wait: a
+ * hash map hands a deleted element's memory to its next insert at once,
+ * so a hook preempted across two reloads could read another entry's
+ * rules through the pointer it looked up; a trie frees a deleted node
+ * only after a grace period.  On one CPU the command returns at once,
+ * without a grace period (a preempted reader would not be waited for).
+ * Without it every cidr entry goes to the tries.  SLUICE_NO_RCU_WAIT (non-empty) takes that path here too: what
+ * the tests check such a kernel by.  Asked once a process.
+ */
+static bool rcu_wait_ok(void)
+{
+	static int ok = -1;
+
+	if (ok < 0) {
+		const char *no = getenv("SLUICE_NO_RCU_WAIT");
+		long mask = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+		ok = mask > 0 && (mask & MEMBARRIER_CMD_GLOBAL) && sysconf(_SC_NPROCESSORS_ONLN) > 1 && !(no && *no);
+	}
+	return ok;
+}
+
+/* Wait for an RCU grace period (rcu_wait_ok); 0 or -errno. */
+static int rcu_wait(void)
+{
+	return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) < 0 ? -errno : 0;
+}
+
 static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 {
 	int fd4 = sb->map_fd[SLUICE_MAP_ALLOW4], fd6 = sb->map_fd[SLUICE_MAP_ALLOW6];
@@ -579,14 +613,22 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 	int fdp = sb->map_fd[SLUICE_MAP_PORTS], fdg = sb->map_fd[SLUICE_MAP_GENCONF];
 	uint32_t bank = plan->gen & 1;
 	struct sluice_genconf gc = { .flags = plan->genflags, .families = plan->families };
+	bool exact_ok = rcu_wait_ok();
 
 	/* a full-length prefix goes to the exact map (bpf/sluice.h), the
-	 * others to the trie; genflags say which the hooks look in */
+	 * others to the trie; genflags say which the hooks look in.  Every
+	 * one to the trie where a reload could not wait for the exact maps'
+	 * readers (rcu_wait_ok) */
+	if (!exact_ok)
+		gc.flags = (gc.flags & ~(uint32_t)(SLUICE_GEN_EXACT4 | SLUICE_GEN_EXACT6)) |
+			   (gc.flags & SLUICE_GEN_EXACT4 ? SLUICE_GEN_PREFIX4 : 0) |
+			   (gc.flags & SLUICE_GEN_EXACT6 ? SLUICE_GEN_PREFIX6 : 0);
 	for (size_t i = 0; i < plan->n_v4; i++) {
 		const struct sluice_lpm4_key *k = &plan->v4[i].key;
 		struct sluice_exact4_key ek = { .gen = k->gen, .addr = k->addr };
-		int err = sluice_plan_v4_exact(&plan->v4[i]) ? bpf_map_update_elem(fd4x, &ek, &plan->v4[i].val, BPF_ANY)
-							     : bpf_map_update_elem(fd4, k, &plan->v4[i].val, BPF_ANY);
+		int err = exact_ok && sluice_plan_v4_exact(&plan->v4[i]) ?
+				  bpf_map_update_elem(fd4x, &ek, &plan->v4[i].val, BPF_ANY) :
+				  bpf_map_update_elem(fd4, k, &plan->v4[i].val, BPF_ANY);
 
 		if (err)
 			return -errno;
@@ -597,8 +639,9 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 		int err;
 
 		memcpy(ek.addr, k->addr, sizeof(ek.addr));
-		err = sluice_plan_v6_exact(&plan->v6[i]) ? bpf_map_update_elem(fd6x, &ek, &plan->v6[i].val, BPF_ANY)
-							 : bpf_map_update_elem(fd6, k, &plan->v6[i].val, BPF_ANY);
+		err = exact_ok && sluice_plan_v6_exact(&plan->v6[i]) ?
+			      bpf_map_update_elem(fd6x, &ek, &plan->v6[i].val, BPF_ANY) :
+			      bpf_map_update_elem(fd6, k, &plan->v6[i].val, BPF_ANY);
 		if (err)
 			return -errno;
 	}
@@ -736,6 +779,16 @@ int sandbox_apply_policy(struct sluice_sandbox *sb, const struct sluice_policy *
 	 * just before the switch (and was preempted) still finds them */
 	if (sb->gen > 1)
 		delete_gen(sb, sb->gen - 1);
+	/* an exact map hands the elements deleted (here, or by a reload
+	 * before) to the inserts below at once: first no hook may still hold
+	 * one (rcu_wait_ok) */
+	if (sb->gen > 0 && rcu_wait_ok() && (plan.genflags & (SLUICE_GEN_EXACT4 | SLUICE_GEN_EXACT6)) &&
+	    (err = rcu_wait()) != 0) {
+		snprintf(msg, msglen, "cannot wait until no BPF program reads the entries a reload deleted (membarrier: %s)",
+			 strerror(-err));
+		sluice_plan_free(&plan);
+		goto fail;
+	}
 	/* once, at the first load (an adopted sandbox has them already) */
 	if (sb->skel && !sb->gen && (err = write_unix_quiet(sb)) != 0) {
 		snprintf(msg, msglen, "cannot write the quiet unix names: %s", strerror(-err));

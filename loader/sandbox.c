@@ -584,8 +584,9 @@ int sandbox_adopt(struct sluice_sandbox *sb, const char *name, char *msg, size_t
  * rules through the pointer it looked up; a trie frees a deleted node
  * only after a grace period.  On one CPU the command returns at once,
  * without a grace period (a preempted reader would not be waited for).
- * Without it every cidr entry goes to the tries.  SLUICE_NO_RCU_WAIT (non-empty) takes that path here too: what
- * the tests check such a kernel by.  Asked once a process.
+ * Without it every cidr entry goes to the tries.  SLUICE_NO_RCU_WAIT
+ * (non-empty) takes that path here too: what the tests check such a
+ * kernel by.  Asked once a process.
  */
 static bool rcu_wait_ok(void)
 {
@@ -672,9 +673,9 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 /*
  * Delete every entry of generation `gen` in map `fd` (keys of `keysz`
  * bytes, the generation at offset `goff`: 4 in the LPM tries, 0 in the
- * exact maps and sluice_prog_allow).  The keys are collected in one walk first, then
- * deleted: deleting while walking an LPM trie would restart the walk each
- * time (quadratic on a large policy).
+ * exact maps and sluice_prog_allow).  The keys are collected in one walk
+ * first, then deleted: deleting while walking an LPM trie would restart
+ * the walk each time (quadratic on a large policy).
  */
 static void delete_gen_map(int fd, size_t keysz, size_t goff, uint32_t gen)
 {

@@ -24,6 +24,8 @@ import os
 import random
 import re
 import signal
+import socket
+import struct
 import subprocess
 import time
 
@@ -142,8 +144,6 @@ def packet_to_server():
     """An Ethernet frame (BPF_PROG_TEST_RUN takes one, and hands a cgroup
     skb program what follows the header) with an IPv4 TCP ACK to the bench
     server's allowed port."""
-    import socket
-    import struct
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, 1, 0, 64, socket.IPPROTO_TCP, 0,
                      socket.inet_aton("127.0.0.2"), socket.inet_aton(SERVER))
     tcp = struct.pack("!HHIIBBHHH", 40000, PORT_OK, 1, 1, 0x50, 0x10, 65535, 0, 0)
@@ -156,9 +156,9 @@ def egress_test_run(b, sb, repeat):
     the packet has no socket of the sandbox, so no memo, and the program
     looks the destination up in the policy's maps every time.  The kernel
     times the runs alone, so the figure has none of a connect's noise.
-    Returns the least ns per run of TEST_RUNS such runs (the machine's noise only
-    adds); raises if the program did not allow the packet (then it timed
-    another path)."""
+    Returns the least ns per run of TEST_RUNS such runs (the machine's
+    noise only adds); raises if the program did not allow the packet (then
+    it timed another path)."""
     pid = sb.prog_ids().get("skb_egress")
     if not pid:
         raise RuntimeError("no skb_egress link in %s" % sb.pin_dir)

@@ -267,6 +267,7 @@ struct sluice_state {
 #define SLUICE_GEN_PREFIX4 (1u << 2) /* sluice_allow4 */
 #define SLUICE_GEN_EXACT6  (1u << 3) /* sluice_exact6 */
 #define SLUICE_GEN_PREFIX6 (1u << 4) /* sluice_allow6 */
+#define SLUICE_GEN_CIDR_MAPS (SLUICE_GEN_EXACT4 | SLUICE_GEN_PREFIX4 | SLUICE_GEN_EXACT6 | SLUICE_GEN_PREFIX6)
 struct sluice_genconf {
 	__u32 flags;
 	__u32 pad;

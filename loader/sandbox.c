@@ -617,34 +617,30 @@ static int write_plan(struct sluice_sandbox *sb, const struct sluice_plan *plan)
 	bool exact_ok = rcu_wait_ok();
 
 	/* a full-length prefix goes to the exact map (bpf/sluice.h), the
-	 * others to the trie; genflags say which the hooks look in.  Every
-	 * one to the trie where a reload could not wait for the exact maps'
-	 * readers (rcu_wait_ok) */
-	if (!exact_ok)
-		gc.flags = (gc.flags & ~(uint32_t)(SLUICE_GEN_EXACT4 | SLUICE_GEN_EXACT6)) |
-			   (gc.flags & SLUICE_GEN_EXACT4 ? SLUICE_GEN_PREFIX4 : 0) |
-			   (gc.flags & SLUICE_GEN_EXACT6 ? SLUICE_GEN_PREFIX6 : 0);
+	 * others to the trie, every one to the trie where a reload could not
+	 * wait for the exact maps' readers (rcu_wait_ok); the generation's
+	 * flags name the maps written, the only ones the hooks look in */
+	gc.flags &= ~(uint32_t)SLUICE_GEN_CIDR_MAPS;
 	for (size_t i = 0; i < plan->n_v4; i++) {
 		const struct sluice_lpm4_key *k = &plan->v4[i].key;
 		struct sluice_exact4_key ek = { .gen = k->gen, .addr = k->addr };
-		int err = exact_ok && sluice_plan_v4_exact(&plan->v4[i]) ?
-				  bpf_map_update_elem(fd4x, &ek, &plan->v4[i].val, BPF_ANY) :
-				  bpf_map_update_elem(fd4, k, &plan->v4[i].val, BPF_ANY);
+		bool exact = exact_ok && sluice_plan_v4_exact(&plan->v4[i]);
 
-		if (err)
+		if (exact ? bpf_map_update_elem(fd4x, &ek, &plan->v4[i].val, BPF_ANY) :
+			    bpf_map_update_elem(fd4, k, &plan->v4[i].val, BPF_ANY))
 			return -errno;
+		gc.flags |= exact ? SLUICE_GEN_EXACT4 : SLUICE_GEN_PREFIX4;
 	}
 	for (size_t i = 0; i < plan->n_v6; i++) {
 		const struct sluice_lpm6_key *k = &plan->v6[i].key;
 		struct sluice_exact6_key ek = { .gen = k->gen };
-		int err;
+		bool exact = exact_ok && sluice_plan_v6_exact(&plan->v6[i]);
 
 		memcpy(ek.addr, k->addr, sizeof(ek.addr));
-		err = exact_ok && sluice_plan_v6_exact(&plan->v6[i]) ?
-			      bpf_map_update_elem(fd6x, &ek, &plan->v6[i].val, BPF_ANY) :
-			      bpf_map_update_elem(fd6, k, &plan->v6[i].val, BPF_ANY);
-		if (err)
+		if (exact ? bpf_map_update_elem(fd6x, &ek, &plan->v6[i].val, BPF_ANY) :
+			    bpf_map_update_elem(fd6, k, &plan->v6[i].val, BPF_ANY))
 			return -errno;
+		gc.flags |= exact ? SLUICE_GEN_EXACT6 : SLUICE_GEN_PREFIX6;
 	}
 	for (size_t i = 0; i < plan->n_ux; i++)
 		if (bpf_map_update_elem(sb->map_fd[SLUICE_MAP_UNIX], &plan->ux[i], &plan->ux_rule[i], BPF_ANY))

@@ -162,7 +162,7 @@ def egress_test_run(b, sb, repeat):
     pid = sb.prog_ids().get("skb_egress")
     if not pid:
         raise RuntimeError("no skb_egress link in %s" % sb.pin_dir)
-    pkt = b.write("egress-packet.bin", "")
+    pkt = os.path.join(b.tmp, "egress-packet.bin")
     with open(pkt, "wb") as f:
         f.write(packet_to_server())
     runs = []

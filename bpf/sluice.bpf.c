@@ -50,6 +50,7 @@ struct verdict_ctx {
 	__u8  sock_type;
 	__u16 hook;
 	__u16 reason;
+	__u8  trie;       /* the cidr verdict came from the trie of prefixes (not a single address) */
 };
 
 static __always_inline void stat_inc(__u32 idx)
@@ -293,8 +294,9 @@ __noinline int sluice_rules_match(const struct sluice_cidr_rules *r, __u32 gen, 
 
 /* What the cidr entries say of a destination (CIDR_*): by its full-length
  * entry's rules (sluice_exact4/6, constant time) if it has one, else by
- * the longest shorter prefix's (the trie); CIDR_NO when none covers it. */
-static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u16 port, bool task)
+ * the longest shorter prefix's (the trie); CIDR_NO when none covers it.
+ * *trie (when not NULL) is set to 1 when the trie was walked. */
+static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u16 port, bool task, __u8 *trie)
 {
 	struct sluice_exact4_key ek = { .gen = gen, .addr = addr };
 	struct sluice_lpm4_key key = { .prefixlen = 64, .gen = gen, .addr = addr };
@@ -303,8 +305,11 @@ static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u1
 
 	if (maps & SLUICE_GEN_EXACT4)
 		r = bpf_map_lookup_elem(&sluice_exact4, &ek);
-	if (!r && (maps & SLUICE_GEN_PREFIX4))
+	if (!r && (maps & SLUICE_GEN_PREFIX4)) {
 		r = bpf_map_lookup_elem(&sluice_allow4, &key);
+		if (trie)
+			*trie = 1;
+	}
 
 	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
@@ -312,10 +317,11 @@ static __always_inline int cidr_verdict4(__u32 gen, __u32 addr, __u8 proto, __u1
 /* The backstop's question (no task): is the destination allowed? */
 static __always_inline bool cidr_allowed4(__u32 gen, __u32 addr, __u8 proto, __u16 port)
 {
-	return cidr_verdict4(gen, addr, proto, port, false) == CIDR_YES;
+	return cidr_verdict4(gen, addr, proto, port, false, NULL) == CIDR_YES;
 }
 
-static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port, bool task)
+static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port, bool task,
+					 __u8 *trie)
 {
 	struct sluice_exact6_key ek = { .gen = gen };
 	struct sluice_lpm6_key key = { .prefixlen = 160, .gen = gen };
@@ -329,13 +335,15 @@ static __always_inline int cidr_verdict6(__u32 gen, const __u32 addr[4], __u8 pr
 	if (!r && (maps & SLUICE_GEN_PREFIX6)) {
 		addr6_copy(key.addr, addr);
 		r = bpf_map_lookup_elem(&sluice_allow6, &key);
+		if (trie)
+			*trie = 1;
 	}
 	return r ? sluice_rules_match(r, gen, proto, port, task) : CIDR_NO;
 }
 
 static __always_inline bool cidr_allowed6(__u32 gen, const __u32 addr[4], __u8 proto, __u16 port)
 {
-	return cidr_verdict6(gen, addr, proto, port, false) == CIDR_YES;
+	return cidr_verdict6(gen, addr, proto, port, false, NULL) == CIDR_YES;
 }
 
 static __always_inline bool port_proxied(__u32 gen, __u16 port)
@@ -572,17 +580,17 @@ static __always_inline int decide(__u32 gen, struct verdict_ctx *v, int in_cidr,
 static __always_inline int decide4(__u32 gen, struct verdict_ctx *v)
 {
 	__u32 addr = v->daddr[0];
+	int in_cidr = cidr_verdict4(gen, addr, v->protocol, v->dport, true, &v->trie);
 
-	return decide(gen, v, cidr_verdict4(gen, addr, v->protocol, v->dport, true), sluice_addr4(true, addr, v->dport),
-		      sluice_addr4(false, addr, v->dport));
+	return decide(gen, v, in_cidr, sluice_addr4(true, addr, v->dport), sluice_addr4(false, addr, v->dport));
 }
 
 static __always_inline int decide6(__u32 gen, struct verdict_ctx *v)
 {
 	const __u32 *a = v->daddr;
+	int in_cidr = cidr_verdict6(gen, a, v->protocol, v->dport, true, &v->trie);
 
-	return decide(gen, v, cidr_verdict6(gen, a, v->protocol, v->dport, true), sluice_addr6(true, a, v->dport),
-		      sluice_addr6(false, a, v->dport));
+	return decide(gen, v, in_cidr, sluice_addr6(true, a, v->dport), sluice_addr6(false, a, v->dport));
 }
 
 /*
@@ -624,8 +632,9 @@ static __always_inline bool target_ours(struct bpf_sock_addr *ctx, bool dns, boo
 	return ours;
 }
 
-/* Record in sluice_sk_judged that a cidr entry allowed this TCP connect
- * (see there).  Best effort: without a record the backstop looks up. */
+/* Record in sluice_sk_judged that a cidr entry of the trie allowed this
+ * TCP connect (see there).  Best effort: without a record the backstop
+ * looks up. */
 static __always_inline void judged(struct bpf_sock_addr *ctx, const struct verdict_ctx *v, __u32 gen)
 {
 	struct sluice_judged *j;
@@ -661,7 +670,7 @@ static __always_inline int settle(struct bpf_sock_addr *ctx, struct verdict_ctx 
 	}
 	switch (d) {
 	case D_ALLOW:
-		if (v->protocol == SLUICE_IPPROTO_TCP)
+		if (v->protocol == SLUICE_IPPROTO_TCP && v->trie)
 			judged(ctx, v, gen);
 		stat_inc(SLUICE_STAT_ALLOWED);
 		return SYS_PROCEED;
@@ -1081,13 +1090,8 @@ int sluice_skb_egress(struct __sk_buff *skb)
 		return SYS_PROCEED;
 	if (v.protocol == SLUICE_IPPROTO_TCP && l4off && tcp_reply(skb, l4off))
 		return SYS_PROCEED;
-	if (v.protocol == SLUICE_IPPROTO_TCP && l4off) {
-		__u32 a4[4] = { v.daddr[3], 0, 0, 0 };
-		bool mapped = v.family == SLUICE_AF_INET6 && is_v4mapped(v.daddr);
-
-		if (judged_reset(skb, l4off, mapped ? SLUICE_AF_INET : v.family, mapped ? a4 : v.daddr, v.dport))
-			return SYS_PROCEED;
-	}
+	if (v.protocol == SLUICE_IPPROTO_TCP && l4off && judged_reset(skb, l4off))
+		return SYS_PROCEED;
 drop:
 	if (gen_audit(gen))
 		return SYS_PROCEED;

@@ -397,6 +397,10 @@ struct sluice_sk_owner {
 };
 _Static_assert(sizeof(struct sluice_sk_owner) == 8, "sluice_sk_owner size");
 
+/* Entries of map sluice_cut: the sockets a reload's flow cut destroys in
+ * one batch (loader/flowcut.c), each one's RST let out by the backstop. */
+#define SLUICE_CUT_BATCH 1024u
+
 /* Flags of struct sluice_orig. */
 #define SLUICE_ORIG_REDIRECTED (1u << 0) /* rewritten to the proxy */
 #define SLUICE_ORIG_EXPLICIT   (1u << 1) /* connected to the proxy address itself */

@@ -4,7 +4,8 @@
  * (cgroup_skb/egress in sluice.bpf.c, which includes this file once, after
  * the maps and the cidr and proxy/resolver address checks it uses): TCP
  * replies that pass, the upper-layer header of an IPv6 packet, and what a
- * socket's connect hook judged (sluice_sk_judged).
+ * socket's connect hook judged (sluice_sk_judged), and the reset of a
+ * flow a reload cuts (sluice_cut).
  */
 #ifndef SLUICE_EGRESS_BPF_H
 #define SLUICE_EGRESS_BPF_H
@@ -85,12 +86,12 @@ static __always_inline bool same_addr(__u8 family, const __u32 *a, const __u32 *
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
-/* Did this packet's socket connect to exactly this TCP destination with a
- * cidr entry's allowance (sluice_sk_judged) under generation gen_plus1 - 1
- * (gen_plus1 0: under any)?  `daddr`: network byte order, IPv4 in [0] for
- * SLUICE_AF_INET. */
-static __always_inline bool judged_to(struct __sk_buff *skb, __u32 gen_plus1, __u8 family, const __u32 *daddr,
-				      __u16 dport)
+/* The backstop's memo: did this packet's socket connect to exactly this
+ * TCP destination with the allowance of a cidr entry of the trie
+ * (sluice_sk_judged) under generation `gen`?  `daddr`: network byte order,
+ * IPv4 in [0] for SLUICE_AF_INET. */
+static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8 family, const __u32 *daddr,
+					  __u16 dport)
 {
 	struct bpf_sock *sk = skb_fullsock(skb);
 	struct sluice_judged *j;
@@ -98,52 +99,29 @@ static __always_inline bool judged_to(struct __sk_buff *skb, __u32 gen_plus1, __
 	if (!sk)
 		return false;
 	j = bpf_sk_storage_get(&sluice_sk_judged, sk, 0, 0);
-	if (!j || !j->gen_plus1 || (gen_plus1 && j->gen_plus1 != gen_plus1) || j->family != family ||
-	    j->dport != dport)
+	if (!j || !j->gen_plus1 || j->gen_plus1 != gen + 1 || j->family != family || j->dport != dport)
 		return false;
 	return same_addr(family, j->daddr, daddr);
 }
 
-/* judged_to() under generation `gen`: the backstop's memo. */
-static __always_inline bool judged_before(struct __sk_buff *skb, __u32 gen, __u8 family, const __u32 *daddr,
-					  __u16 dport)
-{
-	return judged_to(skb, gen + 1, family, daddr, dport);
-}
-
-/* Did an audit-mode policy let this packet's socket connect to exactly this
- * destination (sluice_sk_orig marked SLUICE_ORIG_AUDIT: a connect it would
- * have refused)?  `daddr` as for judged_to(). */
-static __always_inline bool audited_to(struct __sk_buff *skb, __u8 family, const __u32 *daddr, __u16 dport)
-{
-	struct bpf_sock *sk = skb_fullsock(skb);
-	struct sluice_orig *o;
-
-	if (!sk)
-		return false;
-	o = bpf_sk_storage_get(&sluice_sk_orig, sk, 0, 0);
-	if (!o || !(o->flags & SLUICE_ORIG_AUDIT) || o->family != family || o->dport != dport)
-		return false;
-	return same_addr(family, o->daddr, daddr);
-}
-
 /*
- * A bare RST (no payload) on a socket a cidr entry once allowed to this very
- * destination, under any generation, or that an audit-mode policy let
- * connect there: the reset of a flow a reload cut (loader/flowcut.c destroys
- * the socket, the kernel sends the RST after the switch), which the peer
- * must see.  It carries nothing of the sandbox's.
+ * A bare RST (no payload) of a socket a reload is cutting right now (its
+ * cookie in sluice_cut, written by loader/flowcut.c just before its
+ * SOCK_DESTROY; the kernel sends the RST within that request, after the
+ * switch to the new policy), which the peer must see.  It carries nothing
+ * of the sandbox's.
  */
 #define TCP_FLAG_RST_ 0x04
-static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off, __u8 family, const __u32 *daddr,
-					 __u16 dport)
+static __always_inline bool judged_reset(struct __sk_buff *skb, __u32 l4off)
 {
 	__u8 th[2]; /* data offset, flags: bytes 12 and 13 of the TCP header */
+	__u64 cookie;
 
 	if (bpf_skb_load_bytes(skb, l4off + 12, th, sizeof(th)) || !(th[1] & TCP_FLAG_RST_) ||
 	    skb->len != l4off + (__u32)(th[0] >> 4) * 4)
 		return false;
-	return judged_to(skb, 0, family, daddr, dport) || audited_to(skb, family, daddr, dport);
+	cookie = bpf_get_socket_cookie(skb);
+	return cookie && bpf_map_lookup_elem(&sluice_cut, &cookie) != NULL;
 }
 
 /*

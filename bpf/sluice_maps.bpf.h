@@ -96,11 +96,14 @@ struct {
 
 /*
  * The backstop's memo (kernel-internal, never read by user space): the
- * destination a TCP socket's connect was allowed to by a cidr entry, and the
- * policy generation that allowed it.  The egress backstop passes a packet of
- * that socket without the LPM lookup only if the packet's (family, address,
- * protocol, port) and the current generation are exactly these: the memo of
+ * destination a TCP socket's connect was allowed to by a cidr entry found
+ * in the trie of prefixes (sluice_allow4/6), and the policy generation that
+ * allowed it.  The egress backstop passes a packet of that socket without
+ * the trie's walk only if the packet's (family, address, protocol, port)
+ * and the current generation are exactly these: the memo of
  * cidr_allowed4/6() for those inputs, so it answers what the lookup would.
+ * A single address (sluice_exact4/6) gets none: its lookup is one hash
+ * probe, cheaper than the record's allocation at every connect.
  * TCP only: its connect hook runs under the socket lock, so the record is
  * never written by two connects at once (a UDP socket's connect is not
  * serialised, and sendmsg judges per call: UDP keeps the lookup).
@@ -119,6 +122,22 @@ struct {
 	__type(key, int);
 	__type(value, struct sluice_judged);
 } sluice_sk_judged SEC(".maps");
+
+/*
+ * The sockets a reload is cutting right now (loader/flowcut.c): socket
+ * cookie -> 1, written by the loader just before its SOCK_DESTROY and
+ * deleted right after.  The egress backstop lets the bare RST of such a
+ * socket out (judged_reset), which the peer must see, whatever the new
+ * policy says of its destination.  Empty between reloads; no memory until
+ * used.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SLUICE_CUT_BATCH);
+	__type(key, __u64);
+	__type(value, __u8);
+} sluice_cut SEC(".maps");
 
 /* sluice's own listeners (proxy, resolver): marked by the loader. */
 struct {

@@ -81,6 +81,69 @@ uint64_t cg_id(const char *path)
 	return st.st_ino;
 }
 
+/* cg_subtree_ids()'s walk: the cgroup at `path` (dir: open on it, taken)
+ * and those below it, `depth` levels down so far; 0 or -errno. */
+static int cg_collect(int dir, int depth, uint64_t **ids, size_t *n, size_t *cap)
+{
+	struct stat st;
+	struct dirent *d;
+	DIR *dp;
+	int err = 0;
+
+	if (fstat(dir, &st) < 0) {
+		err = -errno;
+		close(dir);
+		return err;
+	}
+	if (*n == *cap) {
+		size_t cap2 = *cap ? 2 * *cap : 16;
+		uint64_t *nv = realloc(*ids, cap2 * sizeof(**ids));
+
+		if (!nv) {
+			close(dir);
+			return -ENOMEM;
+		}
+		*ids = nv;
+		*cap = cap2;
+	}
+	(*ids)[(*n)++] = st.st_ino;
+	if (!(dp = fdopendir(dir))) {
+		err = -errno;
+		close(dir);
+		return err;
+	}
+	while (!err && depth < 64 && (d = readdir(dp))) {
+		int sub;
+
+		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		sub = openat(dirfd(dp), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (sub >= 0)
+			err = cg_collect(sub, depth + 1, ids, n, cap);
+	}
+	closedir(dp);
+	return err;
+}
+
+int cg_subtree_ids(const char *path, uint64_t **ids, size_t *n)
+{
+	int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t cap = 0;
+	int err;
+
+	*ids = NULL;
+	*n = 0;
+	if (dir < 0)
+		return -errno;
+	err = cg_collect(dir, 0, ids, n, &cap);
+	if (err) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+	}
+	return err;
+}
+
 /*
  * Does the cgroup at `path` or any cgroup below it hold a process?  1, 0,
  * or -errno.  cgroup.events' "populated" covers descendants; cgroup.procs

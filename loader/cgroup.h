@@ -30,6 +30,14 @@ int cg_create(const char *path);
 uint64_t cg_id(const char *path);
 
 /*
+ * The ids (as cg_id()) of the cgroup at `path` and of every cgroup below it
+ * (at most 64 levels down) into *ids (malloc'd, the caller frees it; in no
+ * order) and their number into *n.  Returns 0, or -errno when `path`
+ * cannot be read (a cgroup below that vanishes meanwhile is skipped).
+ */
+int cg_subtree_ids(const char *path, uint64_t **ids, size_t *n);
+
+/*
  * Kill every process in the cgroup at `path` (cgroup.kill, 5.14+; falls back
  * to SIGKILL of each pid in cgroup.procs), wait up to `timeout_ms` for it to
  * empty, then remove it.  Returns 0, or -errno (the cgroup may remain).

@@ -442,7 +442,7 @@ json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 	s->policy = np;
 	snprintf(s->mode, sizeof(s->mode), "%s", np->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	init_meta(s);
-	cut = sluice_flowcut(&s->sb, s->netns[0] ? s->netns : NULL, np, &s->log);
+	cut = sluice_flowcut(&s->sb, s->cgroup, s->netns[0] ? s->netns : NULL, np, &s->log);
 	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
 		/* the children in place decide by the policy just replaced */
 		retire_children(s);

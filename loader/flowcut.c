@@ -4,11 +4,15 @@
  * longer allows (see flowcut.h).  The proxy re-decides what passes through
  * it (userspace/proxy/redecide.c); a connection a cidr entry let through in
  * the kernel never passes the proxy, so the loader finds it here: sock_diag
- * lists the netns's TCP sockets with their sluice_sk_judged record (only a
- * socket of this sandbox whose connect a cidr entry allowed has one), the
- * new policy's cidr entries decide each again (sluice_policy_cidr_tcp), and
- * SOCK_DESTROY resets the ones it refuses.  The egress backstop lets the
- * reset itself out (judged_reset in bpf/sluice.bpf.c).
+ * lists the netns's TCP sockets with their cgroup and their sluice_sk_orig
+ * record; a socket of the sandbox's cgroups (its own or one below) that
+ * went neither through the proxy nor to the resolver, nor was accepted
+ * (no record, or one an audit-mode policy left: it connected where the
+ * kernel let it), and is not at sluice's own addresses is decided again by
+ * the new policy's cidr entries (sluice_policy_cidr_tcp), and SOCK_DESTROY
+ * resets the ones it refuses.  The egress backstop lets each one's reset
+ * out by its cookie in sluice_cut, written here around the destroy
+ * (judged_reset in bpf/sluice_egress.bpf.h).
  */
 #include "flowcut.h"
 
@@ -32,6 +36,7 @@
 
 #include <bpf/bpf.h>
 
+#include "cgroup.h"
 #include "events.h"
 #include "evlog.h"
 #include "log.h"
@@ -45,6 +50,7 @@
 /* One socket of the dump the new policy refuses. */
 struct victim {
 	struct inet_diag_sockid id;
+	uint64_t cookie;
 	uint8_t family;
 	enum sluice_cidr_verdict why;
 };
@@ -96,7 +102,7 @@ static int map_fd_by_name(const struct sluice_sandbox *sb, enum sluice_prog_id p
 		len = sizeof(mi);
 		if (m < 0)
 			continue;
-		/* BPF_OBJ_NAME_LEN: the kernel keeps 15 characters of "sluice_sk_judged" */
+		/* BPF_OBJ_NAME_LEN: the kernel keeps 15 characters of a map's name */
 		if (bpf_obj_get_info_by_fd(m, &mi, &len) == 0 && strncmp(mi.name, name, 15) == 0)
 			fd = m;
 		else
@@ -183,21 +189,30 @@ static const void *record_of(struct nlattr *a, int len, size_t *vlen)
 	return (const char *)val + NLA_HDRLEN;
 }
 
-/* Does the dumped socket hold a record in the map asked for: for
- * sluice_sk_judged any record (a cidr entry allowed its connect); for
- * sluice_sk_orig one marked SLUICE_ORIG_AUDIT (an audit-mode policy let a
- * connect through that it would have refused). */
-static bool has_record(struct nlattr *a, int len, bool audit)
+/* The SLUICE_ORIG_* flags of the dumped socket's sluice_sk_orig record;
+ * -1 when it has none. */
+static int orig_flags(struct nlattr *a, int len)
 {
 	size_t vlen = 0;
 	const uint8_t *o = record_of(a, len, &vlen);
 
-	if (!o)
-		return false;
 	/* the value is 4-byte aligned in the message: its flags byte is read
 	 * where it lies, not through a struct sluice_orig (8-byte aligned) */
-	return !audit || (vlen >= sizeof(struct sluice_orig) &&
-			  (o[offsetof(struct sluice_orig, flags)] & SLUICE_ORIG_AUDIT));
+	if (!o || vlen < sizeof(struct sluice_orig))
+		return -1;
+	return o[offsetof(struct sluice_orig, flags)];
+}
+
+/* The cgroup id of the dumped socket (INET_DIAG_CGROUP_ID, kernel 5.7+);
+ * 0 when the kernel did not say. */
+static uint64_t cgroup_of(struct nlattr *a, int len)
+{
+	struct nlattr *c = nla_find(a, len, INET_DIAG_CGROUP_ID);
+	uint64_t id = 0;
+
+	if (c && c->nla_len >= NLA_HDRLEN + sizeof(id))
+		memcpy(&id, (const char *)c + NLA_HDRLEN, sizeof(id));
+	return id;
 }
 
 /* The executable of the process holding socket inode `ino`; {0, 0} (which
@@ -259,34 +274,76 @@ static bool victims_room(struct victims *vs)
 	return true;
 }
 
-/* Decide one dumped socket under np; adds it to vs when refused. */
-static void decide(const struct inet_diag_msg *m, const struct sluice_policy *np, struct victims *vs)
+/* What a cut works from. */
+struct cut {
+	const struct sluice_policy *np;     /* the policy now in force */
+	const struct sluice_bpf_config *cfg; /* the sandbox's: its proxy's and resolver's addresses */
+	uint64_t *cgroups;                  /* ids of the sandbox's cgroup and those below it, sorted */
+	size_t ncgroups;
+	struct victims vs;
+};
+
+static int cmp_u64(const void *a, const void *b)
 {
-	bool programs = sluice_policy_has_programs(np);
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Is the destination of dumped socket m sluice's own proxy or resolver
+ * (a socket that connected there itself: what a reload restarts, not a
+ * flow a cidr entry let through)? */
+static bool at_sluice(const struct inet_diag_msg *m, const struct sluice_bpf_config *cfg)
+{
+	const uint32_t *a = m->id.idiag_dst;
+	uint16_t port = ntohs(m->id.idiag_dport);
+
+	if (m->idiag_family == AF_INET6 && a[0] == 0 && a[1] == 0 && a[2] == htonl(0xffff))
+		a += 3;   /* v4-mapped: the IPv4 addresses */
+	else if (m->idiag_family == AF_INET6)
+		return (cfg->have_proxy && port == cfg->proxy6_port && memcmp(a, cfg->proxy6_addr, 16) == 0) ||
+		       (cfg->have_dns && port == cfg->dns6_port && memcmp(a, cfg->dns6_addr, 16) == 0);
+	return (cfg->have_proxy && port == cfg->proxy4_port && a[0] == cfg->proxy4_addr) ||
+	       (cfg->have_dns && port == cfg->dns4_port && a[0] == cfg->dns4_addr);
+}
+
+/* Decide one dumped socket (attributes a[0..len)): one of the sandbox's
+ * that reached its destination in the kernel (see the top) and the new
+ * policy refuses is added to c->vs. */
+static void decide(const struct inet_diag_msg *m, struct nlattr *a, int len, struct cut *c)
+{
+	bool programs = sluice_policy_has_programs(c->np);
+	uint64_t cg = cgroup_of(a, len);
+	int flags = orig_flags(a, len);
 	struct sluice_exe_id who;
 	enum sluice_cidr_verdict why;
 
+	if (!cg || !bsearch(&cg, c->cgroups, c->ncgroups, sizeof(cg), cmp_u64))
+		return;  /* another sandbox's, or the host's */
+	if ((flags >= 0 && !(flags & SLUICE_ORIG_AUDIT)) || at_sluice(m, c->cfg))
+		return;  /* proxied, resolved or accepted: not the kernel's to cut */
 	who = programs ? owner_of(m->idiag_inode) : (struct sluice_exe_id){ 0, 0 };
-	why = sluice_policy_cidr_tcp(np, m->idiag_family, (const uint8_t *)m->id.idiag_dst, ntohs(m->id.idiag_dport),
-				     programs ? &who : NULL, -1);
-	if (why == SLUICE_CIDR_ALLOWED || !victims_room(vs))
+	why = sluice_policy_cidr_tcp(c->np, m->idiag_family, (const uint8_t *)m->id.idiag_dst,
+				     ntohs(m->id.idiag_dport), programs ? &who : NULL, -1);
+	if (why == SLUICE_CIDR_ALLOWED || !victims_room(&c->vs))
 		return;
-	vs->v[vs->n].id = m->id;
-	vs->v[vs->n].family = m->idiag_family;
-	vs->v[vs->n].why = why;
-	vs->n++;
+	c->vs.v[c->vs.n].id = m->id;
+	c->vs.v[c->vs.n].cookie = (uint64_t)m->id.idiag_cookie[1] << 32 | m->id.idiag_cookie[0];
+	c->vs.v[c->vs.n].family = m->idiag_family;
+	c->vs.v[c->vs.n].why = why;
+	c->vs.n++;
 }
 
-/* Dump `family`'s sockets and decide each one with a record in map_fd
- * (audit: sluice_sk_orig, the records marked audit).  Returns 0 or -errno. */
-static int dump(int fd, int map_fd, uint8_t family, const struct sluice_policy *np, struct victims *vs, bool audit)
+/* Dump `family`'s TCP sockets in STATES with their sluice_sk_orig record
+ * (map orig_fd) and decide each one.  Returns 0 or -errno. */
+static int dump(int fd, int orig_fd, uint8_t family, struct cut *c)
 {
 	struct diag_req q = {
 		.nh = { .nlmsg_len = sizeof(q), .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
 		.r = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP, .idiag_states = STATES },
 		.storages = { .nla_len = NLA_HDRLEN * 2 + sizeof(uint32_t), .nla_type = NLA_F_NESTED | INET_DIAG_REQ_SK_BPF_STORAGES },
 		.map = { .nla_len = NLA_HDRLEN + sizeof(uint32_t), .nla_type = SK_DIAG_BPF_STORAGE_REQ_MAP_FD },
-		.map_fd = (uint32_t)map_fd,
+		.map_fd = (uint32_t)orig_fd,
 	};
 	static char buf[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
 	int err = diag_send(fd, &q);
@@ -312,8 +369,7 @@ static int dump(int fd, int map_fd, uint8_t family, const struct sluice_policy *
 			}
 			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 				continue;
-			if (has_record((struct nlattr *)(m + 1), (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m))), audit))
-				decide(m, np, vs);
+			decide(m, (struct nlattr *)(m + 1), (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m))), c);
 		}
 		if (got == 0)
 			return -EPROTO;
@@ -416,56 +472,75 @@ static void over_line(struct sluice_evlog *log, const char *name, const struct s
 	log_warnx("%s", msg);
 }
 
-int sluice_flowcut(const struct sluice_sandbox *sb, const char *netns_path, const struct sluice_policy *np,
-		   struct sluice_evlog *log)
+int sluice_flowcut(const struct sluice_sandbox *sb, const char *cgroup, const char *netns_path,
+		   const struct sluice_policy *np, struct sluice_evlog *log)
 {
-	struct victims vs = { 0 };
-	int map_fd, orig_fd, fd, err, cut = 0;
+	struct cut c = { .np = np, .cfg = &sb->cfg };
+	int orig_fd, cut_fd, fd, err, cut = 0;
+	const uint8_t one = 1;
+	bool said = false;
 
 	if (np->mode == SLUICE_MODE_AUDIT)
 		return 0;
-	map_fd = map_fd_by_name(sb, SLUICE_PROG_SKB_EGRESS, "sluice_sk_judged");
-	if (map_fd < 0) {
-		log_warnx("sandbox %s: cannot find its socket records to cut flows: %s", sb->name, strerror(-map_fd));
-		return map_fd;
+	err = cg_subtree_ids(cgroup, &c.cgroups, &c.ncgroups);
+	if (err < 0) {
+		log_warnx("sandbox %s: cannot list its cgroups to cut flows: %s", sb->name, strerror(-err));
+		return err;
+	}
+	qsort(c.cgroups, c.ncgroups, sizeof(*c.cgroups), cmp_u64);
+	orig_fd = map_fd_by_name(sb, SLUICE_PROG_CONNECT4, "sluice_sk_orig");
+	if (orig_fd < 0) {
+		log_warnx("sandbox %s: cannot find its socket records to cut flows: %s", sb->name, strerror(-orig_fd));
+		free(c.cgroups);
+		return orig_fd;
 	}
 	fd = diag_socket(netns_path);
 	if (fd < 0) {
-		close(map_fd);
+		close(orig_fd);
+		free(c.cgroups);
 		log_warnx("sandbox %s: cannot list its sockets to cut flows: %s", sb->name, strerror(-fd));
 		return fd;
 	}
-	err = dump(fd, map_fd, AF_INET, np, &vs, false);
+	err = dump(fd, orig_fd, AF_INET, &c);
 	if (!err)
-		err = dump(fd, map_fd, AF_INET6, np, &vs, false);
-	/* what an audit-mode policy let through that it would have refused:
-	 * decided under the new one like the rest */
-	orig_fd = map_fd_by_name(sb, SLUICE_PROG_CONNECT4, "sluice_sk_orig");
-	if (!err && orig_fd >= 0)
-		err = dump(fd, orig_fd, AF_INET, np, &vs, true);
-	if (!err && orig_fd >= 0)
-		err = dump(fd, orig_fd, AF_INET6, np, &vs, true);
-	if (orig_fd >= 0)
-		close(orig_fd);
-	else
-		log_warnx("sandbox %s: cannot find its audit records (connections an audit-mode policy let through "
-			  "are not cut): %s", sb->name, strerror(-orig_fd));
+		err = dump(fd, orig_fd, AF_INET6, &c);
+	close(orig_fd);
+	free(c.cgroups);
 	if (err)
 		log_warnx("sandbox %s: cannot list its sockets to cut flows: %s", sb->name, strerror(-err));
-	/* what the dump found before an error is cut all the same */
-	for (size_t i = 0; i < vs.n; i++) {
-		int e = destroy(fd, &vs.v[i], (uint32_t)i + 1);
+	cut_fd = c.vs.n ? map_fd_by_name(sb, SLUICE_PROG_SKB_EGRESS, "sluice_cut") : -ENOENT;
+	if (c.vs.n && cut_fd < 0)
+		log_warnx("sandbox %s: cannot find its map of flows being cut (their resets stay in the sandbox): %s",
+			  sb->name, strerror(-cut_fd));
+	/* what the dump found before an error is cut all the same, a batch at
+	 * a time: each one's cookie in sluice_cut while it is destroyed, so
+	 * that the backstop lets its RST out to the peer */
+	for (size_t b = 0; b < c.vs.n; b += SLUICE_CUT_BATCH) {
+		size_t end = c.vs.n - b > SLUICE_CUT_BATCH ? b + SLUICE_CUT_BATCH : c.vs.n;
 
-		/* ENOENT: it closed meanwhile (nothing left to cut) */
-		if (e == -ENOENT)
-			continue;
-		cut_line(log, &vs.v[i], np, e);
-		cut += !e;
+		for (size_t i = b; i < end && cut_fd >= 0; i++)
+			if (bpf_map_update_elem(cut_fd, &c.vs.v[i].cookie, &one, BPF_ANY) < 0 && !said) {
+				log_warnx("sandbox %s: cannot let the reset of a flow it cuts out: %s", sb->name,
+					  strerror(errno));
+				said = true;
+			}
+		for (size_t i = b; i < end; i++) {
+			int e = destroy(fd, &c.vs.v[i], (uint32_t)i + 1);
+
+			/* ENOENT: it closed meanwhile (nothing left to cut) */
+			if (e == -ENOENT)
+				continue;
+			cut_line(log, &c.vs.v[i], np, e);
+			cut += !e;
+		}
+		for (size_t i = b; i < end && cut_fd >= 0; i++)
+			bpf_map_delete_elem(cut_fd, &c.vs.v[i].cookie);
 	}
-	if (vs.over)
-		over_line(log, sb->name, np, vs.over);
-	free(vs.v);
+	if (c.vs.over)
+		over_line(log, sb->name, np, c.vs.over);
+	free(c.vs.v);
 	close(fd);
-	close(map_fd);
+	if (cut_fd >= 0)
+		close(cut_fd);
 	return err ? err : cut;
 }

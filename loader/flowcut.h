@@ -10,20 +10,25 @@ struct sluice_evlog;
 
 /*
  * After sb switched to policy `np` (its generation in force): find the
- * sandbox's open TCP sockets whose connect a cidr entry allowed (they carry
- * the egress backstop's sluice_sk_judged record; read through sock_diag's
- * INET_DIAG_REQ_SK_BPF_STORAGES, kernel 5.2+) in the network namespace at
- * `netns_path` (NULL: the caller's), and destroy each one np's cidr entries
+ * sandbox's open TCP sockets that reached their destination in the kernel,
+ * by a cidr entry (or past an audit-mode policy), in the network namespace
+ * at `netns_path` (NULL: the caller's): those of the cgroup at `cgroup` or
+ * one below it (INET_DIAG_CGROUP_ID, kernel 5.7+) that hold no
+ * sluice_sk_orig record of the proxy, the resolver or an accept (read
+ * through sock_diag's INET_DIAG_REQ_SK_BPF_STORAGES, 5.2+) and are not
+ * connected to sluice's own addresses; destroy each one np's cidr entries
  * do not allow (SOCK_DESTROY, kernel 4.5+ with CONFIG_INET_DIAG_DESTROY:
- * the peer gets a RST, the sandbox's socket ECONNABORTED).  An np in audit
+ * the peer gets a RST, which the backstop lets out by the socket's cookie
+ * in sluice_cut; the sandbox's socket gets ECONNABORTED).  An np in audit
  * mode cuts nothing.  Each cut (or failed cut) is one line on `log`
  * (event.action "flow-cut", reason "policy_reloaded", the new policy's own
- * reason and digest).  sb must be pinned (its egress link is found under
- * its pin directory).  Returns the number of flows cut, or -errno when the
- * sockets could not be listed (said on stderr; nothing is cut then: those
- * flows' packets still meet the backstop under the new generation).
+ * reason and digest).  sb must be pinned (its programs' maps are found
+ * through its pinned links).  Returns the number of flows cut, or -errno
+ * when the sockets could not be listed (said on stderr; what was listed
+ * before is cut: the rest's packets still meet the backstop under the new
+ * generation).
  */
-int sluice_flowcut(const struct sluice_sandbox *sb, const char *netns_path, const struct sluice_policy *np,
-		   struct sluice_evlog *log);
+int sluice_flowcut(const struct sluice_sandbox *sb, const char *cgroup, const char *netns_path,
+		   const struct sluice_policy *np, struct sluice_evlog *log);
 
 #endif

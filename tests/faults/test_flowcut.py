@@ -175,3 +175,87 @@ def test_moving_from_audit_to_enforce_cuts_what_audit_let_through(w):
     finally:
         a.close()
         d.close()
+
+
+HOLD = os.path.join(HERE, "flowcut_hold.py")
+# in the test world: connect into the sandbox, echo, wait for GO, echo again
+PEER = """
+import os, socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+s.sendall(b"hi\\n"); assert s.recv(10) == b"hi\\n"
+while not os.path.exists(sys.argv[3]): time.sleep(0.05)
+try:
+    s.sendall(b"again\\n"); print("ok" if s.recv(10) == b"again\\n" else "bad")
+except OSError as e:
+    print("error", e)
+"""
+
+
+def test_the_cut_takes_the_sandboxs_own_flows_only(w):
+    """The cut finds the sandbox's flows by their cgroup: a flow made in a
+    cgroup below the sandbox's is cut like the sandbox's own, the same
+    flow from another cgroup in the same network namespace (not this
+    sandbox's) is left alone, and so is an inbound connection the sandbox
+    accepted, whatever the new policy says of its peer."""
+    d = Daemon(w)
+    name = "ffs%d" % os.getpid()
+    a = Workload(w, name)
+    b = Workload(w, name + "x")      # not attached: another cgroup in the sandbox's netns
+    child = os.path.join(a.cg, "child")
+    outs = {k: os.path.join(w.tmp, "%s-%s.json" % (name, k)) for k in ("own", "child", "other")}
+    procs, threads = [], []
+    try:
+        after = w.write(name + "-after.yaml", AFTER)
+        d.attach(a, name, BEFORE, file=name + "-first.yaml")
+        os.mkdir(child)
+        threads.append(threading.Thread(target=lambda: a.run("python3", HOLD, outs["own"], "--listen", "7070",
+                                                             timeout=150)))
+        threads.append(threading.Thread(target=lambda: b.run("python3", HOLD, outs["other"], timeout=150)))
+        for t in threads:
+            t.start()
+        # a process of the sandbox's cgroup below it: moved there before it
+        # enters the netns (`ip netns exec` remounts /sys)
+        procs.append(subprocess.Popen(["sh", "-c", "echo $$ > %s/cgroup.procs && exec ip netns exec %s python3 %s %s"
+                                       % (child, w.sbx, HOLD, outs["child"])], start_new_session=True))
+        wait_for("the sandbox's listener", lambda: os.path.exists(outs["own"] + ".listening"), 60)
+        peer = subprocess.Popen(["ip", "netns", "exec", w.wld, "python3", "-c", PEER, "192.0.2.2", "7070",
+                                 outs["own"] + ".go"], stdout=subprocess.PIPE, text=True, start_new_session=True)
+        procs.append(peer)
+        ports = {k: json.loads(wait_for(k, lambda k=k: os.path.exists(outs[k] + ".mid") and open(outs[k] + ".mid").read(),
+                                        60))["port"] for k in outs}
+        assert sorted(server_conns(w, 5432)) == sorted(ports.values()), ports
+        r = d.ctl("reload", "--policy", after, "--json", name)
+        assert r.returncode == 0, r.stderr
+        wait_for("the sandbox's two flows reset", lambda: server_conns(w, 5432) == [ports["other"]], 10)
+        for k in outs:
+            open(outs[k] + ".go", "w").close()
+        for t in threads:
+            t.join(150)
+        assert procs[0].wait(60) == 0
+        got = {k: json.load(open(outs[k])) for k in outs}
+        assert got["own"]["out"] in ("ECONNABORTED", "ECONNRESET"), got
+        assert got["child"]["out"] in ("ECONNABORTED", "ECONNRESET"), got
+        assert got["other"]["out"] == "alive", got
+        # the inbound connection, from a peer no entry of either policy names, still echoes both ways
+        assert got["own"]["in"] == "ok", got
+        assert peer.communicate(timeout=30)[0].strip() == "ok"
+        cuts = wait_for("the flow-cut lines",
+                        lambda: [e for e in d.events_of(name) if e.get("event.action") == "flow-cut"], 10)
+        assert sorted(e["source.port"] for e in cuts) == sorted([ports["own"], ports["child"]]), cuts
+        assert json.loads(r.stdout)["reload"]["flows_cut"] == 2, r.stdout
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+        b.close()
+        for _ in range(100):
+            try:
+                os.rmdir(child)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
+        a.close()
+        d.close()

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""For test_flowcut.py: TCP connections held across a reload.
+
+  flowcut_hold.py OUT [--listen PORT]
+
+Connects straight to the test world's echo server 198.51.100.10:5432 (a
+cidr entry the reload takes away) and echoes once; with --listen, also
+accepts one connection on PORT (IPv4, any address) and echoes once on it.
+Writes OUT.mid ({"port": the connection's local port}) and waits for OUT.go
+(the test reloads in between); then writes OUT (JSON): "out", how the
+outbound connection stands ("alive", or the errno that ended it) and, with
+--listen, "in": whether the accepted one still echoes ("ok" or the error).
+"""
+import errno
+import json
+import os
+import select
+import socket
+import sys
+import time
+
+out = sys.argv[1]
+port = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--listen" else 0
+res = {}
+
+
+def echo(s, what):
+    s.sendall(what)
+    got = b""
+    while len(got) < len(what):
+        d = s.recv(len(what) - len(got))
+        if not d:
+            raise EOFError("closed")
+        got += d
+    return got == what
+
+
+lst = None
+if port:
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("0.0.0.0", port))
+    lst.listen(1)
+c = socket.create_connection(("198.51.100.10", 5432), timeout=60)
+assert echo(c, b"hello\n")
+mid = {"port": c.getsockname()[1]}
+acc = None
+if lst:
+    with open(out + ".listening", "w") as f:
+        f.write("1")
+    lst.settimeout(60)
+    acc, peer = lst.accept()
+    acc.settimeout(30)
+    # the peer (in the test world) says hello first and expects it back
+    d = acc.recv(100)
+    acc.sendall(d)
+with open(out + ".mid", "w") as f:
+    json.dump(mid, f)
+deadline = time.time() + 120
+while not os.path.exists(out + ".go") and time.time() < deadline:
+    time.sleep(0.05)
+# the outbound connection: reset by the cut, or still there (nothing to read)
+r, _, _ = select.select([c], [], [], 1.0)
+if not r:
+    res["out"] = "alive"
+else:
+    try:
+        res["out"] = "eof" if not c.recv(1) else "data"
+    except OSError as e:
+        res["out"] = errno.errorcode.get(e.errno, str(e.errno))
+if acc:
+    try:
+        d = acc.recv(100)
+        acc.sendall(d)
+        res["in"] = "ok" if d else "eof"
+    except OSError as e:
+        res["in"] = errno.errorcode.get(e.errno, str(e.errno))
+with open(out + ".tmp", "w") as f:
+    json.dump(res, f)
+os.rename(out + ".tmp", out)

@@ -651,6 +651,18 @@ static __always_inline void judged(struct bpf_sock_addr *ctx, const struct verdi
 	j->gen_plus1 = gen + 1;
 }
 
+/* A TCP socket connecting where no record says how (a cidr entry, the
+ * resolver's own address) drops the sluice_sk_orig record an earlier use
+ * left (connect(AF_UNSPEC) and connect again reuses a socket): a PASSIVE
+ * mark would pass all its packets (tcp_reply), and any record would keep
+ * a reload's flow cut off it (loader/flowcut.c).  The other decisions
+ * write the record afresh (remember). */
+static __always_inline void forget(struct bpf_sock_addr *ctx, const struct verdict_ctx *v)
+{
+	if (v->protocol == SLUICE_IPPROTO_TCP && ctx->sk)
+		bpf_sk_storage_delete(&sluice_sk_orig, ctx->sk);
+}
+
 /*
  * What applying a decision means for both families.  Returns the program's
  * return value, or -1 when the destination must be rewritten to the proxy
@@ -672,9 +684,11 @@ static __always_inline int settle(struct bpf_sock_addr *ctx, struct verdict_ctx 
 	case D_ALLOW:
 		if (v->protocol == SLUICE_IPPROTO_TCP && v->trie)
 			judged(ctx, v, gen);
+		forget(ctx, v);
 		stat_inc(SLUICE_STAT_ALLOWED);
 		return SYS_PROCEED;
 	case D_DIRECT_DNS:
+		forget(ctx, v);
 		stat_inc(SLUICE_STAT_ALLOWED);
 		return SYS_PROCEED;
 	case D_EXPLICIT:

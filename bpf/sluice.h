@@ -399,7 +399,7 @@ _Static_assert(sizeof(struct sluice_sk_owner) == 8, "sluice_sk_owner size");
 
 /* Entries of map sluice_cut: the sockets a reload's flow cut destroys in
  * one batch (loader/flowcut.c), each one's RST let out by the backstop. */
-#define SLUICE_CUT_BATCH 1024u
+#define SLUICE_CUT_BATCH 256u
 
 /* Flags of struct sluice_orig. */
 #define SLUICE_ORIG_REDIRECTED (1u << 0) /* rewritten to the proxy */

@@ -81,9 +81,17 @@ uint64_t cg_id(const char *path)
 	return st.st_ino;
 }
 
-/* cg_subtree_ids()'s walk: the cgroup at `path` (dir: open on it, taken)
- * and those below it, `depth` levels down so far; 0 or -errno. */
-static int cg_collect(int dir, int depth, uint64_t **ids, size_t *n, size_t *cap)
+/* cg_subtree_ids()'s state. */
+struct cg_walk {
+	const uint64_t *skip;
+	size_t nskip;
+	uint64_t *ids;
+	size_t n, cap, missed;
+};
+
+/* cg_subtree_ids()'s walk: the cgroup open at `dir` (taken) and those below
+ * it, `depth` levels down so far; 0 or -errno (out of memory). */
+static int cg_collect(int dir, int depth, struct cg_walk *w)
 {
 	struct stat st;
 	struct dirent *d;
@@ -91,57 +99,72 @@ static int cg_collect(int dir, int depth, uint64_t **ids, size_t *n, size_t *cap
 	int err = 0;
 
 	if (fstat(dir, &st) < 0) {
-		err = -errno;
+		w->missed++;
 		close(dir);
-		return err;
+		return 0;
 	}
-	if (*n == *cap) {
-		size_t cap2 = *cap ? 2 * *cap : 16;
-		uint64_t *nv = realloc(*ids, cap2 * sizeof(**ids));
+	if (depth > 0)
+		for (size_t i = 0; i < w->nskip; i++)
+			if (w->skip[i] == (uint64_t)st.st_ino) {
+				close(dir);
+				return 0;
+			}
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 16;
+		uint64_t *nv = realloc(w->ids, cap * sizeof(*nv));
 
 		if (!nv) {
 			close(dir);
 			return -ENOMEM;
 		}
-		*ids = nv;
-		*cap = cap2;
+		w->ids = nv;
+		w->cap = cap;
 	}
-	(*ids)[(*n)++] = st.st_ino;
+	w->ids[w->n++] = st.st_ino;
 	if (!(dp = fdopendir(dir))) {
-		err = -errno;
+		w->missed++;
 		close(dir);
-		return err;
+		return 0;
 	}
-	while (!err && depth < 64 && (d = readdir(dp))) {
+	while (!err && (d = readdir(dp))) {
 		int sub;
 
 		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
 			continue;
+		if (depth >= 64) {
+			w->missed++;
+			continue;
+		}
 		sub = openat(dirfd(dp), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (sub >= 0)
-			err = cg_collect(sub, depth + 1, ids, n, cap);
+			err = cg_collect(sub, depth + 1, w);
+		else if (errno != ENOENT)   /* ENOENT: removed meanwhile */
+			w->missed++;
 	}
 	closedir(dp);
 	return err;
 }
 
-int cg_subtree_ids(const char *path, uint64_t **ids, size_t *n)
+int cg_subtree_ids(const char *path, const uint64_t *skip, size_t nskip, uint64_t **ids, size_t *n, size_t *missed)
 {
+	struct cg_walk w = { .skip = skip, .nskip = nskip };
 	int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	size_t cap = 0;
 	int err;
 
 	*ids = NULL;
 	*n = 0;
+	*missed = 0;
 	if (dir < 0)
 		return -errno;
-	err = cg_collect(dir, 0, ids, n, &cap);
-	if (err) {
-		free(*ids);
-		*ids = NULL;
-		*n = 0;
+	err = cg_collect(dir, 0, &w);
+	if (err || !w.n) {
+		free(w.ids);
+		return err ? err : -EIO;
 	}
-	return err;
+	*ids = w.ids;
+	*n = w.n;
+	*missed = w.missed;
+	return 0;
 }
 
 /*

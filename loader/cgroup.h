@@ -31,11 +31,13 @@ uint64_t cg_id(const char *path);
 
 /*
  * The ids (as cg_id()) of the cgroup at `path` and of every cgroup below it
- * (at most 64 levels down) into *ids (malloc'd, the caller frees it; in no
- * order) and their number into *n.  Returns 0, or -errno when `path`
- * cannot be read (a cgroup below that vanishes meanwhile is skipped).
+ * into *ids (malloc'd, the caller frees it; in no order) and their number
+ * into *n, leaving out the cgroups skip[0..nskip) below `path` and those
+ * below them.  *missed counts the cgroups not listed: below 64 levels, or
+ * unreadable (a cgroup removed meanwhile is not counted).  Returns 0, or
+ * -errno when `path` cannot be read or memory runs out.
  */
-int cg_subtree_ids(const char *path, uint64_t **ids, size_t *n);
+int cg_subtree_ids(const char *path, const uint64_t *skip, size_t nskip, uint64_t **ids, size_t *n, size_t *missed);
 
 /*
  * Kill every process in the cgroup at `path` (cgroup.kill, 5.14+; falls back

@@ -386,6 +386,32 @@ static int reload_secrets(struct dsandbox *s, json_object *req, const struct dae
 	return 0;
 }
 
+/* The flow cut of a reload of s to np (loader/flowcut.c): the sandbox's
+ * cgroup and those below it, but for another sandbox's attached there
+ * (whose flows its own reloads decide).  Returns the flows cut, or -errno. */
+static int reload_cut(struct dsandbox *s, const struct sluice_policy *np)
+{
+	uint64_t *others = NULL;
+	size_t n = 0, cap = 0;
+	int cut;
+
+	for (const struct dsandbox *o = D.sandboxes; o; o = o->next)
+		if (o != s) {
+			uint64_t *nv = n < cap ? others : realloc(others, (cap = cap ? 2 * cap : 16) * sizeof(*others));
+
+			if (!nv) {
+				free(others);
+				log_warnx("sandbox %s: out of memory: no flows cut", s->name);
+				return -ENOMEM;
+			}
+			others = nv;
+			others[n++] = o->cgroup_id;
+		}
+	cut = sluice_flowcut(&s->sb, s->cgroup, others, n, s->netns[0] ? s->netns : NULL, np, &s->log);
+	free(others);
+	return cut;
+}
+
 json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 {
 	const char *name = ctlsrv_str(req, "name");
@@ -442,7 +468,7 @@ json_object *do_reload(json_object *req, const struct ctlsrv_peer *peer)
 	s->policy = np;
 	snprintf(s->mode, sizeof(s->mode), "%s", np->mode == SLUICE_MODE_AUDIT ? "audit" : "enforce");
 	init_meta(s);
-	cut = sluice_flowcut(&s->sb, s->cgroup, s->netns[0] ? s->netns : NULL, np, &s->log);
+	cut = reload_cut(s, np);
 	if (start_children(s, CHILD_BOTH, msg, sizeof(msg)) < 0) {
 		/* the children in place decide by the policy just replaced */
 		retire_children(s);

@@ -203,7 +203,7 @@ static int orig_flags(struct nlattr *a, int len)
 	return o[offsetof(struct sluice_orig, flags)];
 }
 
-/* The cgroup id of the dumped socket (INET_DIAG_CGROUP_ID, kernel 5.7+);
+/* The cgroup id of the dumped socket (INET_DIAG_CGROUP_ID, kernel 5.8+);
  * 0 when the kernel did not say. */
 static uint64_t cgroup_of(struct nlattr *a, int len)
 {
@@ -291,18 +291,23 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Is the destination of dumped socket m sluice's own proxy or resolver
- * (a socket that connected there itself: what a reload restarts, not a
- * flow a cidr entry let through)? */
+ * (a socket that connected there itself or was sent there: what a reload
+ * restarts, not a flow a cidr entry let through)?  A v4-mapped destination
+ * is either family's address (the IPv6 redirect falls back to v4-mapped
+ * where the netns has no ::1). */
 static bool at_sluice(const struct inet_diag_msg *m, const struct sluice_bpf_config *cfg)
 {
 	const uint32_t *a = m->id.idiag_dst;
 	uint16_t port = ntohs(m->id.idiag_dport);
 
-	if (m->idiag_family == AF_INET6 && a[0] == 0 && a[1] == 0 && a[2] == htonl(0xffff))
-		a += 3;   /* v4-mapped: the IPv4 addresses */
-	else if (m->idiag_family == AF_INET6)
-		return (cfg->have_proxy && port == cfg->proxy6_port && memcmp(a, cfg->proxy6_addr, 16) == 0) ||
-		       (cfg->have_dns && port == cfg->dns6_port && memcmp(a, cfg->dns6_addr, 16) == 0);
+	if (m->idiag_family == AF_INET6) {
+		if ((cfg->have_proxy && port == cfg->proxy6_port && memcmp(a, cfg->proxy6_addr, 16) == 0) ||
+		    (cfg->have_dns && port == cfg->dns6_port && memcmp(a, cfg->dns6_addr, 16) == 0))
+			return true;
+		if (!(a[0] == 0 && a[1] == 0 && a[2] == htonl(0xffff)))
+			return false;
+		a += 3;   /* v4-mapped: the IPv4 addresses too */
+	}
 	return (cfg->have_proxy && port == cfg->proxy4_port && a[0] == cfg->proxy4_addr) ||
 	       (cfg->have_dns && port == cfg->dns4_port && a[0] == cfg->dns4_addr);
 }
@@ -320,8 +325,11 @@ static void decide(const struct inet_diag_msg *m, struct nlattr *a, int len, str
 
 	if (!cg || !bsearch(&cg, c->cgroups, c->ncgroups, sizeof(cg), cmp_u64))
 		return;  /* another sandbox's, or the host's */
-	if ((flags >= 0 && !(flags & SLUICE_ORIG_AUDIT)) || at_sluice(m, c->cfg))
-		return;  /* proxied, resolved or accepted: not the kernel's to cut */
+	/* proxied or resolved (at sluice's addresses), or accepted: not the
+	 * kernel's to cut; a record of the proxy's or the resolver's on a
+	 * socket now connected elsewhere does not spare it */
+	if (at_sluice(m, c->cfg) || (flags >= 0 && (flags & SLUICE_ORIG_PASSIVE) && !(flags & SLUICE_ORIG_AUDIT)))
+		return;
 	who = programs ? owner_of(m->idiag_inode) : (struct sluice_exe_id){ 0, 0 };
 	why = sluice_policy_cidr_tcp(c->np, m->idiag_family, (const uint8_t *)m->id.idiag_dst,
 				     ntohs(m->id.idiag_dport), programs ? &who : NULL, -1);
@@ -472,21 +480,36 @@ static void over_line(struct sluice_evlog *log, const char *name, const struct s
 	log_warnx("%s", msg);
 }
 
-int sluice_flowcut(const struct sluice_sandbox *sb, const char *cgroup, const char *netns_path,
-		   const struct sluice_policy *np, struct sluice_evlog *log)
+/* Empty sb's sluice_cut (fd): what a loader killed between a write and
+ * its delete left there would fill it. */
+static void cut_map_clear(int fd)
+{
+	uint64_t k;
+
+	while (bpf_map_get_next_key(fd, NULL, &k) == 0)
+		if (bpf_map_delete_elem(fd, &k) < 0)
+			break;
+}
+
+int sluice_flowcut(const struct sluice_sandbox *sb, const char *cgroup, const uint64_t *others, size_t nothers,
+		   const char *netns_path, const struct sluice_policy *np, struct sluice_evlog *log)
 {
 	struct cut c = { .np = np, .cfg = &sb->cfg };
 	int orig_fd, cut_fd, fd, err, cut = 0;
 	const uint8_t one = 1;
+	size_t missed = 0;
 	bool said = false;
 
 	if (np->mode == SLUICE_MODE_AUDIT)
 		return 0;
-	err = cg_subtree_ids(cgroup, &c.cgroups, &c.ncgroups);
+	err = cg_subtree_ids(cgroup, others, nothers, &c.cgroups, &c.ncgroups, &missed);
 	if (err < 0) {
 		log_warnx("sandbox %s: cannot list its cgroups to cut flows: %s", sb->name, strerror(-err));
 		return err;
 	}
+	if (missed)
+		log_warnx("sandbox %s: %zu of its cgroups could not be listed (too deep, or unreadable): their flows "
+			  "are not cut (the egress backstop drops their packets)", sb->name, missed);
 	qsort(c.cgroups, c.ncgroups, sizeof(*c.cgroups), cmp_u64);
 	orig_fd = map_fd_by_name(sb, SLUICE_PROG_CONNECT4, "sluice_sk_orig");
 	if (orig_fd < 0) {
@@ -512,6 +535,8 @@ int sluice_flowcut(const struct sluice_sandbox *sb, const char *cgroup, const ch
 	if (c.vs.n && cut_fd < 0)
 		log_warnx("sandbox %s: cannot find its map of flows being cut (their resets stay in the sandbox): %s",
 			  sb->name, strerror(-cut_fd));
+	if (cut_fd >= 0)
+		cut_map_clear(cut_fd);
 	/* what the dump found before an error is cut all the same, a batch at
 	 * a time: each one's cookie in sluice_cut while it is destroyed, so
 	 * that the backstop lets its RST out to the peer */

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """For test_flowcut.py: TCP connections held across a reload.
 
-  flowcut_hold.py OUT [--listen PORT]
+  flowcut_hold.py OUT [--listen PORT | --reuse PORT]
 
 Connects straight to the test world's echo server 198.51.100.10:5432 (a
 cidr entry the reload takes away) and echoes once; with --listen, also
 accepts one connection on PORT (IPv4, any address) and echoes once on it.
+With --reuse, the outbound connection is made on the socket of a
+connection accepted on PORT (after its hello), disconnected first
+(connect with AF_UNSPEC): an accepted socket turned into an outbound one.
 Writes OUT.mid ({"port": the connection's local port}) and waits for OUT.go
 (the test reloads in between); then writes OUT (JSON): "out", how the
 outbound connection stands ("alive", or the errno that ended it) and, with
 --listen, "in": whether the accepted one still echoes ("ok" or the error).
 """
+import ctypes
 import errno
 import json
 import os
@@ -20,7 +24,8 @@ import sys
 import time
 
 out = sys.argv[1]
-port = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--listen" else 0
+port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+reuse = len(sys.argv) > 3 and sys.argv[2] == "--reuse"
 res = {}
 
 
@@ -41,7 +46,21 @@ if port:
     lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lst.bind(("0.0.0.0", port))
     lst.listen(1)
-c = socket.create_connection(("198.51.100.10", 5432), timeout=60)
+if reuse:
+    with open(out + ".listening", "w") as f:
+        f.write("1")
+    lst.settimeout(60)
+    c, _ = lst.accept()
+    c.settimeout(30)
+    c.recv(100)
+    unspec = ctypes.create_string_buffer(16)     # struct sockaddr, sa_family AF_UNSPEC
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.connect(c.fileno(), unspec, 16) != 0:
+        raise OSError(ctypes.get_errno(), "connect(AF_UNSPEC)")
+    c.connect(("198.51.100.10", 5432))
+    lst = None
+else:
+    c = socket.create_connection(("198.51.100.10", 5432), timeout=60)
 assert echo(c, b"hello\n")
 mid = {"port": c.getsockname()[1]}
 acc = None

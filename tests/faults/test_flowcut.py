@@ -259,3 +259,52 @@ def test_the_cut_takes_the_sandboxs_own_flows_only(w):
                 time.sleep(0.05)
         a.close()
         d.close()
+
+
+PEER_HOLD = """
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+s.sendall(b"hi\\n")
+time.sleep(60)
+"""
+
+
+def test_an_accepted_socket_reused_for_a_connect_is_cut(w):
+    """An attacker's way round the cut: accept an inbound connection (the
+    socket is marked as accepted, whose replies pass the backstop), drop it
+    with connect(AF_UNSPEC) and connect the same socket to a cidr entry.
+    The connect forgets the mark, so the reload that takes the entry away
+    resets that flow like any other, and the backstop no longer passes it."""
+    d = Daemon(w)
+    name = "ffr%d" % os.getpid()
+    a = Workload(w, name)
+    out = os.path.join(w.tmp, name + "-reuse.json")
+    procs = []
+    try:
+        after = w.write(name + "-after.yaml", AFTER)
+        d.attach(a, name, BEFORE, file=name + "-first.yaml")
+        t = threading.Thread(target=lambda: a.run("python3", HOLD, out, "--reuse", "7071", timeout=150))
+        t.start()
+        wait_for("the sandbox's listener", lambda: os.path.exists(out + ".listening"), 60)
+        procs.append(subprocess.Popen(["ip", "netns", "exec", w.wld, "python3", "-c", PEER_HOLD, "192.0.2.2", "7071"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        port = json.loads(wait_for("the connection", lambda: os.path.exists(out + ".mid") and open(out + ".mid").read(),
+                                   60))["port"]
+        assert server_conns(w, 5432) == [port], (port, server_conns(w, 5432))
+        r = d.ctl("reload", "--policy", after, "--json", name)
+        assert r.returncode == 0, r.stderr
+        wait_for("the reused socket's flow reset", lambda: not server_conns(w, 5432), 10)
+        open(out + ".go", "w").close()
+        t.join(150)
+        got = json.load(open(out))
+        assert got["out"] in ("ECONNABORTED", "ECONNRESET"), got
+        cuts = wait_for("the flow-cut line", lambda: [e for e in d.events_of(name) if e.get("event.action") == "flow-cut"],
+                        10)
+        assert [e["source.port"] for e in cuts] == [port], cuts
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+        a.close()
+        d.close()

@@ -5,12 +5,12 @@
  * it (userspace/proxy/redecide.c); a connection a cidr entry let through in
  * the kernel never passes the proxy, so the loader finds it here: sock_diag
  * lists the netns's TCP sockets with their cgroup and their sluice_sk_orig
- * record; a socket of the sandbox's cgroups (its own or one below) that
- * went neither through the proxy nor to the resolver, nor was accepted
- * (no record, or one an audit-mode policy left: it connected where the
- * kernel let it), and is not at sluice's own addresses is decided again by
- * the new policy's cidr entries (sluice_policy_cidr_tcp), and SOCK_DESTROY
- * resets the ones it refuses.  The egress backstop lets each one's reset
+ * record; a socket of the sandbox's cgroups (its own or one below, not
+ * another sandbox's attached there) that is connected neither to sluice's
+ * own addresses (the proxy, the resolver) nor accepted (a PASSIVE record,
+ * which any later connect of the socket drops) went where the kernel let
+ * it: the new policy's cidr entries decide it again
+ * (sluice_policy_cidr_tcp), and SOCK_DESTROY resets the ones it refuses.  The egress backstop lets each one's reset
  * out by its cookie in sluice_cut, written here around the destroy
  * (judged_reset in bpf/sluice_egress.bpf.h).
  */

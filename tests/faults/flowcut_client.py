@@ -20,20 +20,12 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flowcut_hold import echo  # noqa: E402
+
 out = sys.argv[1]
 res = {}
 ended = {}
-
-
-def echo(s, what):
-    s.sendall(what)
-    got = b""
-    while len(got) < len(what):
-        d = s.recv(len(what) - len(got))
-        if not d:
-            raise EOFError("closed")
-        got += d
-    return got == what
 
 
 def reader(name, s):

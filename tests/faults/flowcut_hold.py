@@ -23,13 +23,9 @@ import socket
 import sys
 import time
 
-out = sys.argv[1]
-port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-reuse = len(sys.argv) > 3 and sys.argv[2] == "--reuse"
-res = {}
-
 
 def echo(s, what):
+    """Send `what` on s and read it back; True when it came back whole."""
     s.sendall(what)
     got = b""
     while len(got) < len(what):
@@ -40,60 +36,68 @@ def echo(s, what):
     return got == what
 
 
-lst = None
-if port:
-    lst = socket.socket()
-    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lst.bind(("0.0.0.0", port))
-    lst.listen(1)
-if reuse:
+def accept_one(lst, out):
+    """Say OUT.listening, accept one connection on lst and read its hello."""
     with open(out + ".listening", "w") as f:
         f.write("1")
     lst.settimeout(60)
-    c, _ = lst.accept()
-    c.settimeout(30)
-    c.recv(100)
-    unspec = ctypes.create_string_buffer(16)     # struct sockaddr, sa_family AF_UNSPEC
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.connect(c.fileno(), unspec, 16) != 0:
-        raise OSError(ctypes.get_errno(), "connect(AF_UNSPEC)")
-    c.connect(("198.51.100.10", 5432))
-    lst = None
-else:
-    c = socket.create_connection(("198.51.100.10", 5432), timeout=60)
-assert echo(c, b"hello\n")
-mid = {"port": c.getsockname()[1]}
-acc = None
-if lst:
-    with open(out + ".listening", "w") as f:
-        f.write("1")
-    lst.settimeout(60)
-    acc, peer = lst.accept()
+    acc, _ = lst.accept()
     acc.settimeout(30)
-    # the peer (in the test world) says hello first and expects it back
-    d = acc.recv(100)
-    acc.sendall(d)
-with open(out + ".mid", "w") as f:
-    json.dump(mid, f)
-deadline = time.time() + 120
-while not os.path.exists(out + ".go") and time.time() < deadline:
-    time.sleep(0.05)
-# the outbound connection: reset by the cut, or still there (nothing to read)
-r, _, _ = select.select([c], [], [], 1.0)
-if not r:
-    res["out"] = "alive"
-else:
-    try:
-        res["out"] = "eof" if not c.recv(1) else "data"
-    except OSError as e:
-        res["out"] = errno.errorcode.get(e.errno, str(e.errno))
-if acc:
-    try:
-        d = acc.recv(100)
-        acc.sendall(d)
-        res["in"] = "ok" if d else "eof"
-    except OSError as e:
-        res["in"] = errno.errorcode.get(e.errno, str(e.errno))
-with open(out + ".tmp", "w") as f:
-    json.dump(res, f)
-os.rename(out + ".tmp", out)
+    return acc, acc.recv(100)
+
+
+def main():
+    out = sys.argv[1]
+    port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    reuse = len(sys.argv) > 3 and sys.argv[2] == "--reuse"
+    res = {}
+    lst = acc = None
+    if port:
+        lst = socket.socket()
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lst.bind(("0.0.0.0", port))
+        lst.listen(1)
+    if reuse:
+        c, _ = accept_one(lst, out)
+        unspec = ctypes.create_string_buffer(16)     # struct sockaddr, sa_family AF_UNSPEC
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.connect(c.fileno(), unspec, 16) != 0:
+            raise OSError(ctypes.get_errno(), "connect(AF_UNSPEC)")
+        c.connect(("198.51.100.10", 5432))
+        lst = None
+    else:
+        c = socket.create_connection(("198.51.100.10", 5432), timeout=60)
+    assert echo(c, b"hello\n")
+    mid = {"port": c.getsockname()[1]}
+    if lst:
+        # the peer (in the test world) says hello first and expects it back
+        acc, hello = accept_one(lst, out)
+        acc.sendall(hello)
+    with open(out + ".mid", "w") as f:
+        json.dump(mid, f)
+    deadline = time.time() + 120
+    while not os.path.exists(out + ".go") and time.time() < deadline:
+        time.sleep(0.05)
+    # the outbound connection: reset by the cut, or still there (nothing to read)
+    r, _, _ = select.select([c], [], [], 1.0)
+    if not r:
+        res["out"] = "alive"
+    else:
+        try:
+            res["out"] = "eof" if not c.recv(1) else "data"
+        except OSError as e:
+            res["out"] = errno.errorcode.get(e.errno, str(e.errno))
+    if acc:
+        try:
+            d = acc.recv(100)
+            acc.sendall(d)
+            res["in"] = "ok" if d else "eof"
+        except OSError as e:
+            res["in"] = errno.errorcode.get(e.errno, str(e.errno))
+    with open(out + ".tmp", "w") as f:
+        json.dump(res, f)
+    os.rename(out + ".tmp", out)
+
+
+if __name__ == "__main__":
+    main()

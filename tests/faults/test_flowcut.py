@@ -178,6 +178,14 @@ def test_moving_from_audit_to_enforce_cuts_what_audit_let_through(w):
 
 
 HOLD = os.path.join(HERE, "flowcut_hold.py")
+
+
+def stop(procs):
+    """Kill what a test started (each in a session of its own) and reap it."""
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, 9)
+            p.wait()
 # in the test world: connect into the sandbox, echo, wait for GO, echo again
 PEER = """
 import os, socket, sys, time
@@ -244,10 +252,7 @@ def test_the_cut_takes_the_sandboxs_own_flows_only(w):
         assert sorted(e["source.port"] for e in cuts) == sorted([ports["own"], ports["child"]]), cuts
         assert json.loads(r.stdout)["reload"]["flows_cut"] == 2, r.stdout
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, 9)
-                p.wait()
+        stop(procs)
         b.close()
         for _ in range(100):
             try:
@@ -302,9 +307,6 @@ def test_an_accepted_socket_reused_for_a_connect_is_cut(w):
                         10)
         assert [e["source.port"] for e in cuts] == [port], cuts
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, 9)
-                p.wait()
+        stop(procs)
         a.close()
         d.close()

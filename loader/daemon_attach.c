@@ -391,22 +391,21 @@ static int reload_secrets(struct dsandbox *s, json_object *req, const struct dae
  * (whose flows its own reloads decide).  Returns the flows cut, or -errno. */
 static int reload_cut(struct dsandbox *s, const struct sluice_policy *np)
 {
-	uint64_t *others = NULL;
-	size_t n = 0, cap = 0;
+	uint64_t *others;
+	size_t n = 0;
 	int cut;
 
 	for (const struct dsandbox *o = D.sandboxes; o; o = o->next)
-		if (o != s) {
-			uint64_t *nv = n < cap ? others : realloc(others, (cap = cap ? 2 * cap : 16) * sizeof(*others));
-
-			if (!nv) {
-				free(others);
-				log_warnx("sandbox %s: out of memory: no flows cut", s->name);
-				return -ENOMEM;
-			}
-			others = nv;
+		n += o != s;
+	others = calloc(n + 1, sizeof(*others));   /* + 1: never a zero-size allocation */
+	if (!others) {
+		log_warnx("sandbox %s: out of memory: no flows cut", s->name);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (const struct dsandbox *o = D.sandboxes; o; o = o->next)
+		if (o != s)
 			others[n++] = o->cgroup_id;
-		}
 	cut = sluice_flowcut(&s->sb, s->cgroup, others, n, s->netns[0] ? s->netns : NULL, np, &s->log);
 	free(others);
 	return cut;

@@ -50,10 +50,15 @@
 /* One socket of the dump the new policy refuses. */
 struct victim {
 	struct inet_diag_sockid id;
-	uint64_t cookie;
 	uint8_t family;
 	enum sluice_cidr_verdict why;
 };
+
+/* v's socket cookie (the kernel's, as bpf_get_socket_cookie() reads it). */
+static uint64_t victim_cookie(const struct victim *v)
+{
+	return (uint64_t)v->id.idiag_cookie[1] << 32 | v->id.idiag_cookie[0];
+}
 
 /* The flows a reload cuts: grown as the dump finds them. */
 struct victims {
@@ -278,6 +283,7 @@ static bool victims_room(struct victims *vs)
 struct cut {
 	const struct sluice_policy *np;     /* the policy now in force */
 	const struct sluice_bpf_config *cfg; /* the sandbox's: its proxy's and resolver's addresses */
+	bool programs;                      /* np has entries with `programs:` (a socket's owner is looked up) */
 	uint64_t *cgroups;                  /* ids of the sandbox's cgroup and those below it, sorted */
 	size_t ncgroups;
 	struct victims vs;
@@ -317,7 +323,6 @@ static bool at_sluice(const struct inet_diag_msg *m, const struct sluice_bpf_con
  * policy refuses is added to c->vs. */
 static void decide(const struct inet_diag_msg *m, struct nlattr *a, int len, struct cut *c)
 {
-	bool programs = sluice_policy_has_programs(c->np);
 	uint64_t cg = cgroup_of(a, len);
 	int flags = orig_flags(a, len);
 	struct sluice_exe_id who;
@@ -330,13 +335,12 @@ static void decide(const struct inet_diag_msg *m, struct nlattr *a, int len, str
 	 * socket now connected elsewhere does not spare it */
 	if (at_sluice(m, c->cfg) || (flags >= 0 && (flags & SLUICE_ORIG_PASSIVE) && !(flags & SLUICE_ORIG_AUDIT)))
 		return;
-	who = programs ? owner_of(m->idiag_inode) : (struct sluice_exe_id){ 0, 0 };
+	who = c->programs ? owner_of(m->idiag_inode) : (struct sluice_exe_id){ 0, 0 };
 	why = sluice_policy_cidr_tcp(c->np, m->idiag_family, (const uint8_t *)m->id.idiag_dst,
-				     ntohs(m->id.idiag_dport), programs ? &who : NULL, -1);
+				     ntohs(m->id.idiag_dport), c->programs ? &who : NULL, -1);
 	if (why == SLUICE_CIDR_ALLOWED || !victims_room(&c->vs))
 		return;
 	c->vs.v[c->vs.n].id = m->id;
-	c->vs.v[c->vs.n].cookie = (uint64_t)m->id.idiag_cookie[1] << 32 | m->id.idiag_cookie[0];
 	c->vs.v[c->vs.n].family = m->idiag_family;
 	c->vs.v[c->vs.n].why = why;
 	c->vs.n++;
@@ -453,7 +457,7 @@ static void cut_line(struct sluice_evlog *log, const struct victim *v, const str
 	SL_U64(l, "destination.port", ntohs(v->id.idiag_dport));
 	SL_STR(l, "network.transport", "tcp");
 	SL_STR(l, "network.type", af == AF_INET6 ? "ipv6" : "ipv4");
-	SL_U64(l, "sluice.socket_cookie", (uint64_t)v->id.idiag_cookie[1] << 32 | v->id.idiag_cookie[0]);
+	SL_U64(l, "sluice.socket_cookie", victim_cookie(v));
 	SL_STR(l, "message", msg);
 	sluice_evlog_commit(log);
 	if (err)
@@ -494,7 +498,7 @@ static void cut_map_clear(int fd)
 int sluice_flowcut(const struct sluice_sandbox *sb, const char *cgroup, const uint64_t *others, size_t nothers,
 		   const char *netns_path, const struct sluice_policy *np, struct sluice_evlog *log)
 {
-	struct cut c = { .np = np, .cfg = &sb->cfg };
+	struct cut c = { .np = np, .cfg = &sb->cfg, .programs = sluice_policy_has_programs(np) };
 	int orig_fd, cut_fd, fd, err, cut = 0;
 	const uint8_t one = 1;
 	size_t missed = 0;
@@ -543,12 +547,15 @@ int sluice_flowcut(const struct sluice_sandbox *sb, const char *cgroup, const ui
 	for (size_t b = 0; b < c.vs.n; b += SLUICE_CUT_BATCH) {
 		size_t end = c.vs.n - b > SLUICE_CUT_BATCH ? b + SLUICE_CUT_BATCH : c.vs.n;
 
-		for (size_t i = b; i < end && cut_fd >= 0; i++)
-			if (bpf_map_update_elem(cut_fd, &c.vs.v[i].cookie, &one, BPF_ANY) < 0 && !said) {
+		for (size_t i = b; i < end && cut_fd >= 0; i++) {
+			uint64_t k = victim_cookie(&c.vs.v[i]);
+
+			if (bpf_map_update_elem(cut_fd, &k, &one, BPF_ANY) < 0 && !said) {
 				log_warnx("sandbox %s: cannot let the reset of a flow it cuts out: %s", sb->name,
 					  strerror(errno));
 				said = true;
 			}
+		}
 		for (size_t i = b; i < end; i++) {
 			int e = destroy(fd, &c.vs.v[i], (uint32_t)i + 1);
 
@@ -558,8 +565,11 @@ int sluice_flowcut(const struct sluice_sandbox *sb, const char *cgroup, const ui
 			cut_line(log, &c.vs.v[i], np, e);
 			cut += !e;
 		}
-		for (size_t i = b; i < end && cut_fd >= 0; i++)
-			bpf_map_delete_elem(cut_fd, &c.vs.v[i].cookie);
+		for (size_t i = b; i < end && cut_fd >= 0; i++) {
+			uint64_t k = victim_cookie(&c.vs.v[i]);
+
+			bpf_map_delete_elem(cut_fd, &k);
+		}
 	}
 	if (c.vs.over)
 		over_line(log, sb->name, np, c.vs.over);

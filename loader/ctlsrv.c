@@ -347,6 +347,14 @@ static void on_client(evutil_socket_t fd, short what, void *arg)
 	if (what & EV_TIMEOUT) {
 		int pending = 0;
 
+		/* libevent's clock is CLOCK_MONOTONIC_COARSE, cached at the start
+		 * of the loop's pass: its timeout can come a few ms before ours.
+		 * Early, nothing has passed yet (and a total deadline counted
+		 * as idle would mislead): wait out the rest */
+		if (now < c->last_ms + C.lim.idle_ms && now < c->phase_ms + C.lim.total_ms) {
+			client_arm(c, now);
+			return;
+		}
 		/* an idle deadline that passed while the daemon itself was
 		 * stalled (stopped, or its loop busy): bytes waiting in the
 		 * socket say the client was not idle; the total one holds */

@@ -18,9 +18,9 @@ import world as W
 from test_daemon import POLICY_A, Daemon, Workload
 
 # short deadlines, so a case takes seconds: idle 1.5 s, total 3 s.  The idle
-# one is fifteen times the tricklers' 100 ms between bytes: a loaded CI
-# machine stalled their thread past an idle deadline of 500 ms, and once of
-# 1 s (all 20 closed by it, none left for the total deadline to close)
+# one is fifteen times the tricklers' 100 ms between bytes.  (CI's tricklers
+# closed as idle at 500 ms, 1 s and 1.5 s were likely the daemon's: it
+# counted a total deadline whose timer came early as idle; fixed in ctlsrv.c)
 DEADLINES = ["--control-deadlines", "1500:3000"]
 STATUS_BOUND_S = 1.5     # `sluice status` answers within this, whatever the other clients do
 
@@ -66,6 +66,51 @@ def _closed_by_daemon(s, within):
         return True
     except socket.timeout:
         return False
+
+
+def _trickle_round(d, lat):
+    """Open 20 clients that each send a byte every 100 ms and never a whole
+    line, until the daemon closes them; append status latencies to lat.
+    Returns the clients closed at the total and at the idle deadline, the
+    longest gap (s) between the sending thread's rounds, and "control"."""
+    before = _timed_status(d)[1]["control"]
+    tr = [_connect(os.path.join(d.state, "control.sock")) for _ in range(20)]
+    t0 = time.monotonic()
+    gone = set()
+    done = threading.Event()
+    gap = [0.0]
+
+    def trickle():
+        last = time.monotonic()
+        while len(gone) < len(tr) and time.monotonic() - t0 < 5 and not done.is_set():
+            for i, s in enumerate(tr):
+                if i in gone:
+                    continue
+                try:
+                    s.send(b" ")
+                except OSError:
+                    gone.add(i)
+            now = time.monotonic()
+            gap[0] = max(gap[0], now - last)
+            last = now
+            time.sleep(0.1)
+
+    tt = threading.Thread(target=trickle)
+    tt.start()
+    try:
+        while tt.is_alive():
+            lat.append(_timed_status(d)[0])
+            time.sleep(0.2)
+    finally:
+        done.set()
+        tt.join()
+    for s in tr:
+        assert _closed_by_daemon(s, 0.5), "a trickling client outlived its total deadline"
+        s.close()
+    assert time.monotonic() - t0 >= 2.9, "closed before the total deadline"
+    c = _timed_status(d)[1]["control"]
+    return (c["timed_out_total"] - before["timed_out_total"],
+            c["timed_out_idle"] - before["timed_out_idle"], gap[0], c)
 
 
 def _hostile_phase(w, d, name, n_silent, trickle):
@@ -138,45 +183,17 @@ def test_silent_and_trickling_clients_do_not_stall_status_or_events(w):
         assert c["timed_out_idle"] >= 1, c   # the silent ones still open when the flood ended
         # tricklers (a byte every 100 ms, never a whole line): closed at the
         # total deadline.  A thread of their own sends, so a slow `sluice
-        # status` on a loaded machine never stretches a gap past the idle one.
-        before, before_idle = c["timed_out_total"], c["timed_out_idle"]
-        tr = [_connect(os.path.join(d.state, "control.sock")) for _ in range(20)]
-        t0 = time.monotonic()
-        gone = set()
-        done = threading.Event()
-
-        def trickle():
-            while len(gone) < len(tr) and time.monotonic() - t0 < 5 and not done.is_set():
-                for i, s in enumerate(tr):
-                    if i in gone:
-                        continue
-                    try:
-                        s.send(b" ")
-                    except OSError:
-                        gone.add(i)
-                time.sleep(0.1)
-
-        tt = threading.Thread(target=trickle)
-        tt.start()
-        try:
-            while tt.is_alive():
-                lat.append(_timed_status(d)[0])
-                time.sleep(0.2)
-        finally:
-            done.set()
-            tt.join()
-        for s in tr:
-            assert _closed_by_daemon(s, 0.5), "a trickling client outlived its total deadline"
-            s.close()
-        assert time.monotonic() - t0 >= 2.9, "closed before the total deadline"
-        dt, st = _timed_status(d)
-        c = st["control"]
-        # each trickler was closed by a deadline: the total one, or the idle
-        # one when the loaded machine stalled the sending thread past 1 s
-        # (CI saw 15 of 20 at the total deadline); never by nothing
-        d_total = c["timed_out_total"] - before
-        d_idle = c["timed_out_idle"] - before_idle
-        assert d_total >= 1 and d_total + d_idle >= 20, (before, before_idle, c)
+        # status` never stretches a gap; a machine that stalls everything
+        # past the idle deadline (CI once closed all 20 so) shows as a gap
+        # in that thread and the round is run again, at most three times
+        for _ in range(3):
+            d_total, d_idle, gap, c = _trickle_round(d, lat)
+            assert d_total + d_idle >= 20, ("a trickler closed by neither deadline", c)
+            assert d_idle == 0 or gap >= 1.0, \
+                "%d tricklers closed as idle though they sent every %.2f s at most (%d at the total deadline; %s)" % (d_idle, gap, d_total, c)
+            if d_total >= 1:
+                break
+        assert d_total >= 1, "the machine stalled past the idle deadline in three rounds"
         assert c["served"] >= len(lat), c
         lines = [e for e in W.read_events(d.events) if e.get("event.dataset") == "sluice.lifecycle"]
         acts = {e.get("event.action") for e in lines}

@@ -101,7 +101,7 @@ int sluice_bpf_lsm_loads(void)
 
 int sluice_have_exe(void)
 {
-	/* current_exe() in bpf/sluice.bpf.c: the task (BTF) and kernel reads */
+	/* current_exe() in bpf/sluice_cidr.bpf.h: the task (BTF) and kernel reads */
 	/* the socket hooks, sock_create's denial events, and the egress
 	 * backstop (which shares the global functions, never calling them
 	 * with a task) */

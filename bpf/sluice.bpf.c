@@ -128,23 +128,16 @@ static __always_inline bool addr6_eq(const __u32 *a, const volatile __u32 *b)
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
-/*
- * The one check that (addr, port) is the sandbox's resolver (`dns`) or
- * proxy address, as the loader configured it (sluice_cfg): IPv4 and IPv6.
- * False for a component the sandbox runs without.
- */
+/* Is (addr, port) the sandbox's resolver (`dns`) or proxy address?  See
+ * sluice_cfg_addr4/6() in sluice.h, the one check the loader shares. */
 static __always_inline bool sluice_addr4(bool dns, __u32 addr, __u16 port)
 {
-	if (dns)
-		return sluice_cfg.have_dns && addr == sluice_cfg.dns4_addr && port == sluice_cfg.dns4_port;
-	return sluice_cfg.have_proxy && addr == sluice_cfg.proxy4_addr && port == sluice_cfg.proxy4_port;
+	return sluice_cfg_addr4(&sluice_cfg, dns, addr, port);
 }
 
 static __always_inline bool sluice_addr6(bool dns, const __u32 a[4], __u16 port)
 {
-	if (dns)
-		return sluice_cfg.have_dns && port == sluice_cfg.dns6_port && addr6_eq(a, sluice_cfg.dns6_addr);
-	return sluice_cfg.have_proxy && port == sluice_cfg.proxy6_port && addr6_eq(a, sluice_cfg.proxy6_addr);
+	return sluice_cfg_addr6(&sluice_cfg, dns, a, port);
 }
 
 #include "sluice_cidr.bpf.h"

@@ -306,6 +306,37 @@ struct sluice_bpf_config {
 };
 _Static_assert(sizeof(struct sluice_bpf_config) == 64, "sluice_bpf_config size");
 
+#ifdef __bpf__
+#define SLUICE_SHARED_FN static __always_inline
+#else
+#define SLUICE_SHARED_FN static inline
+#endif
+
+/*
+ * The one check that (addr, port) is the sandbox's resolver (`dns`) or
+ * proxy address in cfg: for the BPF programs (on sluice_cfg) and the
+ * loader's flow cut.  addr: network byte order; port: host byte order.
+ * False for a component the sandbox runs without.  A v4-mapped IPv6
+ * address is the caller's to turn into IPv4.
+ */
+SLUICE_SHARED_FN _Bool sluice_cfg_addr4(const volatile struct sluice_bpf_config *cfg, _Bool dns, __u32 addr,
+					__u16 port)
+{
+	if (dns)
+		return cfg->have_dns && addr == cfg->dns4_addr && port == cfg->dns4_port;
+	return cfg->have_proxy && addr == cfg->proxy4_addr && port == cfg->proxy4_port;
+}
+
+SLUICE_SHARED_FN _Bool sluice_cfg_addr6(const volatile struct sluice_bpf_config *cfg, _Bool dns, const __u32 a[4],
+					__u16 port)
+{
+	const volatile __u32 *b = dns ? cfg->dns6_addr : cfg->proxy6_addr;
+
+	if (!(dns ? cfg->have_dns : cfg->have_proxy) || port != (dns ? cfg->dns6_port : cfg->proxy6_port))
+		return 0;
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
 /*
  * The event ring buffer's budget (map sluice_ring_budget: an array of
  * SLUICE_RING_BUDGET_ENTRIES __u64, BPF_F_MMAPABLE, so the consumer updates

@@ -307,15 +307,13 @@ static bool at_sluice(const struct inet_diag_msg *m, const struct sluice_bpf_con
 	uint16_t port = ntohs(m->id.idiag_dport);
 
 	if (m->idiag_family == AF_INET6) {
-		if ((cfg->have_proxy && port == cfg->proxy6_port && memcmp(a, cfg->proxy6_addr, 16) == 0) ||
-		    (cfg->have_dns && port == cfg->dns6_port && memcmp(a, cfg->dns6_addr, 16) == 0))
+		if (sluice_cfg_addr6(cfg, false, a, port) || sluice_cfg_addr6(cfg, true, a, port))
 			return true;
 		if (!(a[0] == 0 && a[1] == 0 && a[2] == htonl(0xffff)))
 			return false;
 		a += 3;   /* v4-mapped: the IPv4 addresses too */
 	}
-	return (cfg->have_proxy && port == cfg->proxy4_port && a[0] == cfg->proxy4_addr) ||
-	       (cfg->have_dns && port == cfg->dns4_port && a[0] == cfg->dns4_addr);
+	return sluice_cfg_addr4(cfg, false, a[0], port) || sluice_cfg_addr4(cfg, true, a[0], port);
 }
 
 /* Decide one dumped socket (attributes a[0..len)): one of the sandbox's

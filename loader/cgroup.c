@@ -81,48 +81,37 @@ uint64_t cg_id(const char *path)
 	return st.st_ino;
 }
 
-/* cg_subtree_ids()'s state. */
-struct cg_walk {
-	const uint64_t *skip;
-	size_t nskip;
-	uint64_t *ids;
-	size_t n, cap, missed;
+#define CG_MAX_DEPTH 64   /* levels below the walk's root it goes down */
+
+/* What cg_walk() does at each cgroup.  pre (NULL: go below every cgroup):
+ * at the cgroup open at `dir` (not to be closed), `depth` levels below the
+ * root; 0 goes below it, 1 skips what is below, -errno stops the walk.
+ * post (may be NULL): after
+ * the cgroup `name` of the one open at `parent` and all below it were
+ * visited.  missed counts the cgroups that could not be opened or listed
+ * (not those removed meanwhile) and those past CG_MAX_DEPTH. */
+struct cg_visit {
+	int (*pre)(int dir, int depth, void *arg);
+	void (*post)(int parent, const char *name, void *arg);
+	void *arg;
+	size_t missed;
 };
 
-/* cg_subtree_ids()'s walk: the cgroup open at `dir` (taken) and those below
- * it, `depth` levels down so far; 0 or -errno (out of memory). */
-static int cg_collect(int dir, int depth, struct cg_walk *w)
+/* The one walk of a cgroup tree: the cgroup open at `dir` (taken), then
+ * each cgroup below it, parents first, by descriptor (no path grows).
+ * 0, or the -errno a pre callback stopped it with. */
+static int cg_walk(int dir, int depth, struct cg_visit *v)
 {
-	struct stat st;
 	struct dirent *d;
 	DIR *dp;
-	int err = 0;
+	int err = v->pre ? v->pre(dir, depth, v->arg) : 0;
 
-	if (fstat(dir, &st) < 0) {
-		w->missed++;
+	if (err) {
 		close(dir);
-		return 0;
+		return err < 0 ? err : 0;
 	}
-	if (depth > 0)
-		for (size_t i = 0; i < w->nskip; i++)
-			if (w->skip[i] == (uint64_t)st.st_ino) {
-				close(dir);
-				return 0;
-			}
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 16;
-		uint64_t *nv = realloc(w->ids, cap * sizeof(*nv));
-
-		if (!nv) {
-			close(dir);
-			return -ENOMEM;
-		}
-		w->ids = nv;
-		w->cap = cap;
-	}
-	w->ids[w->n++] = st.st_ino;
 	if (!(dp = fdopendir(dir))) {
-		w->missed++;
+		v->missed++;
 		close(dir);
 		return 0;
 	}
@@ -131,39 +120,84 @@ static int cg_collect(int dir, int depth, struct cg_walk *w)
 
 		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
 			continue;
-		if (depth >= 64) {
-			w->missed++;
+		if (depth >= CG_MAX_DEPTH) {
+			v->missed++;
 			continue;
 		}
 		sub = openat(dirfd(dp), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		if (sub >= 0)
-			err = cg_collect(sub, depth + 1, w);
-		else if (errno != ENOENT)   /* ENOENT: removed meanwhile */
-			w->missed++;
+		if (sub < 0) {
+			if (errno != ENOENT)   /* ENOENT: removed meanwhile */
+				v->missed++;
+			continue;
+		}
+		err = cg_walk(sub, depth + 1, v);
+		if (!err && v->post)
+			v->post(dirfd(dp), d->d_name, v->arg);
 	}
 	closedir(dp);
 	return err;
 }
 
+/* cg_walk() from `path`: 0, -errno of the open, or the walk's. */
+static int cg_walk_path(const char *path, struct cg_visit *v)
+{
+	int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	return dir < 0 ? -errno : cg_walk(dir, 0, v);
+}
+
+/* cg_subtree_ids()'s state. */
+struct cg_ids {
+	const uint64_t *skip;
+	size_t nskip;
+	uint64_t *ids;
+	size_t n, cap;
+	size_t unreadable;
+};
+
+/* cg_subtree_ids()'s visit: the cgroup's id, unless it is one to skip. */
+static int collect_id(int dir, int depth, void *arg)
+{
+	struct cg_ids *w = arg;
+	struct stat st;
+
+	if (fstat(dir, &st) < 0) {
+		w->unreadable++;
+		return 1;
+	}
+	if (depth > 0)
+		for (size_t i = 0; i < w->nskip; i++)
+			if (w->skip[i] == (uint64_t)st.st_ino)
+				return 1;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 16;
+		uint64_t *nv = realloc(w->ids, cap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		w->ids = nv;
+		w->cap = cap;
+	}
+	w->ids[w->n++] = st.st_ino;
+	return 0;
+}
+
 int cg_subtree_ids(const char *path, const uint64_t *skip, size_t nskip, uint64_t **ids, size_t *n, size_t *missed)
 {
-	struct cg_walk w = { .skip = skip, .nskip = nskip };
-	int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int err;
+	struct cg_ids w = { .skip = skip, .nskip = nskip };
+	struct cg_visit v = { .pre = collect_id, .arg = &w };
+	int err = cg_walk_path(path, &v);
 
 	*ids = NULL;
 	*n = 0;
 	*missed = 0;
-	if (dir < 0)
-		return -errno;
-	err = cg_collect(dir, 0, &w);
 	if (err || !w.n) {
 		free(w.ids);
 		return err ? err : -EIO;
 	}
 	*ids = w.ids;
 	*n = w.n;
-	*missed = w.missed;
+	*missed = v.missed + w.unreadable;
 	return 0;
 }
 
@@ -206,35 +240,27 @@ static int cg_populated(const char *path)
 	return n > 0;
 }
 
-/* SIGKILL each pid of path/cgroup.procs and of every cgroup below it. */
-static void cg_kill_tree(const char *path, int depth)
+/* cg_kill_procs()'s visit: SIGKILL each pid of the cgroup's cgroup.procs. */
+static int kill_procs(int dir, int depth, void *arg)
 {
-	char file[4096];
-	struct dirent *d;
-	DIR *dir;
-	FILE *f;
+	int fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
 	int pid;
 
-	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
-	f = fopen(file, "re");
-	if (f) {
-		while (fscanf(f, "%d", &pid) == 1)
-			kill(pid, SIGKILL);
-		fclose(f);
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
 	}
-	if (depth > 64 || !(dir = opendir(path)))
-		return;
-	while ((d = readdir(dir))) {
-		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
-			continue;
-		if (snprintf(file, sizeof(file), "%s/%s", path, d->d_name) < (int)sizeof(file))
-			cg_kill_tree(file, depth + 1);
-	}
-	closedir(dir);
+	while (fscanf(f, "%d", &pid) == 1)
+		kill(pid, SIGKILL);
+	fclose(f);
+	return 0;
 }
 
 void cg_kill_procs(const char *path)
 {
+	struct cg_visit tree = { .pre = kill_procs };
 	char file[4096];
 	int fd;
 
@@ -248,32 +274,19 @@ void cg_kill_procs(const char *path)
 		if (w == 1)
 			return;
 	}
-	cg_kill_tree(path, 0);
+	cg_walk_path(path, &tree);
 }
 
-/* rmdir every cgroup below `path`, deepest first (their processes are
- * already dead: cgroup.kill covers descendants).  Bounded depth. */
-static void cg_remove_children(const char *path, int depth)
+/* cg_kill_and_remove()'s visit after a cgroup's children: rmdir it (its
+ * processes are already dead: cgroup.kill covers descendants). */
+static void remove_cgroup(int parent, const char *name, void *arg)
 {
-	char sub[4096];
-	struct dirent *d;
-	DIR *dir;
-
-	if (depth > 64 || !(dir = opendir(path)))
-		return;
-	while ((d = readdir(dir))) {
-		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
-			continue;
-		if (snprintf(sub, sizeof(sub), "%s/%s", path, d->d_name) >= (int)sizeof(sub))
-			continue;
-		cg_remove_children(sub, depth + 1);
-		rmdir(sub);
-	}
-	closedir(dir);
+	unlinkat(parent, name, AT_REMOVEDIR);
 }
 
 int cg_kill_and_remove(const char *path, int timeout_ms)
 {
+	struct cg_visit remove = { .post = remove_cgroup };
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
 	int waited = 0;
 
@@ -290,7 +303,7 @@ int cg_kill_and_remove(const char *path, int timeout_ms)
 	}
 	/* the sandbox may have made child cgroups (mkdir needs no capability
 	 * in its own cgroup namespace): they block rmdir, remove them first */
-	cg_remove_children(path, 0);
+	cg_walk_path(path, &remove);
 	if (rmdir(path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;

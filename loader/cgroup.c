@@ -56,9 +56,12 @@ int bpffs_ensure(const char *dir)
 	return 0;
 }
 
+#define CG_MAX_DEPTH 64   /* levels below a cgroup the walks below go down */
+
 int cg_create(const char *path)
 {
-	int fd;
+	char depth[16];
+	int fd, dfd;
 
 	if (mkdir(path, 0755) < 0)
 		return -errno;
@@ -68,6 +71,23 @@ int cg_create(const char *path)
 
 		rmdir(path);
 		return err;
+	}
+	/* the sandbox may make cgroups below its own, no deeper than the
+	 * walk that kills and removes them reaches (cgroup.max.depth, 4.14+;
+	 * the file is not delegated: the sandbox cannot raise it) */
+	dfd = openat(fd, "cgroup.max.depth", O_WRONLY | O_CLOEXEC);
+	if (dfd >= 0) {
+		int n = snprintf(depth, sizeof(depth), "%d", CG_MAX_DEPTH);
+		ssize_t w = write(dfd, depth, (size_t)n);
+
+		close(dfd);
+		if (w != n) {
+			int err = w < 0 ? -errno : -EIO;
+
+			close(fd);
+			rmdir(path);
+			return err;
+		}
 	}
 	return fd;
 }
@@ -81,14 +101,12 @@ uint64_t cg_id(const char *path)
 	return st.st_ino;
 }
 
-#define CG_MAX_DEPTH 64   /* levels below the walk's root it goes down */
-
 /* What cg_walk() does at each cgroup.  pre (NULL: go below every cgroup):
  * at the cgroup open at `dir` (not to be closed), `depth` levels below the
  * root; 0 goes below it, 1 skips what is below, -errno stops the walk.
  * post (may be NULL): after
  * the cgroup `name` of the one open at `parent` and all below it were
- * visited.  missed counts the cgroups that could not be opened or listed
+ * visited, or could not be (too deep, or not opened).  missed counts the cgroups that could not be opened or listed
  * (not those removed meanwhile) and those past CG_MAX_DEPTH. */
 struct cg_visit {
 	int (*pre)(int dir, int depth, void *arg);
@@ -121,16 +139,17 @@ static int cg_walk(int dir, int depth, struct cg_visit *v)
 		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
 			continue;
 		if (depth >= CG_MAX_DEPTH) {
+			sub = -1;
 			v->missed++;
-			continue;
+		} else if ((sub = openat(dirfd(dp), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+			if (errno == ENOENT)   /* removed meanwhile */
+				continue;
+			v->missed++;
 		}
-		sub = openat(dirfd(dp), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		if (sub < 0) {
-			if (errno != ENOENT)   /* ENOENT: removed meanwhile */
-				v->missed++;
-			continue;
-		}
-		err = cg_walk(sub, depth + 1, v);
+		if (sub >= 0)
+			err = cg_walk(sub, depth + 1, v);
+		/* a cgroup not walked still gets its post (an rmdir of one
+		 * without children of its own succeeds all the same) */
 		if (!err && v->post)
 			v->post(dirfd(dp), d->d_name, v->arg);
 	}

@@ -20,8 +20,10 @@ int bpffs_ensure(const char *dir);
 
 /*
  * Create directory `path` (a new cgroup).  Fails with -EEXIST if it exists:
- * every sandbox starts from a fresh cgroup.  Returns an O_DIRECTORY fd
- * (>= 0) to it, for CLONE_INTO_CGROUP and BPF attach, or -errno.
+ * every sandbox starts from a fresh cgroup.  Its cgroup.max.depth is 64:
+ * the sandbox can make cgroups below it no deeper than cg_kill_and_remove()
+ * reaches.  Returns an O_DIRECTORY fd (>= 0) to it, for CLONE_INTO_CGROUP
+ * and BPF attach, or -errno.
  */
 int cg_create(const char *path);
 

@@ -534,6 +534,21 @@ def test_tunnelling_rate_limited_and_flagged_in_detail(w):
     assert len(upstream) == len(passed), (len(upstream), len(passed))
 
 
+def test_cgroups_nested_past_the_cleanups_reach_are_refused(w):
+    """Nest child cgroups inside the sandbox as deep as the kernel lets it:
+    the sandbox's cgroup.max.depth stops it at 64 levels, which the cleanup
+    walks all the way, so nothing is left behind (before, 70 levels were
+    made and the sandbox's cgroup outlived it: rmdir saw EBUSY)."""
+    c = ctx(w)
+    sbx = "atkdeep%d" % (os.getpid() % 100000)
+    script = ("d={cg2}; i=0; while [ $i -lt 70 ]; do d=$d/n; mkdir $d 2>/dev/null || break; i=$((i+1)); done; "
+              "echo levels $i").format(cg2=c.cg2)
+    r = w.sluice_run(["sh", "-c", script], policy=POLICY, extra=["--name", sbx])
+    assert r.rc == 0, r
+    assert "levels 64" in r.stdout, r.stdout
+    assert not [l for l in W.leftovers() if sbx in l], W.leftovers()
+
+
 def test_child_cgroup_does_not_outlive_the_sandbox(w):
     """Move into a child cgroup of the sandbox, leave a process there, let
     CMD exit: the whole subtree is killed and removed with the sandbox (before

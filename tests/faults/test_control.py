@@ -72,7 +72,8 @@ def _trickle_round(d, lat):
     """Open 20 clients that each send a byte every 100 ms and never a whole
     line, until the daemon closes them; append status latencies to lat.
     Returns the clients closed at the total and at the idle deadline, the
-    longest gap (s) between the sending thread's rounds, and "control"."""
+    longest gap (s) between the sending thread's rounds, the round's
+    seconds until all were closed, and "control"."""
     before = _timed_status(d)[1]["control"]
     tr = [_connect(os.path.join(d.state, "control.sock")) for _ in range(20)]
     t0 = time.monotonic()
@@ -107,10 +108,10 @@ def _trickle_round(d, lat):
     for s in tr:
         assert _closed_by_daemon(s, 0.5), "a trickling client outlived its total deadline"
         s.close()
-    assert time.monotonic() - t0 >= 2.9, "closed before the total deadline"
+    took = time.monotonic() - t0
     c = _timed_status(d)[1]["control"]
     return (c["timed_out_total"] - before["timed_out_total"],
-            c["timed_out_idle"] - before["timed_out_idle"], gap[0], c)
+            c["timed_out_idle"] - before["timed_out_idle"], gap[0], took, c)
 
 
 def _hostile_phase(w, d, name, n_silent, trickle):
@@ -187,11 +188,12 @@ def test_silent_and_trickling_clients_do_not_stall_status_or_events(w):
         # past the idle deadline (CI once closed all 20 so) shows as a gap
         # in that thread and the round is run again, at most three times
         for _ in range(3):
-            d_total, d_idle, gap, c = _trickle_round(d, lat)
+            d_total, d_idle, gap, took, c = _trickle_round(d, lat)
             assert d_total + d_idle >= 20, ("a trickler closed by neither deadline", c)
             assert d_idle == 0 or gap >= 1.0, \
                 "%d tricklers closed as idle though they sent every %.2f s at most (%d at the total deadline; %s)" % (d_idle, gap, d_total, c)
             if d_total >= 1:
+                assert took >= 2.9, "closed before the total deadline (%.2f s)" % took
                 break
         assert d_total >= 1, "the machine stalled past the idle deadline in three rounds"
         assert c["served"] >= len(lat), c

@@ -104,9 +104,9 @@ uint64_t cg_id(const char *path)
 /* What cg_walk() does at each cgroup.  pre (NULL: go below every cgroup):
  * at the cgroup open at `dir` (not to be closed), `depth` levels below the
  * root; 0 goes below it, 1 skips what is below, -errno stops the walk.
- * post (may be NULL): after
- * the cgroup `name` of the one open at `parent` and all below it were
- * visited, or could not be (too deep, or not opened).  missed counts the cgroups that could not be opened or listed
+ * post (may be NULL): after the cgroup `name` of the one open at `parent`
+ * and all below it were visited, or could not be (too deep, or not
+ * opened).  missed counts the cgroups that could not be opened or listed
  * (not those removed meanwhile) and those past CG_MAX_DEPTH. */
 struct cg_visit {
 	int (*pre)(int dir, int depth, void *arg);

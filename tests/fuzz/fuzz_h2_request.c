@@ -70,7 +70,6 @@ static void setup(void)
 	sluice_evlog_init(&px.log, null_fd, "/dev/null", "fuzz", NULL);
 	ms_tv(50, &px.tv_header);
 	ms_tv(50, &px.tv_idle);
-	px.tv_idle_plain = px.tv_idle;
 	ms_tv(50, &px.tv_connect);
 	ms_tv(px.cfg.linger_ms, &px.tv_linger);
 	ms_tv(px.cfg.keepalive_timeout_ms, &px.tv_keepalive);

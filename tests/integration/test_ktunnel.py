@@ -298,25 +298,120 @@ def server_closed(w, ident, timeout=20):
     return None
 
 
-def test_kernel_tunnel_idle_timeout_and_activity(w):
-    """The idle timeout cuts a silent kernel tunnel (both sides closed, the
-    line says idle_timeout) and not one whose bytes keep moving (the
-    kernel's bytes count as activity, read from tcp_info)."""
+def idle_timeout_and_activity(w, path):
     server(w)
     e = P.env(w)
     ident = "idle%d" % time.monotonic_ns()
     ready = os.path.join(w.tmp, ident + ".ready")
     # 8 pings over 4 s under a 2 s idle timeout: kept; then silence: cut
     r = e.run(["python3", "-c", HOLD, ident, "8", ready], policy=policy(w),
-              proxy_args=["--kernel-tunnels", "--idle-timeout", "2"], timeout=120)
+              proxy_args=(["--kernel-tunnels"] if path == "kernel" else []) + ["--idle-timeout", "2"],
+              timeout=120)
     assert r.rc == 0, r
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["echo_ok"] and res["how"] == "eof", res
     assert 1.0 <= res["after"] < 15, res
     assert server_closed(w, ident) == "eof"
     line = P.only(r.proxy, event__action="proxy-connect")
-    assert line["event.reason"] == "idle_timeout" and line["sluice.tunnel_path"] == "kernel", line
+    assert line["event.reason"] == "idle_timeout" and line["sluice.tunnel_path"] == path, line
     assert line["source.bytes"] == len("hold %s\nBANNER sluice\nfirst" % ident) + sum(len("ping%d" % i) for i in range(8)), line
+
+
+def test_kernel_tunnel_idle_timeout_and_activity(w):
+    """The idle timeout cuts a silent kernel tunnel (both sides closed, the
+    line says idle_timeout) and not one whose bytes keep moving (the
+    kernel's bytes count as activity, read from tcp_info)."""
+    idle_timeout_and_activity(w, "kernel")
+
+
+def test_spliced_tunnel_idle_timeout_and_activity(w):
+    """The same for a tunnel relayed with splice (the default)."""
+    idle_timeout_and_activity(w, "splice")
+
+
+# Two tunnels under one idle timeout: "quiet" says hello and falls silent,
+# "busy" pings every 0.5 s for 7 s.  Each side's EOF time is noted.
+HOLD2 = r"""
+import json, os, socket, sys, threading, time, urllib.parse
+ident = sys.argv[1]
+u = urllib.parse.urlsplit(os.environ["SLUICE_PROXY"])
+def tunnel(name):
+    c = socket.create_connection((u.hostname, u.port), timeout=60)
+    c.sendall(b"CONNECT api.example.com:%(port)d HTTP/1.1\r\nHost: api.example.com:%(port)d\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += c.recv(1000)
+    c.sendall(("hold %%s%%s\nBANNER sluice\nfirst" %% (ident, name)).encode())
+    buf = buf.split(b"\r\n\r\n", 1)[1]
+    while b"first" not in buf:
+        buf += c.recv(1000)
+    return c
+t0 = time.time()
+busy, quiet = tunnel("busy"), tunnel("quiet")   # busy first: the head of the list
+eof = {}
+def wait_eof(c, name):
+    try:
+        while c.recv(1000):
+            pass
+    except OSError:
+        pass
+    eof[name] = round(time.time() - t0, 2)
+th = threading.Thread(target=wait_eof, args=(quiet, "quiet")); th.start()
+pings_ok = 0
+for i in range(14):
+    time.sleep(0.5)
+    msg = b"ping%%d" %% i
+    try:
+        busy.sendall(msg)
+        got = b""
+        while msg not in got:
+            b = busy.recv(1000)
+            if not b:
+                break
+            got += b
+        pings_ok += msg in got
+    except OSError:
+        break
+pings_end = round(time.time() - t0, 2)
+wait_eof(busy, "busy")
+th.join()
+print(json.dumps({"pings_ok": pings_ok, "pings_end": pings_end, "eof": eof}))
+""" % {"port": PORT}
+
+
+def idle_timeout_two_tunnels(w, path):
+    server(w)
+    e = P.env(w)
+    ident = "two%d" % time.monotonic_ns()
+    r = e.run(["python3", "-c", HOLD2, ident], policy=policy(w),
+              proxy_args=(["--kernel-tunnels"] if path == "kernel" else []) + ["--idle-timeout", "2"],
+              timeout=120)
+    assert r.rc == 0, r
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    print("result:", res)
+    # the busy tunnel's pings kept it (and not the quiet one) open: the
+    # quiet one was cut while the pings went on, the busy one after them
+    # (a kernel tunnel's bytes are seen when the timer fires: it is cut
+    # between one and two idle times after its last byte)
+    assert res["pings_ok"] == 14, res
+    assert res["eof"]["quiet"] < res["pings_end"] - 1.0, res
+    assert res["eof"]["busy"] >= res["pings_end"] + 1.0, res
+    lines = [l for l in r.proxy if l.get("event.action") == "proxy-connect"]
+    assert len(lines) == 2 and all(l["event.reason"] == "idle_timeout" and l["sluice.tunnel_path"] == path
+                                   for l in lines), lines
+
+
+def test_idle_timeout_cuts_the_quiet_tunnel_not_the_busy_one(w):
+    """Tunnels share one idle timer (userspace/proxy/relay.c): a tunnel
+    whose bytes move does not keep a quiet one open, nor is it cut with
+    it; each is cut its own idle time after its last byte."""
+    idle_timeout_two_tunnels(w, "splice")
+
+
+def test_idle_timeout_cuts_the_quiet_kernel_tunnel_not_the_busy_one(w):
+    """The same with kernel tunnels, whose activity is read from the
+    sockets' counters when the timer fires."""
+    idle_timeout_two_tunnels(w, "kernel")
 
 
 def test_killed_proxy_closes_kernel_tunnels(w):

@@ -138,6 +138,21 @@ static void upstream_release(struct conn *c)
 	}
 }
 
+void conn_events_to_relay(struct conn *c, struct event *ev[2])
+{
+	ev[0] = c->rev;
+	ev[1] = c->timer;
+	c->rev = c->timer = NULL;
+	for (int i = 0; i < 2; i++)
+		if (ev[i])
+			event_del(ev[i]);
+	c->rev_on = false;
+	if (c->uev) {
+		event_free(c->uev);
+		c->uev = NULL;
+	}
+}
+
 void conn_drop_events(struct conn *c)
 {
 	if (c->rev) {
@@ -915,15 +930,13 @@ static void start_tunnel(struct conn *c)
 {
 	char *init = c->buf;
 	size_t ilen = c->len;
+	struct event *ev[2];
 
-	conn_drop_events(c);
-	/* the relay keeps its own idle timer */
-	event_free(c->timer);
-	c->timer = NULL;
+	conn_events_to_relay(c, ev);
 	c->buf = NULL;
 	c->len = c->cap = 0;
 	c->phase = PH_TUNNEL;
-	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, &c->px->tv_idle_plain, true,
+	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, ev, true,
 			       on_relay_done, c);
 	if (!c->relay)
 		conn_close(c, "relay_error");

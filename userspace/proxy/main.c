@@ -435,7 +435,6 @@ static void make_loop(struct proxy *px)
 
 	ms_to_tv(cfg->header_timeout_ms, &px->tv_header);
 	ms_to_tv(cfg->idle_timeout_ms, &px->tv_idle);
-	px->tv_idle_plain = px->tv_idle;
 	ms_to_tv(cfg->connect_timeout_ms, &px->tv_connect);
 	ms_to_tv(cfg->linger_ms, &px->tv_linger);
 	ms_to_tv(cfg->keepalive_timeout_ms, &px->tv_keepalive);
@@ -453,6 +452,13 @@ static void make_loop(struct proxy *px)
 
 		if (ct)
 			*tvs[i] = *ct;
+	}
+	{
+		struct timeval tunnel_idle;   /* the relays' one timer: a plain timeval */
+
+		ms_to_tv(cfg->idle_timeout_ms, &tunnel_idle);
+		if (relay_idle_timeout(px->base, &tunnel_idle) < 0)
+			fatalx("cannot make the tunnels' idle timer");
 	}
 }
 

@@ -129,7 +129,7 @@ struct proxy {
 	/* timeouts; the first five are libevent "common timeouts" (main.c), not
 	 * plain timevals: pass them to event_add() only */
 	struct timeval tv_header, tv_idle, tv_connect, tv_linger, tv_keepalive;
-	struct timeval tv_idle_plain, tv_upstream_idle;
+	struct timeval tv_upstream_idle;
 	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
 	size_t n_listeners;
 	struct conn *conns;             /* every open client connection (drain.c) */
@@ -376,6 +376,12 @@ void conn_linger(struct conn *c);
 /* Free c's client read event (rev, rev_on cleared) and its upstream event
  * (uev): the socket is about to belong to a relay or a TLS pump. */
 void conn_drop_events(struct conn *c);
+
+/* The sockets are about to belong to a relay (relay_start): hand it c's
+ * client read event and its timer as ev[0] and ev[1] (deleted; NULL where
+ * c has none; c->rev and c->timer become NULL) and free the upstream event
+ * (uev). */
+void conn_events_to_relay(struct conn *c, struct event *ev[2]);
 
 /* Read the client socket or not (adds or deletes c->rev). */
 void conn_client_reading(struct conn *c, bool on);

@@ -30,7 +30,7 @@ struct relay_dir {
 	bool eof;             /* src said FIN */
 	bool done;            /* FIN passed on to dst */
 	uint64_t bytes;
-	struct event *rev;    /* src readable */
+	struct event *rev;    /* src readable (one of the caller's events, relay_start) */
 	struct event *wev;    /* dst writable: made the first time dst is full (an idle
 			       * tunnel never needs one: 10,000 of them, 2.8 MB) */
 };
@@ -38,10 +38,9 @@ struct relay_dir {
 struct proxy_relay {
 	struct relay_dir d[2];   /* 0: client -> upstream, 1: upstream -> client */
 	struct event_base *base;
-	struct event *idle_ev;
-	struct timeval idle;
-	bool has_idle;
-	struct timespec last;
+	struct timespec last;    /* when a byte last moved (CLOCK_MONOTONIC_COARSE) */
+	struct proxy_relay *idle_prev, *idle_next;   /* in the idle list, by `last` */
+	bool in_idle;
 	relay_done_cb cb;
 	void *arg;
 	bool finished;
@@ -55,12 +54,65 @@ struct proxy_relay {
 	uint64_t k_moved[2];   /* the last counts read: what the kernel moved each way */
 };
 
+/*
+ * The idle timeout.  Every relay of the process has the same one, so the
+ * relays wait in one list ordered by their last activity (a relay whose
+ * bytes move goes to its tail) under one timer, armed for the head's
+ * deadline: an idle tunnel holds no timer of its own (10,000 of them,
+ * 1.4 MB less).  The proxy has one event loop.
+ */
+static struct {
+	struct proxy_relay *head, *tail;
+	struct event *timer;
+	struct timeval tv;
+	long long ms;             /* 0: no idle timeout */
+} idle;
+
 static bool kernel_wanted;
 static bool kernel_said;   /* the fallback to splice is said once */
 
 static void now(struct timespec *ts)
 {
 	clock_gettime(CLOCK_MONOTONIC_COARSE, ts);
+}
+
+static void idle_unlink(struct proxy_relay *r)
+{
+	if (!r->in_idle)
+		return;
+	if (r->idle_prev)
+		r->idle_prev->idle_next = r->idle_next;
+	else
+		idle.head = r->idle_next;
+	if (r->idle_next)
+		r->idle_next->idle_prev = r->idle_prev;
+	else
+		idle.tail = r->idle_prev;
+	r->idle_prev = r->idle_next = NULL;
+	r->in_idle = false;
+}
+
+static void idle_append(struct proxy_relay *r)
+{
+	r->idle_prev = idle.tail;
+	r->idle_next = NULL;
+	if (idle.tail)
+		idle.tail->idle_next = r;
+	else
+		idle.head = r;
+	idle.tail = r;
+	r->in_idle = true;
+}
+
+/* r's bytes moved now: to the idle list's tail (the timer stays armed for
+ * the head, whose deadline this cannot make earlier). */
+static void touch(struct proxy_relay *r)
+{
+	now(&r->last);
+	if (!r->in_idle || !r->idle_next)
+		return;
+	idle_unlink(r);
+	idle_append(r);
 }
 
 static void wev_del(struct relay_dir *d)
@@ -93,8 +145,7 @@ static void finish(struct proxy_relay *r, const char *err)
 		event_del(r->d[i].rev);
 		wev_del(&r->d[i]);
 	}
-	if (r->idle_ev)
-		event_del(r->idle_ev);
+	idle_unlink(r);
 	if (r->flush_ev)
 		event_del(r->flush_ev);
 	{
@@ -180,7 +231,7 @@ static enum pump_result pump(struct proxy_relay *r, struct relay_dir *d)
 				return PUMP_ERROR_DST;
 			}
 			d->bytes += (uint64_t)n;
-			now(&r->last);
+			touch(r);
 			if (!from_buf) {
 				d->in_pipe -= (size_t)n;
 				continue;
@@ -278,34 +329,50 @@ static void run(struct proxy_relay *r, int which)
 static void on_read0(evutil_socket_t fd, short what, void *arg) { run(arg, 0); }
 static void on_read1(evutil_socket_t fd, short what, void *arg) { run(arg, 1); }
 
+/* The idle timer: finish the relays at the list's head whose time is up
+ * (a kernel tunnel's bytes count when its counters moved), then wait for
+ * the next head's. */
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
-	struct proxy_relay *r = arg;
-	struct timespec t;
-	long long idle_ms = (long long)r->idle.tv_sec * 1000 + r->idle.tv_usec / 1000;
-	long long since;
+	struct proxy_relay *r;
 
-	if (r->k) {
-		uint64_t a = ktunnel_activity(r->k);
+	while ((r = idle.head)) {
+		struct timespec t;
+		long long since;
 
-		if (a != r->k_activity) {
-			r->k_activity = a;
-			now(&r->last);
+		if (r->k) {
+			uint64_t a = ktunnel_activity(r->k);
+
+			if (a != r->k_activity) {
+				r->k_activity = a;
+				touch(r);
+				continue;
+			}
 		}
-	}
-	now(&t);
-	since = (long long)(t.tv_sec - r->last.tv_sec) * 1000 + (t.tv_nsec - r->last.tv_nsec) / 1000000;
-	if (since >= idle_ms) {
-		finish(r, "idle_timeout");
-		return;
-	}
-	{
-		/* wake again when the idle time would be reached */
-		long long left = idle_ms - since;
-		struct timeval tv = { .tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000 };
+		now(&t);
+		since = (long long)(t.tv_sec - r->last.tv_sec) * 1000 + (t.tv_nsec - r->last.tv_nsec) / 1000000;
+		if (since < idle.ms) {
+			long long left = idle.ms - since;
+			struct timeval tv = { .tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000 };
 
-		event_add(r->idle_ev, &tv);
+			event_add(idle.timer, &tv);
+			return;
+		}
+		idle_unlink(r);
+		finish(r, "idle_timeout");   /* may free r */
 	}
+}
+
+int relay_idle_timeout(struct event_base *base, const struct timeval *tv)
+{
+	if (!idle.timer) {
+		idle.timer = evtimer_new(base, on_idle, NULL);
+		if (!idle.timer)
+			return -1;
+	}
+	idle.tv = *tv;
+	idle.ms = (long long)tv->tv_sec * 1000 + tv->tv_usec / 1000;
+	return 0;
 }
 
 /* --- kernel mode (ktunnel.h) ------------------------------------------------ */
@@ -494,11 +561,10 @@ static int kernel_try(struct proxy_relay *r, struct event_base *base)
 		goto fallback;
 	}
 	r->flush_ev = evtimer_new(base, on_flush, r);
-	for (int i = 0; i < 2; i++) {
-		event_free(r->d[i].rev);
-		r->d[i].rev = event_new(base, r->d[i].src, EV_CLOSED, i == 0 ? on_kclosed0 : on_kclosed1, r);
-	}
-	if (!r->flush_ev || !r->d[0].rev || !r->d[1].rev)
+	for (int i = 0; i < 2; i++)   /* not added yet: assigned anew */
+		if (event_assign(r->d[i].rev, base, r->d[i].src, EV_CLOSED, i == 0 ? on_kclosed0 : on_kclosed1, r) < 0)
+			return -1;
+	if (!r->flush_ev)
 		return -1;
 	drop_buf(d0);
 	r->k_activity = ktunnel_activity(r->k);
@@ -516,13 +582,25 @@ fallback:
 }
 
 struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
-				char *initial, size_t initial_len, const struct timeval *idle,
+				char *initial, size_t initial_len, struct event *ev[2],
 				bool kernel_ok, relay_done_cb cb, void *arg)
 {
 	struct proxy_relay *r = calloc(1, sizeof(*r));
 
-	if (!r)
+	for (int i = 0; i < 2; i++) {
+		if (!ev[i])
+			ev[i] = event_new(base, -1, 0, on_read0, NULL);
+		if (r)
+			r->d[i].rev = ev[i];
+	}
+	if (!r || !ev[0] || !ev[1]) {
+		for (int i = 0; i < 2; i++)
+			if (ev[i])
+				event_free(ev[i]);
+		free(initial);
+		free(r);
 		return NULL;
+	}
 	r->cb = cb;
 	r->arg = arg;
 	r->base = base;
@@ -532,19 +610,20 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 		d->src = i == 0 ? cfd : ufd;
 		d->dst = i == 0 ? ufd : cfd;
 		d->pipe[0] = d->pipe[1] = -1;
-		d->rev = event_new(base, d->src, EV_READ, i == 0 ? on_read0 : on_read1, r);
-		if (!d->rev)
-			goto fail;
 	}
-	if (idle) {
-		r->idle = *idle;
-		r->has_idle = true;
-		r->idle_ev = evtimer_new(base, on_idle, r);
-		if (!r->idle_ev)
-			goto fail;
-		event_add(r->idle_ev, idle);
+	for (int i = 0; i < 2; i++) {
+		if (event_assign(r->d[i].rev, base, r->d[i].src, EV_READ, i == 0 ? on_read0 : on_read1, r) < 0) {
+			free(initial);
+			relay_free(r);
+			return NULL;
+		}
 	}
 	now(&r->last);
+	if (idle.ms) {
+		idle_append(r);
+		if (!evtimer_pending(idle.timer, NULL))
+			event_add(idle.timer, &idle.tv);
+	}
 	if (initial && initial_len) {
 		r->d[0].buf = initial;
 		r->d[0].len = initial_len;
@@ -571,13 +650,6 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 		return NULL;
 	}
 	return r;
-fail:
-	free(initial);
-	for (int i = 0; i < 2; i++)
-		if (r->d[i].rev)
-			event_free(r->d[i].rev);
-	free(r);
-	return NULL;
 }
 
 void relay_free(struct proxy_relay *r)
@@ -594,8 +666,7 @@ void relay_free(struct proxy_relay *r)
 		pipe_put(d->pipe, d->in_pipe == 0);
 		free(d->buf);
 	}
-	if (r->idle_ev)
-		event_free(r->idle_ev);
+	idle_unlink(r);
 	if (r->flush_ev)
 		event_free(r->flush_ev);
 	ktunnel_free(r->k);

@@ -8,7 +8,8 @@
  * pool when bytes arrive and gives it back when it goes idle, so an idle
  * tunnel holds its two sockets and no buffer, pipe or extra descriptor.  A FIN in one
  * direction is passed on as shutdown(SHUT_WR); the relay ends when both
- * directions have ended, on an error, or after the idle timeout.
+ * directions have ended, on an error, or after the idle timeout
+ * (relay_idle_timeout).
  */
 #ifndef SLUICE_PROXY_RELAY_H
 #define SLUICE_PROXY_RELAY_H
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct event;
 struct event_base;
 struct timeval;
 struct proxy_relay;
@@ -36,14 +38,27 @@ typedef void (*relay_done_cb)(void *arg, const char *err, uint64_t up, uint64_t 
  * tunnel; else with splice).
  * `initial` (malloc'd, may be NULL) holds bytes already read from the client
  * (a peeked ClientHello); the relay sends them upstream first and frees
- * them.  `idle` (NULL: none) ends the relay when no byte moved for that
- * long.  The sockets stay owned by the caller; `initial` is the relay's
- * in every case.  Returns NULL on allocation failure, or when a kernel
- * hand-over failed half-way (then close the sockets).
+ * them.  `ev` are two events from event_new() on `base`, not pending (any
+ * fd and callback; NULL: the relay makes one): the relay assigns them anew
+ * as its read events (the caller's events serve on instead of being freed
+ * and made again, so an idle tunnel holds no event the connection's setup
+ * did not already hold).  The relay ends after relay_idle_timeout()'s time
+ * without a byte moved.  The sockets stay owned by the caller; `initial`
+ * and `ev` are the relay's in every case.  Returns NULL on allocation
+ * failure, or when a kernel hand-over failed half-way (then close the
+ * sockets).
  */
 struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
-				char *initial, size_t initial_len, const struct timeval *idle,
+				char *initial, size_t initial_len, struct event *ev[2],
 				bool kernel_ok, relay_done_cb cb, void *arg);
+
+/*
+ * Every relay of the process (one event loop, `base`) ends when no byte
+ * moved for `tv` (a plain timeval, not a libevent common timeout); they
+ * share one timer.  Call once, before the first relay_start (none: no idle
+ * timeout).  0, or -1 when the timer cannot be made.
+ */
+int relay_idle_timeout(struct event_base *base, const struct timeval *tv);
 
 /* Stop and free a relay (its events, pipes and buffers; not the sockets). */
 void relay_free(struct proxy_relay *r);

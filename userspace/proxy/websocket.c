@@ -62,6 +62,7 @@ void ws_relay_start(struct conn *c, struct evbuffer *from_client)
 {
 	size_t n = from_client ? evbuffer_get_length(from_client) : 0;
 	char *init = NULL;
+	struct event *ev[2];
 
 	if (n) {
 		init = malloc(n);
@@ -74,17 +75,13 @@ void ws_relay_start(struct conn *c, struct evbuffer *from_client)
 		evbuffer_remove(from_client, init, n);
 	}
 	/* the client's and upstream's read events (and the upstream's pooled
-	 * handler) give way to the relay's own; it keeps its own idle timer */
+	 * handler) give way to the relay's, made of the connection's own */
 	http_free(c);
-	conn_drop_events(c);
+	conn_events_to_relay(c, ev);
 	proxy_io_free(c->uio);
 	c->uio = NULL;
-	if (c->timer) {
-		event_free(c->timer);
-		c->timer = NULL;
-	}
 	c->phase = PH_TUNNEL;
-	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, n, &c->px->tv_idle_plain, false, on_ws_done, c);
+	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, n, ev, false, on_ws_done, c);
 	if (!c->relay) {
 		c->failed = true;
 		c->reason = "out_of_memory";

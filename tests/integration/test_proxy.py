@@ -842,6 +842,23 @@ def test_slow_header_client(w):
     only(r.proxy, event__reason="header_timeout")
 
 
+def test_head_in_many_pieces_arrives_whole(w):
+    """A request head that comes in many small pieces is forwarded whole:
+    the proxy's buffer is first as large as the first piece and grows with
+    what arrives (userspace/proxy/conn.c, read_more)."""
+    e = env(w)
+    m = e.mark()
+    pad = "".join(chr(ord("a") + i % 26) for i in range(3000))
+    r = e.client([{"op": "slow", "via": "proxy", "delay": 0.0005, "max_time": 60,
+                   "send": explicit("http://api.example.com:%d/pieces" % HTTP_PORT,
+                                    "X-Pad: %s\r\nConnection: close\r\n" % pad)}],
+                 proxy_args=["--header-timeout", "60"], timeout=180)
+    res = r.results[0]
+    assert res["status"] == 200 and res["sent"] > 3000, res
+    got = [g for g in e.arrived(m) if g["path"] == "/pieces"]
+    assert len(got) == 1 and got[0]["headers"].get("X-Pad") == pad, got
+
+
 def test_connection_cap_503(w):
     e = env(w)
     r = e.client([

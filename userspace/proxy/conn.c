@@ -28,7 +28,8 @@
 #include "tls_pump.h"
 #include "upool.h"
 
-#define READ_INITIAL 1024        /* first allocation, made when the first byte arrives */
+#define READ_INITIAL 1024        /* bytes the first read asks for */
+#define READ_CHUNK_MAX 16384     /* most bytes one read asks for */
 #define TLS_PEEK_MAX 32768       /* raw bytes of a ClientHello we are willing to buffer */
 #define TLS_CONTENT_HANDSHAKE 0x16
 
@@ -479,28 +480,44 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* --- reading before the decision ------------------------------------------ */
 
-/* Read what is there, growing c->buf up to `limit`.  Returns 1 (bytes
- * read), 0 (nothing yet), -1 (EOF), -2 (error), -3 (buffer at limit). */
+/* Read what is there into c->buf, up to `limit` bytes in all.  Returns 1
+ * (bytes read), 0 (nothing yet), -1 (EOF), -2 (error, or out of memory),
+ * -3 (at limit).  The bytes land on the stack first and the first read
+ * makes c->buf just as large as what arrived, so a head that comes in one
+ * piece (the usual case) holds its own size, not a fixed chunk: an idle
+ * tunnel's setup then leaves a small hole in the heap between the records
+ * it keeps, not a kilobyte (docs/performance.md, "Proxy, memory").  Later
+ * reads grow it at least twofold (a head sent a byte at a time costs
+ * O(n) copying, not O(n^2)).  A read asks for as much as the buffer
+ * holds, READ_INITIAL at first. */
 static int read_more(struct conn *c, size_t limit)
 {
+	char tmp[READ_CHUNK_MAX];
+	size_t room;
 	ssize_t n;
 
 	if (c->len >= limit)
 		return -3;
-	if (c->len == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : READ_INITIAL;
-		char *nb;
-
-		if (ncap > limit)
-			ncap = limit;
-		nb = realloc(c->buf, ncap);
-		if (!nb)
-			return -2;
-		c->buf = nb;
-		c->cap = ncap;
-	}
-	n = recv(c->cfd, c->buf + c->len, c->cap - c->len, 0);
+	room = c->len > READ_INITIAL ? c->len : READ_INITIAL;
+	if (room > limit - c->len)
+		room = limit - c->len;
+	if (room > sizeof(tmp))
+		room = sizeof(tmp);
+	n = recv(c->cfd, tmp, room, 0);
 	if (n > 0) {
+		if (c->len + (size_t)n > c->cap) {
+			size_t ncap = c->len + (size_t)n;
+			char *nb;
+
+			if (c->len && ncap < 2 * c->cap)
+				ncap = 2 * c->cap < limit ? 2 * c->cap : limit;
+			nb = realloc(c->buf, ncap);
+			if (!nb)
+				return -2;
+			c->buf = nb;
+			c->cap = ncap;
+		}
+		memcpy(c->buf + c->len, tmp, (size_t)n);
 		c->len += (size_t)n;
 		return 1;
 	}

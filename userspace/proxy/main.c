@@ -529,6 +529,7 @@ static void proxy_free(struct proxy *px, struct event *sigs[4])
 	proxy_dnscache_free(px->dnscache);
 	evdns_base_free(px->dns, 1);
 	sluice_accept_backoff_free(&px->accept);
+	relay_idle_free();
 	event_base_free(px->base);
 	sluice_child_loss_summary(&px->log);
 	proxy_tls_free(px);

@@ -329,9 +329,11 @@ static void run(struct proxy_relay *r, int which)
 static void on_read0(evutil_socket_t fd, short what, void *arg) { run(arg, 0); }
 static void on_read1(evutil_socket_t fd, short what, void *arg) { run(arg, 1); }
 
-/* The idle timer: finish the relays at the list's head whose time is up
- * (a kernel tunnel's bytes count when its counters moved), then wait for
- * the next head's. */
+/* The idle timer: finish the relays at the list's head whose time is up,
+ * then wait for the next head's.  A kernel tunnel whose time is up is
+ * looked at first: if its counters moved, its bytes count as activity now
+ * (it goes to the tail with a full idle time ahead, so one pass looks at
+ * each relay once, however busy the kernel tunnels are). */
 static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_relay *r;
@@ -340,15 +342,6 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 		struct timespec t;
 		long long since;
 
-		if (r->k) {
-			uint64_t a = ktunnel_activity(r->k);
-
-			if (a != r->k_activity) {
-				r->k_activity = a;
-				touch(r);
-				continue;
-			}
-		}
 		now(&t);
 		since = (long long)(t.tv_sec - r->last.tv_sec) * 1000 + (t.tv_nsec - r->last.tv_nsec) / 1000000;
 		if (since < idle.ms) {
@@ -357,6 +350,15 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 
 			event_add(idle.timer, &tv);
 			return;
+		}
+		if (r->k) {
+			uint64_t a = ktunnel_activity(r->k);
+
+			if (a != r->k_activity) {
+				r->k_activity = a;
+				touch(r);
+				continue;
+			}
 		}
 		idle_unlink(r);
 		finish(r, "idle_timeout");   /* may free r */
@@ -373,6 +375,14 @@ int relay_idle_timeout(struct event_base *base, const struct timeval *tv)
 	idle.tv = *tv;
 	idle.ms = (long long)tv->tv_sec * 1000 + tv->tv_usec / 1000;
 	return 0;
+}
+
+void relay_idle_free(void)
+{
+	if (idle.timer)
+		event_free(idle.timer);
+	idle.timer = NULL;
+	idle.ms = 0;
 }
 
 /* --- kernel mode (ktunnel.h) ------------------------------------------------ */

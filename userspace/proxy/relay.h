@@ -60,6 +60,9 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
  */
 int relay_idle_timeout(struct event_base *base, const struct timeval *tv);
 
+/* Free that timer (before its event base; after the last relay_free). */
+void relay_idle_free(void);
+
 /* Stop and free a relay (its events, pipes and buffers; not the sockets). */
 void relay_free(struct proxy_relay *r);
 

@@ -374,7 +374,7 @@ void conn_reply(struct conn *c, int status, const char *reason);
 void conn_linger(struct conn *c);
 
 /* Free c's client read event (rev, rev_on cleared) and its upstream event
- * (uev): the socket is about to belong to a relay or a TLS pump. */
+ * (uev): the socket is about to belong to a TLS pump. */
 void conn_drop_events(struct conn *c);
 
 /* The sockets are about to belong to a relay (relay_start): hand it c's

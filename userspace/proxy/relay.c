@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +40,7 @@ struct proxy_relay {
 	struct relay_dir d[2];   /* 0: client -> upstream, 1: upstream -> client */
 	struct event_base *base;
 	struct timespec last;    /* when a byte last moved (CLOCK_MONOTONIC_COARSE) */
-	struct proxy_relay *idle_prev, *idle_next;   /* in the idle list, by `last` */
+	TAILQ_ENTRY(proxy_relay) idle_link;   /* in idle.list, by `last` */
 	bool in_idle;
 	relay_done_cb cb;
 	void *arg;
@@ -62,11 +63,11 @@ struct proxy_relay {
  * 1.4 MB less).  The proxy has one event loop.
  */
 static struct {
-	struct proxy_relay *head, *tail;
+	TAILQ_HEAD(relay_list, proxy_relay) list;
 	struct event *timer;
 	struct timeval tv;
 	long long ms;             /* 0: no idle timeout */
-} idle;
+} idle = { .list = TAILQ_HEAD_INITIALIZER(idle.list) };
 
 static bool kernel_wanted;
 static bool kernel_said;   /* the fallback to splice is said once */
@@ -80,27 +81,13 @@ static void idle_unlink(struct proxy_relay *r)
 {
 	if (!r->in_idle)
 		return;
-	if (r->idle_prev)
-		r->idle_prev->idle_next = r->idle_next;
-	else
-		idle.head = r->idle_next;
-	if (r->idle_next)
-		r->idle_next->idle_prev = r->idle_prev;
-	else
-		idle.tail = r->idle_prev;
-	r->idle_prev = r->idle_next = NULL;
+	TAILQ_REMOVE(&idle.list, r, idle_link);
 	r->in_idle = false;
 }
 
 static void idle_append(struct proxy_relay *r)
 {
-	r->idle_prev = idle.tail;
-	r->idle_next = NULL;
-	if (idle.tail)
-		idle.tail->idle_next = r;
-	else
-		idle.head = r;
-	idle.tail = r;
+	TAILQ_INSERT_TAIL(&idle.list, r, idle_link);
 	r->in_idle = true;
 }
 
@@ -109,7 +96,7 @@ static void idle_append(struct proxy_relay *r)
 static void touch(struct proxy_relay *r)
 {
 	now(&r->last);
-	if (!r->in_idle || !r->idle_next)
+	if (!r->in_idle || !TAILQ_NEXT(r, idle_link))
 		return;
 	idle_unlink(r);
 	idle_append(r);
@@ -338,7 +325,7 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_relay *r;
 
-	while ((r = idle.head)) {
+	while ((r = TAILQ_FIRST(&idle.list))) {
 		struct timespec t;
 		long long since;
 

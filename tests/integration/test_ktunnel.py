@@ -298,6 +298,12 @@ def server_closed(w, ident, timeout=20):
     return None
 
 
+def idle_args(path):
+    """The proxy's arguments for a tunnel on `path` ("kernel" or "splice")
+    under a 2 s idle timeout."""
+    return (["--kernel-tunnels"] if path == "kernel" else []) + ["--idle-timeout", "2"]
+
+
 def idle_timeout_and_activity(w, path):
     server(w)
     e = P.env(w)
@@ -305,7 +311,7 @@ def idle_timeout_and_activity(w, path):
     ready = os.path.join(w.tmp, ident + ".ready")
     # 8 pings over 4 s under a 2 s idle timeout: kept; then silence: cut
     r = e.run(["python3", "-c", HOLD, ident, "8", ready], policy=policy(w),
-              proxy_args=(["--kernel-tunnels"] if path == "kernel" else []) + ["--idle-timeout", "2"],
+              proxy_args=idle_args(path),
               timeout=120)
     assert r.rc == 0, r
     res = json.loads(r.stdout.strip().splitlines()[-1])
@@ -384,7 +390,7 @@ def idle_timeout_two_tunnels(w, path):
     e = P.env(w)
     ident = "two%d" % time.monotonic_ns()
     r = e.run(["python3", "-c", HOLD2, ident], policy=policy(w),
-              proxy_args=(["--kernel-tunnels"] if path == "kernel" else []) + ["--idle-timeout", "2"],
+              proxy_args=idle_args(path),
               timeout=120)
     assert r.rc == 0, r
     res = json.loads(r.stdout.strip().splitlines()[-1])

@@ -147,11 +147,7 @@ void conn_events_to_relay(struct conn *c, struct event *ev[2])
 	for (int i = 0; i < 2; i++)
 		if (ev[i])
 			event_del(ev[i]);
-	c->rev_on = false;
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
+	conn_drop_events(c);   /* the upstream event (rev is the relay's now) */
 }
 
 void conn_drop_events(struct conn *c)

@@ -453,13 +453,8 @@ static void make_loop(struct proxy *px)
 		if (ct)
 			*tvs[i] = *ct;
 	}
-	{
-		struct timeval tunnel_idle;   /* the relays' one timer: a plain timeval */
-
-		ms_to_tv(cfg->idle_timeout_ms, &tunnel_idle);
-		if (relay_idle_timeout(px->base, &tunnel_idle) < 0)
-			fatalx("cannot make the tunnels' idle timer");
-	}
+	if (relay_idle_timeout(px->base, cfg->idle_timeout_ms) < 0)
+		fatalx("cannot make the tunnels' idle timer");
 }
 
 /* The policy (--policy, or the built-in one that allows nothing) and the mode in force. */

@@ -65,7 +65,6 @@ struct proxy_relay {
 static struct {
 	TAILQ_HEAD(relay_list, proxy_relay) list;
 	struct event *timer;
-	struct timeval tv;
 	long long ms;             /* 0: no idle timeout */
 } idle = { .list = TAILQ_HEAD_INITIALIZER(idle.list) };
 
@@ -75,6 +74,14 @@ static bool kernel_said;   /* the fallback to splice is said once */
 static void now(struct timespec *ts)
 {
 	clock_gettime(CLOCK_MONOTONIC_COARSE, ts);
+}
+
+/* Arm the idle timer to fire in `ms` milliseconds. */
+static void idle_arm(long long ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	event_add(idle.timer, &tv);
 }
 
 static void idle_unlink(struct proxy_relay *r)
@@ -332,10 +339,7 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 		now(&t);
 		since = (long long)(t.tv_sec - r->last.tv_sec) * 1000 + (t.tv_nsec - r->last.tv_nsec) / 1000000;
 		if (since < idle.ms) {
-			long long left = idle.ms - since;
-			struct timeval tv = { .tv_sec = left / 1000, .tv_usec = (left % 1000) * 1000 };
-
-			event_add(idle.timer, &tv);
+			idle_arm(idle.ms - since);
 			return;
 		}
 		if (r->k) {
@@ -352,15 +356,14 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-int relay_idle_timeout(struct event_base *base, const struct timeval *tv)
+int relay_idle_timeout(struct event_base *base, unsigned ms)
 {
 	if (!idle.timer) {
 		idle.timer = evtimer_new(base, on_idle, NULL);
 		if (!idle.timer)
 			return -1;
 	}
-	idle.tv = *tv;
-	idle.ms = (long long)tv->tv_sec * 1000 + tv->tv_usec / 1000;
+	idle.ms = ms;
 	return 0;
 }
 
@@ -584,32 +587,30 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 {
 	struct proxy_relay *r = calloc(1, sizeof(*r));
 
-	for (int i = 0; i < 2; i++) {
-		if (!ev[i])
-			ev[i] = event_new(base, -1, 0, on_read0, NULL);
-		if (r)
-			r->d[i].rev = ev[i];
-	}
-	if (!r || !ev[0] || !ev[1]) {
+	if (!r) {
 		for (int i = 0; i < 2; i++)
 			if (ev[i])
 				event_free(ev[i]);
 		free(initial);
-		free(r);
 		return NULL;
 	}
 	r->cb = cb;
 	r->arg = arg;
 	r->base = base;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++) {   /* first all of r's fields: relay_free() can undo them */
 		struct relay_dir *d = &r->d[i];
 
 		d->src = i == 0 ? cfd : ufd;
 		d->dst = i == 0 ? ufd : cfd;
 		d->pipe[0] = d->pipe[1] = -1;
+		d->rev = ev[i];
 	}
 	for (int i = 0; i < 2; i++) {
-		if (event_assign(r->d[i].rev, base, r->d[i].src, EV_READ, i == 0 ? on_read0 : on_read1, r) < 0) {
+		struct relay_dir *d = &r->d[i];
+		event_callback_fn fn = i == 0 ? on_read0 : on_read1;
+
+		if (d->rev ? event_assign(d->rev, base, d->src, EV_READ, fn, r) < 0
+			   : !(d->rev = event_new(base, d->src, EV_READ, fn, r))) {
 			free(initial);
 			relay_free(r);
 			return NULL;
@@ -619,7 +620,7 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 	if (idle.ms) {
 		idle_append(r);
 		if (!evtimer_pending(idle.timer, NULL))
-			event_add(idle.timer, &idle.tv);
+			idle_arm(idle.ms);
 	}
 	if (initial && initial_len) {
 		r->d[0].buf = initial;

@@ -54,11 +54,11 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 
 /*
  * Every relay of the process (one event loop, `base`) ends when no byte
- * moved for `tv` (a plain timeval, not a libevent common timeout); they
- * share one timer.  Call once, before the first relay_start (none: no idle
- * timeout).  0, or -1 when the timer cannot be made.
+ * moved for `ms` milliseconds (0: never); they share one timer.  Call
+ * once, before the first relay_start (none: no idle timeout).  0, or -1
+ * when the timer cannot be made.
  */
-int relay_idle_timeout(struct event_base *base, const struct timeval *tv);
+int relay_idle_timeout(struct event_base *base, unsigned ms);
 
 /* Free that timer (before its event base; after the last relay_free). */
 void relay_idle_free(void);

@@ -420,17 +420,16 @@ def test_idle_timeout_cuts_the_quiet_kernel_tunnel_not_the_busy_one(w):
     idle_timeout_two_tunnels(w, "kernel")
 
 
-def test_killed_proxy_closes_kernel_tunnels(w):
-    """Fail closed: the sockets are the proxy's; SIGKILL of the proxy closes
-    both sides of a kernel tunnel (the client sees it end, so does the
-    server), nothing is left relaying."""
+def signal_proxy_holding(w, ident, sig, proxy_args):
+    """Run HOLD under `sluice run` (its events to a file), send the proxy
+    `sig` once the tunnel is held; returns HOLD's result and the events."""
     server(w)
-    e = P.env(w)
-    ident = "kill%d" % time.monotonic_ns()
     ready = os.path.join(w.tmp, ident + ".ready")
     events = os.path.join(w.tmp, ident + "-events.jsonl")
     cmd = [W.SLUICE, "run", "--profile", "egress-only", "--events", events, "--netns", w.sbx_path,
-           "--policy", policy(w), "--upstream-dns", "192.0.2.53", "--proxy-arg", "--kernel-tunnels"]
+           "--policy", policy(w), "--upstream-dns", "192.0.2.53"]
+    for a in proxy_args:
+        cmd += ["--proxy-arg", a]
     for c in P.HATCH:
         cmd += ["--proxy-arg", "--allow-private-upstream", "--proxy-arg", c]
     p = subprocess.Popen(cmd + ["--", "python3", "-c", HOLD, ident, "0", ready], stdout=subprocess.PIPE,
@@ -443,15 +442,49 @@ def test_killed_proxy_closes_kernel_tunnels(w):
         ss = w.ns(w.sbx, "ss", "-Htlnp").stdout
         pids = set(int(m) for m in re.findall(r'"sluice-proxy",pid=(\d+)', ss))
         assert len(pids) == 1, ss
-        os.kill(pids.pop(), signal.SIGKILL)
+        os.kill(pids.pop(), sig)
         out, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    res = json.loads(out.strip().splitlines()[-1])
+    with open(events) as f:
+        lines = [json.loads(l) for l in f if l.strip()]
+    return json.loads(out.strip().splitlines()[-1]), lines
+
+
+def test_killed_proxy_closes_kernel_tunnels(w):
+    """Fail closed: the sockets are the proxy's; SIGKILL of the proxy closes
+    both sides of a kernel tunnel (the client sees it end, so does the
+    server), nothing is left relaying."""
+    ident = "kill%d" % time.monotonic_ns()
+    res, _ = signal_proxy_holding(w, ident, signal.SIGKILL, ["--kernel-tunnels"])
     assert res["echo_ok"] and res["how"] in ("eof", "ConnectionResetError"), res
     assert server_closed(w, ident) in ("eof", "ConnectionResetError")
+
+
+def stopped_proxy_logs_its_tunnel(w, path):
+    ident = "term%s%d" % (path, time.monotonic_ns())
+    res, lines = signal_proxy_holding(w, ident, signal.SIGTERM, ["--kernel-tunnels"] if path == "kernel" else [])
+    assert res["echo_ok"] and res["how"] in ("eof", "ConnectionResetError"), res
+    assert server_closed(w, ident) in ("eof", "ConnectionResetError")
+    line = P.only([l for l in lines if l.get("event.dataset") == "sluice.proxy"], event__action="proxy-connect")
+    assert line["event.reason"] == "proxy_stopped" and line["event.outcome"] == "failure", line
+    assert line["sluice.tunnel_path"] == path, line
+    assert line["source.bytes"] == len("hold %s\nBANNER sluice\nfirst" % ident), line
+    assert line["destination.bytes"] == len("BANNER sluice\n") + len("BANNER sluice\nfirst"), line   # banner, echo
+
+
+def test_stopped_proxy_logs_its_spliced_tunnel(w):
+    """SIGTERM: the proxy closes a tunnel still open after its short grace
+    with its line (event.reason proxy_stopped, the bytes so far), and
+    closes both sides."""
+    stopped_proxy_logs_its_tunnel(w, "splice")
+
+
+def test_stopped_proxy_logs_its_kernel_tunnel(w):
+    """The same for a tunnel relayed in the kernel."""
+    stopped_proxy_logs_its_tunnel(w, "kernel")
 
 
 # --- the kernel's side alone: bpf/sluice_tunnel.bpf.o on loopback sockets ---------

@@ -42,6 +42,12 @@ ZONE = {
     "alias.example.com": "192.0.2.10",
     "cached.example.com": "192.0.2.10",
     "private-ttl.example.com": "10.1.2.3",
+    # 192.0.2.99 is on the sandbox's link and no one's (no ARP answer: the
+    # connect fails after about 3 s); 198.51.100.99 is routed to the world,
+    # which drops it (not its address, no forwarding): a blackhole
+    "failover.example.com": "192.0.2.99,192.0.2.10",
+    "blackhole.example.com": "198.51.100.99",
+    "slowfail.example.com": "192.0.2.99,198.51.100.99",
 }
 REBIND = {"rebind.example.com": "192.0.2.10/127.0.0.1",
           "rebind-ttl.example.com": "192.0.2.10/127.0.0.1"}
@@ -88,6 +94,15 @@ allow:
   - host: private-ttl.example.com
     ports: [%(http)d]
     why: a private answer with a TTL, never kept (nothing to dial in it)
+  - host: failover.example.com
+    ports: [%(http)d]
+    why: a first address that fails, then the origin
+  - host: blackhole.example.com
+    ports: [%(http)d]
+    why: an address nothing answers
+  - host: slowfail.example.com
+    ports: [%(http)d]
+    why: a first address that fails, then one nothing answers
 """ % {"http": HTTP_PORT, "tls": TLS_PORT}
 
 HATCH = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"]
@@ -387,14 +402,19 @@ while True:
     threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
 """
 
-CLIENT_SERVER_FIRST = """\
-import os, socket, time, urllib.parse
+# The start of a client script: a CONNECT to api.example.com:PORT through
+# the proxy, read to the end of the answer's head (in buf).
+CONNECT_HEAD = """\
+import os, socket, ssl, sys, time, urllib.parse
 u = urllib.parse.urlsplit(os.environ["SLUICE_PROXY"])
 c = socket.create_connection((u.hostname, u.port), timeout=10)
-c.sendall(b"CONNECT api.example.com:2222 HTTP/1.1\\r\\nHost: api.example.com:2222\\r\\n\\r\\n")
+c.sendall(b"CONNECT api.example.com:%(port)d HTTP/1.1\\r\\nHost: api.example.com:%(port)d\\r\\n\\r\\n")
 buf = b""
 while b"\\r\\n\\r\\n" not in buf:
     buf += c.recv(1000)
+"""
+
+CLIENT_SERVER_FIRST = CONNECT_HEAD % {"port": 2222} + """\
 head, rest = buf.split(b"\\r\\n\\r\\n", 1)
 t0 = time.time()
 while b"\\n" not in rest:
@@ -424,6 +444,48 @@ def test_connect_server_first_protocol(w):
     line = only(r.proxy, event__action="proxy-connect")
     check_common(line, "success", "allowed", "proxy-connect")
     assert line["destination.port"] == 2222 and line["destination.bytes"] > 0, line
+
+
+# A ClientHello whose first five bytes (its record's header) come at once
+# after the 200 and the rest a second later, past the server-first wait.
+CLIENT_SLOW_HELLO = CONNECT_HEAD % {"port": TLS_PORT} + """\
+ctx = ssl.create_default_context()
+ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ctx.wrap_bio(inc, out, server_hostname=sys.argv[1])
+try:
+    tls.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+hello = out.read()
+c.sendall(hello[:5])
+time.sleep(1.0)
+c.sendall(hello[5:])
+try:
+    how = "data" if c.recv(100) else "eof"
+except OSError as e:
+    how = type(e).__name__
+print(buf.split(b"\\r\\n")[0].decode(), how)
+"""
+
+
+def test_connect_hello_begun_before_the_server_first_wait_is_checked(w):
+    """A ClientHello that began before the server-first wait (250 ms) ended
+    is waited for and checked, however long the rest takes within the
+    header time: its SNI must still be the CONNECT host's."""
+    e = env(w)
+    m = e.mark()
+    bad = e.run(["python3", "-c", CLIENT_SLOW_HELLO, "other.example.com"])
+    good = e.run(["python3", "-c", CLIENT_SLOW_HELLO, "api.example.com"])
+    assert bad.rc == 0 and good.rc == 0, (bad, good)
+    assert bad.stdout.split() in (["HTTP/1.1", "200", "Connection", "established", how]
+                                  for how in ("eof", "ConnectionResetError")), bad.stdout
+    assert good.stdout.split() == ["HTTP/1.1", "200", "Connection", "established", "data"], good.stdout
+    line = only(bad.proxy, event__action="proxy-connect")
+    check_common(line, "failure", "sni_mismatch", "proxy-connect")
+    assert only(good.proxy, event__action="proxy-connect")["tls.client.server_name"] == "api.example.com"
+    accepts = [a for a in e.origin()[m:] if a.get("event") == "accept"]
+    assert len(accepts) == 1, accepts
 
 
 # --- transparent -----------------------------------------------------------------------
@@ -801,6 +863,30 @@ def test_rebinding_and_private_answers(w):
     assert sorted(line["sluice.dropped_answers"]) == ["10.1.2.3 private", "127.0.0.1 loopback"]
     assert only(r.proxy, url__domain="meta.example.com")["sluice.dropped_answers"] == ["169.254.169.254 metadata"]
     assert only(r.proxy, url__domain="v6only.example.com")["destination.ip"] == "2001:db8::20"
+
+
+def test_dial_tries_the_next_address_within_one_deadline(w):
+    """An address of the name that fails gives way to its next one; one
+    connect deadline (--connect-timeout) covers resolving and every address,
+    and ends a dial nothing answers with 504 connect_timeout."""
+    e = env(w)
+    m = e.mark()
+    r = e.client([
+        {"op": "http", "via": "proxy", "send": explicit("http://failover.example.com:%d/next" % HTTP_PORT)},
+        {"op": "http", "via": "proxy", "send": explicit("http://blackhole.example.com:%d/" % HTTP_PORT)},
+        {"op": "http", "via": "proxy", "send": explicit("http://slowfail.example.com:%d/" % HTTP_PORT)},
+    ], proxy_args=["--connect-timeout", "5"], timeout=90)
+    nxt, hole, slow = r.results
+    assert nxt["status"] == 200 and json.loads(nxt["body"])["origin"] == "192.0.2.10", nxt
+    assert [g["path"] for g in e.arrived(m)] == ["/next"]
+    assert only(r.proxy, url__domain="failover.example.com")["destination.ip"] == "192.0.2.10"
+    for res, name in ((hole, "blackhole"), (slow, "slowfail")):
+        assert res["status"] == 504 and res["headers"]["x-sluice-error"] == "connect_timeout", res
+        line = only(r.proxy, url__domain=name + ".example.com")
+        assert line["event.reason"] == "connect_timeout", line
+        # the deadline, not something else, ended it: about 5 s after the
+        # request, also after a first address failed (not 5 s after that)
+        assert 4.5e9 <= line["event.duration"] < 7.5e9, line
 
 
 def test_documentation_addresses_need_the_hatch(w):

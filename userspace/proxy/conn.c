@@ -2,9 +2,9 @@
 /*
  * conn.c - one client connection: recover its sandbox from the flow map,
  * classify (explicit HTTP proxy request, transparent TLS or HTTP), decide,
- * have dial.c resolve, vet and dial, then hand over to http.c or relay.c.
- * Every path ends in conn_finish(), which writes the access-log line
- * (conn_log.c) once.
+ * have dial.c resolve, vet and dial, then hand over to http.c or (a
+ * passthrough tunnel) tunnel.c.  Every path ends in conn_finish(), which
+ * writes the access-log line (conn_log.c) once, or in a tunnel's line.
  */
 #include "proxy.h"
 
@@ -38,9 +38,8 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg);
 static void on_hello_read(evutil_socket_t fd, short what, void *arg);
 static void on_linger_read(evutil_socket_t fd, short what, void *arg);
 static void on_timer(evutil_socket_t fd, short what, void *arg);
-static void start_tunnel(struct conn *c);
-static void on_client_silent(evutil_socket_t fd, short what, void *arg);
 static void process_http(struct conn *c);
+static void dial_tunnel(struct conn *c);
 #define KEEPALIVE_MAX_DEPTH 16   /* pipelined requests answered in one call chain */
 static void connect_established(struct conn *c);
 
@@ -89,15 +88,23 @@ static bool req_alloc(struct conn *c)
 
 void conn_finish(struct conn *c)
 {
+	struct proxy *px = c->px;
+
 	conn_log(c);
+	conn_release(c);
+	px->n_conns--;
+	free(c);
+	proxy_drain_check(px);
+}
+
+void conn_release(struct conn *c)
+{
 	proxy_lookup_cancel(c->lookup);
 	http_free(c);
 	relay_free(c->relay);
 	tls_pump_free(c->pump);
 	if (c->rev)
 		event_free(c->rev);
-	if (c->uev)
-		event_free(c->uev);
 	proxy_io_free(c->uio);
 	if (c->timer)
 		event_free(c->timer);
@@ -116,21 +123,16 @@ void conn_finish(struct conn *c)
 	free(c->cands);
 	for (size_t i = 0; i < c->n_dropped; i++)
 		free(c->dropped[i]);
-	c->px->n_conns--;
 	proxy_conn_untrack(c->px, c);
-	free(c);
 }
 
-/* Let go of c's upstream: its TLS handshake, its connect event, its I/O
- * and its socket. */
+/* Let go of c's upstream: its TLS handshake, its connect wait (on c's
+ * timer), its I/O and its socket. */
 static void upstream_release(struct conn *c)
 {
 	tls_pump_free(c->pump);
 	c->pump = NULL;
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
+	conn_timer_plain(c);   /* a connect in progress: its socket goes */
 	proxy_io_free(c->uio);
 	c->uio = NULL;
 	if (c->ufd >= 0) {
@@ -147,7 +149,7 @@ void conn_events_to_relay(struct conn *c, struct event *ev[2])
 	for (int i = 0; i < 2; i++)
 		if (ev[i])
 			event_del(ev[i]);
-	conn_drop_events(c);   /* the upstream event (rev is the relay's now) */
+	c->rev_on = false;
 }
 
 void conn_drop_events(struct conn *c)
@@ -157,10 +159,14 @@ void conn_drop_events(struct conn *c)
 		c->rev = NULL;
 	}
 	c->rev_on = false;
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
+}
+
+void conn_timer_plain(struct conn *c)
+{
+	if (!c->timer || event_get_fd(c->timer) < 0)
+		return;
+	event_del(c->timer);
+	evtimer_assign(c->timer, c->px->base, on_timer, c);
 }
 
 /* End without an HTTP answer (TLS, tunnels, unknown protocols). */
@@ -432,6 +438,17 @@ static void on_linger_read(evutil_socket_t fd, short what, void *arg)
 	conn_finish(c);
 }
 
+/* A ClientHello begun in the first PROXY_SERVER_FIRST_MS after the 200:
+ * the rest of the header time for the rest of it. */
+static void hello_rest(struct conn *c)
+{
+	unsigned all = c->px->cfg.header_timeout_ms;
+	unsigned ms = all > PROXY_SERVER_FIRST_MS ? all - PROXY_SERVER_FIRST_MS : 0;
+	struct timeval rest = { .tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+
+	event_add(c->timer, &rest);
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -456,6 +473,17 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 			conn_close(c, "header_timeout");
 		return;
 	case PH_HELLO:
+		if (c->hello_wait) {
+			c->hello_wait = false;
+			if (!c->len) {
+				/* nothing from the client: no ClientHello to
+				 * check, the CONNECT host was the decision */
+				dial_tunnel(c);
+				return;
+			}
+			hello_rest(c);
+			return;
+		}
 		conn_close(c, "header_timeout");
 		return;
 	case PH_TLS_ACCEPT:
@@ -871,22 +899,28 @@ static void connect_established(struct conn *c)
 	memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
 	c->len -= c->head_len;
 	c->head_len = 0;
+	if (!c->len) {
+		/* no buffer while the client says nothing (a thousand tunnels
+		 * opened at once would leave a thousand holes in the heap) */
+		free(c->buf);
+		c->buf = NULL;
+		c->cap = 0;
+	}
 	req_release(c);
 	c->phase = PH_HELLO;
-	if (!c->inspect) {
-		/* a server-first protocol (SSH, SMTP) sends no ClientHello */
-		static const struct timeval silent = { 0, PROXY_SERVER_FIRST_MS * 1000 };
-
-		c->uev = evtimer_new(c->px->base, on_client_silent, c);
-		if (!c->uev) {
-			conn_close(c, "out_of_memory");
-			return;
-		}
-		event_add(c->uev, &silent);
-	}
+	/* a server-first protocol (SSH, SMTP) sends no ClientHello: a
+	 * passthrough's timer fires first PROXY_SERVER_FIRST_MS after the 200
+	 * (on_timer: dialed if nothing came) */
+	c->hello_wait = !c->inspect;
 	conn_client_reading(c, true);
 	event_del(c->timer);
-	event_add(c->timer, &c->px->tv_header);
+	if (c->hello_wait) {
+		static const struct timeval silent = { 0, PROXY_SERVER_FIRST_MS * 1000 };
+
+		event_add(c->timer, &silent);
+	} else {
+		event_add(c->timer, &c->px->tv_header);
+	}
 	if (c->len)
 		on_hello_read(c->cfd, 0, c);
 }
@@ -894,10 +928,7 @@ static void connect_established(struct conn *c)
 /* c->ufd is connected to the vetted c->dst: go on with the request. */
 void conn_upstream_ready(struct conn *c)
 {
-	if (c->uev) {
-		event_free(c->uev);
-		c->uev = NULL;
-	}
+	conn_timer_plain(c);
 	free(c->cands);
 	c->cands = NULL;
 	event_del(c->timer);
@@ -912,11 +943,11 @@ void conn_upstream_ready(struct conn *c)
 		http_start(c);
 		return;
 	case K_TLS:
-		start_tunnel(c);
+		tunnel_start(c);
 		return;
 	case K_CONNECT:
 		/* dialed after the ClientHello was checked (or the client was silent) */
-		start_tunnel(c);
+		tunnel_start(c);
 		return;
 	default:
 		conn_close(c, "internal_error");
@@ -926,52 +957,14 @@ void conn_upstream_ready(struct conn *c)
 
 /* --- CONNECT: the tunnel's first bytes ---------------------------------------- */
 
-static void on_relay_done(void *arg, const char *err, uint64_t up, uint64_t down)
-{
-	struct conn *c = arg;
-
-	c->req_bytes = (int64_t)up;
-	c->resp_bytes = (int64_t)down;
-	if (err) {
-		c->failed = true;
-		c->reason = err;
-	}
-	conn_finish(c);
-}
-
-static void start_tunnel(struct conn *c)
-{
-	char *init = c->buf;
-	size_t ilen = c->len;
-	struct event *ev[2];
-
-	conn_events_to_relay(c, ev);
-	c->buf = NULL;
-	c->len = c->cap = 0;
-	c->phase = PH_TUNNEL;
-	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, ilen, ev, true,
-			       on_relay_done, c);
-	if (!c->relay)
-		conn_close(c, "relay_error");
-}
-
 /* A passthrough CONNECT whose first bytes were checked (or that has none):
  * dial now, then relay (conn_upstream_ready).  The bytes read so far stay in
  * c->buf and go first. */
 static void dial_tunnel(struct conn *c)
 {
+	c->hello_wait = false;
 	conn_client_reading(c, false);
 	conn_start_dial(c);
-}
-
-static void on_client_silent(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn *c = arg;
-
-	/* nothing from the client: no ClientHello to check, the CONNECT host
-	 * was the decision */
-	if (c->phase == PH_HELLO && c->len == 0)
-		dial_tunnel(c);
 }
 
 static void on_hello_read(evutil_socket_t fd, short what, void *arg)

@@ -60,6 +60,11 @@ static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
 	int err = 0;
 	socklen_t el = sizeof(err);
 
+	conn_timer_plain(c);
+	if (!(what & EV_WRITE)) {   /* the deadline (conn_start_dial) passed */
+		conn_fail(c, 504, "connect_timeout");
+		return;
+	}
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
 		err = errno;
 	if (err) {
@@ -119,6 +124,40 @@ static bool take_pooled(struct conn *c)
 	return false;
 }
 
+/* Milliseconds since c's request started (t_mono). */
+static uint32_t ms_since_start(const struct conn *c)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint32_t)((now.tv_sec - c->t_mono.tv_sec) * 1000 +
+			  (now.tv_nsec - c->t_mono.tv_nsec) / 1000000);
+}
+
+/* The connect deadline, cfg.connect_timeout_ms from now, for resolving
+ * and every candidate: c's timer armed for it (a plain timer while
+ * resolving). */
+static void connect_deadline(struct conn *c)
+{
+	c->dial_end_ms = ms_since_start(c) + c->px->cfg.connect_timeout_ms;
+	event_del(c->timer);
+	event_add(c->timer, &c->px->tv_connect);
+}
+
+/* Wait for fd's connect on c's timer, within what is left of the
+ * deadline: one event for both, so that a dial makes no event of its own
+ * (on_connect_ready makes it a plain timer again).  0, or -1. */
+static int wait_connect(struct conn *c, int fd)
+{
+	uint32_t now = ms_since_start(c), left = c->dial_end_ms > now ? c->dial_end_ms - now : 0;
+	struct timeval tv = { .tv_sec = left / 1000, .tv_usec = (suseconds_t)(left % 1000) * 1000 };
+
+	event_del(c->timer);
+	if (event_assign(c->timer, c->px->base, fd, EV_WRITE, on_connect_ready, c) < 0)
+		return -1;
+	return event_add(c->timer, &tv);
+}
+
 static void dial_next(struct conn *c)
 {
 	while (c->cands && c->cand_i < c->cands->n) {
@@ -138,14 +177,10 @@ static void dial_next(struct conn *c)
 			c->ufd = fd;
 			c->dst = sa;
 			c->have_dst = true;
-			if (c->uev)
-				event_free(c->uev);
-			c->uev = event_new(c->px->base, fd, EV_WRITE, on_connect_ready, c);
-			if (!c->uev) {
+			if (wait_connect(c, fd) < 0) {
+				conn_timer_plain(c);
 				conn_fail(c, 503, "out_of_memory");
-				return;
 			}
-			event_add(c->uev, NULL);
 			return;
 		}
 		log_debug("connect to upstream failed at once: %s", strerror(errno));
@@ -154,10 +189,23 @@ static void dial_next(struct conn *c)
 	conn_fail(c, 502, "connect_failed");
 }
 
+/* A copy of `from` just as long as its n addresses (c->cands: a dial in
+ * progress holds no room for the 16 a name may have), or NULL. */
+static struct proxy_addrs *cands_copy(const struct proxy_addrs *from)
+{
+	size_t n = offsetof(struct proxy_addrs, a) + from->n * sizeof(from->a[0]);
+	struct proxy_addrs *to = malloc(n);
+
+	if (to)
+		memcpy(to, from, n);
+	return to;
+}
+
 static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 {
 	struct conn *c = arg;
 	struct proxy *px = c->px;
+	struct proxy_addrs keep;
 	bool orig_seen = false;
 
 	c->lookup = NULL;
@@ -169,11 +217,8 @@ static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 		conn_fail(c, 502, "no_address");
 		return;
 	}
-	c->cands = calloc(1, sizeof(*c->cands));
-	if (!c->cands) {
-		conn_fail(c, 503, "out_of_memory");
-		return;
-	}
+	keep.n = 0;
+	keep.ttl = res->ttl;
 	/* order: the client's own destination when it is a vetted answer,
 	 * then IPv4, then IPv6 */
 	for (int pass = 0; pass < 3; pass++) {
@@ -196,7 +241,7 @@ static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 				note_dropped(c, a, why);
 				continue;
 			}
-			c->cands->a[c->cands->n++] = *a;
+			keep.a[keep.n++] = *a;
 		}
 	}
 	if (c->form == PROXY_FORM_TRANSPARENT && !c->ip_literal) {
@@ -204,8 +249,12 @@ static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 		if (!orig_seen)
 			log_debug("orig_dst_mismatch: %s does not resolve to the client's destination", c->host);
 	}
-	if (c->cands->n == 0) {
+	if (keep.n == 0) {
 		conn_fail(c, 502, "no_public_address");
+		return;
+	}
+	if (!(c->cands = cands_copy(&keep))) {
+		conn_fail(c, 503, "out_of_memory");
 		return;
 	}
 	/* a fresh answer with an address this request may dial: worth keeping
@@ -223,6 +272,7 @@ static void on_resolved(void *arg, int err, const struct proxy_addrs *res)
 
 void conn_redial(struct conn *c)
 {
+	struct proxy_addrs one;
 	struct proxy_addr a;
 
 	/* the address was vetted for this request; a new connection to it */
@@ -238,22 +288,22 @@ void conn_redial(struct conn *c)
 		c->ufd = -1;
 	}
 	free(c->cands);
-	c->cands = calloc(1, sizeof(*c->cands));
+	one.n = 1;
+	one.ttl = 0;
+	one.a[0] = a;
+	c->cands = cands_copy(&one);
 	if (!c->cands) {
 		c->failed = true;
 		c->reason = "out_of_memory";
 		conn_finish(c);
 		return;
 	}
-	c->cands->n = 1;
-	c->cands->a[0] = a;
 	c->cand_i = 0;
 	c->reused = false;
 	c->retried = true;
 	c->have_dst = false;
 	c->phase = PH_CONNECT;
-	event_del(c->timer);
-	event_add(c->timer, &c->px->tv_connect);
+	connect_deadline(c);
 	dial_next(c);
 }
 
@@ -262,8 +312,7 @@ void conn_start_dial(struct conn *c)
 	struct proxy *px = c->px;
 
 	c->phase = PH_RESOLVE;
-	event_del(c->timer);
-	event_add(c->timer, &px->tv_connect);
+	connect_deadline(c);
 	if (c->ip_literal) {
 		/* only in audit mode: an IP literal is dialed as is, if vetted */
 		struct proxy_addrs a;

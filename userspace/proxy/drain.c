@@ -46,7 +46,11 @@ void proxy_conn_untrack(struct proxy *px, struct conn *c)
 	if (c->all_next)
 		c->all_next->all_prev = c->all_prev;
 	c->all_prev = c->all_next = NULL;
-	if (px->draining && !px->conns && !tls_pump_live())
+}
+
+void proxy_drain_check(struct proxy *px)
+{
+	if (px->draining && !px->conns && LIST_EMPTY(&px->tunnels) && !tls_pump_live())
 		event_base_loopbreak(px->base);
 }
 
@@ -69,10 +73,13 @@ void proxy_drain_idle(struct conn *c)
 	conn_finish(c);
 }
 
-/* Finish every open connection: a request in progress is logged with
- * `reason` (a failure); one idle between requests closes without a line. */
+/* Finish every open connection: a request in progress or a tunnel is
+ * logged with `reason` (a failure); one idle between requests closes
+ * without a line. */
 static void finish_all(struct proxy *px, const char *reason)
 {
+	while (!LIST_EMPTY(&px->tunnels))
+		tunnel_cut(LIST_FIRST(&px->tunnels), reason);
 	while (px->conns) {
 		struct conn *c = px->conns;
 
@@ -99,8 +106,7 @@ static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
 	}
 	/* the last TLS relays (an inspected connection's answer on its way
 	 * out) free themselves: done when they are gone too */
-	if (!px->conns && !tls_pump_live())
-		event_base_loopbreak(px->base);
+	proxy_drain_check(px);
 }
 
 static void on_drain_deadline(evutil_socket_t fd, short what, void *arg)

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -35,6 +36,7 @@
 #include "evlog.h"
 #include "credentials.h"
 #include "policy.h"
+#include "relay.h"
 #include "request.h"
 #include "resolve.h"
 #include "sluice.h"
@@ -116,7 +118,7 @@ struct proxy {
 	struct event *flow_sweep;      /* removes flow entries no one took (flow.h) */
 	int log_fd;
 	struct sluice_evlog log;        /* the access log's writer, on log_fd */
-	unsigned n_conns;               /* open client connections */
+	unsigned n_conns;               /* open client connections, the tunnels too */
 	struct proxy_dnscache *dnscache;
 	struct proxy_upool *upool;      /* NULL: upstream connections are not reused */
 	struct proxy_ca *ca;            /* the sandbox CA; NULL when the policy inspects nothing */
@@ -132,7 +134,8 @@ struct proxy {
 	struct timeval tv_upstream_idle;
 	struct evconnlistener *listeners[2 * PROXY_MAX_LISTEN];
 	size_t n_listeners;
-	struct conn *conns;             /* every open client connection (drain.c) */
+	struct conn *conns;             /* every open client connection but the tunnels (drain.c) */
+	LIST_HEAD(tunnel_list, tunnel) tunnels; /* every passthrough tunnel whose relay runs (tunnel.c) */
 	unsigned fd_cap;                /* client connections the descriptor limit leaves room for */
 	struct sluice_accept_backoff accept; /* at EMFILE: refuse one (logged) through a reserve, pause */
 	bool draining;                  /* SIGQUIT: not accepting, finishing the open ones */
@@ -211,10 +214,10 @@ struct conn {
 	struct event *rev;              /* client readable, for the connection's life (its
 					 * callback follows the phase: READ, HELLO, HTTP, LINGER) */
 	bool rev_on;                    /* rev is added */
-	struct event *uev;              /* upstream connect / readable (CONNECT, HELLO) */
 	struct event *uio;              /* upstream readable in HTTP (proxy_io_new: it goes to
 					 * the pool with the socket) */
-	struct event *timer;            /* header deadline, connect deadline, idle, linger */
+	struct event *timer;            /* header deadline, connect deadline (dialing: on
+					 * c->ufd too, dial.c), idle, linger */
 	struct sluice_orig orig;
 	bool have_orig;
 	char *exe;                      /* process.executable of orig.pid, when it still runs that file */
@@ -231,6 +234,8 @@ struct conn {
 	bool req_ok;                    /* c->req parsed and valid (the framing is known) */
 	bool ws;                        /* the request asks to upgrade to a WebSocket (websocket.c) */
 	bool inspect;                   /* decided: TLS to terminate (proxy_decide_tls) */
+	bool hello_wait;                /* a passthrough CONNECT's timer is set for
+					 * PROXY_SERVER_FIRST_MS after its 200 */
 	bool inspected;                 /* the requests come from inside terminated TLS */
 	uint16_t tls_port;              /* inspected: the port the TLS connection was for */
 	char *tls_host;                 /* inspected: the normalised SNI; malloc'd */
@@ -275,6 +280,7 @@ struct conn {
 	struct proxy_lookup *lookup;
 	struct proxy_addrs *cands;
 	size_t cand_i;
+	uint32_t dial_end_ms;           /* the connect deadline: ms after t_mono (dial.c) */
 	int orig_dst_mismatch;          /* -1 unknown */
 	char *dropped[PROXY_DROPPED_MAX]; /* "addr range" of refused answers */
 	size_t n_dropped;
@@ -287,13 +293,67 @@ struct conn {
 	struct conn *all_prev, *all_next;  /* in px->conns */
 };
 
+/*
+ * tunnel.c: a passthrough tunnel (CONNECT after its 200, transparent TLS
+ * not inspected) once its relay runs.  It takes its connection's place:
+ * the record of a tunnel, with its relay's, is made in the memory of its
+ * connection's (struct conn), and keeps only what its closing access-log
+ * line (conn_log.c) and a reload's re-decision (redecide.c) read, so that
+ * an idle tunnel holds no allocation its connection did not already hold.
+ * What only an HTTP or inspected connection has (a URL, a credential, the
+ * client's TLS session, HTTP/2, a WebSocket, a pooled upstream) is never
+ * set on a passthrough tunnel and not kept.
+ */
+struct tunnel {
+	struct proxy *px;
+	LIST_ENTRY(tunnel) link;        /* in px->tunnels */
+	struct proxy_relay *relay;      /* in relay_mem */
+	struct timespec t_real, t_mono; /* as the connection's */
+	struct sluice_orig orig;
+	union proxy_sa peer, dst;
+	char *exe, *host, *sni, *host_sent;   /* the connection's, taken over */
+	char *dropped[PROXY_DROPPED_MAX];
+	const char *verdict, *reason, *deny_reason, *reload_reason, *rule, *method;
+	const struct sluice_entry *rule_entry;
+	int cfd, ufd;
+	enum conn_kind kind;
+	enum proxy_form form;
+	int status;
+	int orig_dst_mismatch;
+	unsigned nreq;
+	uint16_t port;
+	uint8_t n_dropped;
+	bool have_orig, have_dst, req_ok, failed;
+	_Alignas(uint64_t) unsigned char relay_mem[RELAY_RECORD_MAX];
+};
+
+/* c is a decided passthrough tunnel (K_CONNECT or K_TLS; from
+ * proxy_accept), connected both ways (conn_upstream_ready): start relaying
+ * it (relay.c; in the kernel when --kernel-tunnels) as a tunnel made in
+ * c's memory, which takes over c's sockets, events and what its line
+ * needs; c is gone.  Ends in one access-log line. */
+void tunnel_start(struct conn *c);
+
+/* Fill *v (zeroed first) with what t kept of its connection, for the
+ * functions that read a struct conn (conn_log, the re-decision).  v
+ * borrows t's strings and relay: not for conn_finish. */
+void tunnel_view(const struct tunnel *t, struct conn *v);
+
+/* End t now: its line (a failure, event.reason `reason`, the bytes moved
+ * so far), both sockets closed, t freed. */
+void tunnel_cut(struct tunnel *t, const char *reason);
+
 /* drain.c: the open connections, a graceful stop (SIGQUIT: a reload's old
  * proxy) and an immediate one (SIGTERM), each open connection logged. */
 
-/* Add c to px->conns (at accept) / remove it (conn_finish, which then lets
- * a draining proxy end once the last one is gone). */
+/* Add c to px->conns (at accept) / remove it (conn_release). */
 void proxy_conn_track(struct proxy *px, struct conn *c);
 void proxy_conn_untrack(struct proxy *px, struct conn *c);
+
+/* A connection or tunnel is gone (conn_finish, tunnel.c): a draining
+ * proxy ends once nothing is left open (no connection, tunnel or TLS
+ * relay). */
+void proxy_drain_check(struct proxy *px);
 
 /* SIGQUIT: stop accepting (free the listeners; the sockets stay open in the
  * loader and the next proxy), close connections idle between requests, let
@@ -324,6 +384,10 @@ int proxy_redecide_start(struct proxy *px);
 /* Cut c if px->next_policy refuses what it is doing.  True when cut (c is
  * gone).  Connections still reading a head are left to proxy_redecide_head. */
 bool proxy_redecide_conn(struct conn *c);
+
+/* The same for a tunnel: cut (true, t is gone) when px->next_policy
+ * refuses it. */
+bool proxy_redecide_tunnel(struct tunnel *t);
 
 /* A request or TLS connection decided (d: the old policy's decision) while
  * px->next_policy is set: when the old policy lets it through and the new
@@ -359,6 +423,11 @@ void conn_upstream_ready(struct conn *c);
 /* Write the access-log line (once), close both sockets, free everything. */
 void conn_finish(struct conn *c);
 
+/* The same without the line and without freeing c's own memory (nor
+ * taking it off px->n_conns): c becomes a tunnel (tunnel.c), which has
+ * taken what it keeps (those of c's pointers NULL, its sockets -1). */
+void conn_release(struct conn *c);
+
 /* An error after the decision: our own HTTP answer `status` if the client
  * has seen nothing yet (HTTP, CONNECT before "200"), else just close;
  * `reason` is the log's event.reason. */
@@ -373,15 +442,18 @@ void conn_reply(struct conn *c, int status, const char *reason);
  * lost to a reset), then conn_finish(). */
 void conn_linger(struct conn *c);
 
-/* Free c's client read event (rev, rev_on cleared) and its upstream event
- * (uev): the socket is about to belong to a TLS pump. */
+/* Free c's client read event (rev, rev_on cleared): the socket is about
+ * to belong to a TLS pump. */
 void conn_drop_events(struct conn *c);
 
 /* The sockets are about to belong to a relay (relay_start): hand it c's
  * client read event and its timer as ev[0] and ev[1] (deleted; NULL where
- * c has none; c->rev and c->timer become NULL) and free the upstream event
- * (uev). */
+ * c has none; c->rev and c->timer become NULL). */
 void conn_events_to_relay(struct conn *c, struct event *ev[2]);
+
+/* c's timer as a plain timer again (deleted) when it waits on an upstream
+ * connect (dial.c); nothing otherwise. */
+void conn_timer_plain(struct conn *c);
 
 /* Read the client socket or not (adds or deletes c->rev). */
 void conn_client_reading(struct conn *c, bool on);
@@ -435,7 +507,7 @@ void ws_relay_start(struct conn *c, struct evbuffer *from_client);
 void http_start(struct conn *c);
 
 /* Free the HTTP phase's buffers and write events (not the sockets, not
- * their read events c->rev and c->uev).  Idempotent. */
+ * the client's read event c->rev).  Idempotent. */
 void http_free(struct conn *c);
 
 /* The connection's timer fired in the HTTP phase: nothing moved for

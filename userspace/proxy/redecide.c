@@ -102,6 +102,11 @@ int proxy_redecide_start(struct proxy *px)
 		if (proxy_redecide_conn(c))
 			cut++;
 	}
+	for (struct tunnel *t = LIST_FIRST(&px->tunnels), *tn; t; t = tn) {
+		tn = LIST_NEXT(t, link);
+		if (proxy_redecide_tunnel(t))
+			cut++;
+	}
 	log_debug("drain: policy %.12s replaced by %.12s: %u open connection(s) it refuses cut", px->policy->digest,
 		  np->digest, cut);
 	return 0;
@@ -127,7 +132,7 @@ bool proxy_redecide_conn(struct conn *c)
 		return true;
 	case PH_HELLO:
 	case PH_TLS_ACCEPT:
-	case PH_TUNNEL:
+	case PH_TUNNEL:   /* a WebSocket's relay (a tunnel's: proxy_redecide_tunnel) */
 		if (c->relay) {
 			uint64_t up, down;
 
@@ -145,6 +150,20 @@ bool proxy_redecide_conn(struct conn *c)
 		c->reload_reason = NULL;
 		return false;
 	}
+}
+
+bool proxy_redecide_tunnel(struct tunnel *t)
+{
+	struct conn v;
+	struct proxy_decision d;
+
+	tunnel_view(t, &v);
+	if (!t->px->next_policy || !decide_next(&v, &d) || next_lets_through(t->px, &d))
+		return false;
+	t->reload_reason = d.reason;
+	t->verdict = "deny";
+	tunnel_cut(t, "policy_reloaded");
+	return true;
 }
 
 void proxy_redecide_head(struct conn *c, struct proxy_decision *d)

@@ -21,19 +21,19 @@
 #define RELAY_COPY_BUF  16384   /* fallback copy buffer */
 
 struct relay_dir {
-	int src, dst;
-	int pipe[2];          /* -1 until the first byte; stays -1 in copy mode */
-	bool copy;            /* fallback: read/write through buf */
-	size_t in_pipe;       /* bytes in the pipe not yet written to dst */
 	char *buf;            /* pending bytes (initial data, or copy mode) */
 	size_t off, len;      /* buf[off..len) still to write */
 	size_t cap;
-	bool eof;             /* src said FIN */
-	bool done;            /* FIN passed on to dst */
+	size_t in_pipe;       /* bytes in the pipe not yet written to dst */
 	uint64_t bytes;
 	struct event *rev;    /* src readable (one of the caller's events, relay_start) */
 	struct event *wev;    /* dst writable: made the first time dst is full (an idle
 			       * tunnel never needs one: 10,000 of them, 2.8 MB) */
+	int src, dst;
+	int pipe[2];          /* -1 until the first byte; stays -1 in copy mode */
+	bool copy;            /* fallback: read/write through buf */
+	bool eof;             /* src said FIN */
+	bool done;            /* FIN passed on to dst */
 };
 
 struct proxy_relay {
@@ -41,19 +41,22 @@ struct proxy_relay {
 	struct event_base *base;
 	struct timespec last;    /* when a byte last moved (CLOCK_MONOTONIC_COARSE) */
 	TAILQ_ENTRY(proxy_relay) idle_link;   /* in idle.list, by `last` */
-	bool in_idle;
 	relay_done_cb cb;
 	void *arg;
-	bool finished;
 	/* kernel mode (ktunnel.h): the kernel moves the bytes, d[i].rev
 	 * waits for side i's FIN (EV_CLOSED), flush_ev for a FIN's bytes
 	 * to be out of the peer */
 	struct ktunnel *k;
 	struct event *flush_ev;
-	unsigned flush_ms;
 	uint64_t k_activity;
 	uint64_t k_moved[2];   /* the last counts read: what the kernel moved each way */
+	unsigned flush_ms;
+	bool in_idle;
+	bool finished;
+	bool borrowed;           /* in its caller's memory (relay_start's mem) */
 };
+_Static_assert(sizeof(struct proxy_relay) <= RELAY_RECORD_MAX, "relay.h: RELAY_RECORD_MAX");
+_Static_assert(_Alignof(struct proxy_relay) <= _Alignof(uint64_t), "relay.h: relay_start's mem alignment");
 
 /*
  * The idle timeout.  Every relay of the process has the same one, so the
@@ -581,11 +584,11 @@ fallback:
 	return 0;
 }
 
-struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
+struct proxy_relay *relay_start(void *mem, struct event_base *base, int cfd, int ufd,
 				char *initial, size_t initial_len, struct event *ev[2],
 				bool kernel_ok, relay_done_cb cb, void *arg)
 {
-	struct proxy_relay *r = calloc(1, sizeof(*r));
+	struct proxy_relay *r = mem ? memset(mem, 0, sizeof(*r)) : calloc(1, sizeof(*r));
 
 	if (!r) {
 		for (int i = 0; i < 2; i++)
@@ -594,6 +597,7 @@ struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
 		free(initial);
 		return NULL;
 	}
+	r->borrowed = mem != NULL;
 	r->cb = cb;
 	r->arg = arg;
 	r->base = base;
@@ -668,7 +672,8 @@ void relay_free(struct proxy_relay *r)
 	if (r->flush_ev)
 		event_free(r->flush_ev);
 	ktunnel_free(r->k);
-	free(r);
+	if (!r->borrowed)
+		free(r);
 }
 
 int relay_spliced(const struct proxy_relay *r)

@@ -32,6 +32,10 @@ struct proxy_relay;
  */
 typedef void (*relay_done_cb)(void *arg, const char *err, uint64_t up, uint64_t down);
 
+/* The bytes a relay's record takes at most, for a caller that keeps it in
+ * memory of its own (relay_start's `mem`; relay.c asserts it). */
+#define RELAY_RECORD_MAX 280
+
 /*
  * Start relaying between connected non-blocking sockets `cfd` and `ufd`
  * (in the kernel after relay_kernel_enable() if `kernel_ok`: a passthrough
@@ -43,12 +47,14 @@ typedef void (*relay_done_cb)(void *arg, const char *err, uint64_t up, uint64_t 
  * as its read events (the caller's events serve on instead of being freed
  * and made again, so an idle tunnel holds no event the connection's setup
  * did not already hold).  The relay ends after relay_idle_timeout()'s time
- * without a byte moved.  The sockets stay owned by the caller; `initial`
- * and `ev` are the relay's in every case.  Returns NULL on allocation
- * failure, or when a kernel hand-over failed half-way (then close the
- * sockets).
+ * without a byte moved.  `mem`: RELAY_RECORD_MAX bytes, aligned as a
+ * uint64_t, in which the relay keeps its record (in the caller's own
+ * record, which it frees after relay_free), or NULL for one of its own.
+ * The sockets stay owned by the caller; `initial` and `ev` are the relay's
+ * in every case.  Returns NULL on allocation failure, or when a kernel
+ * hand-over failed half-way (then close the sockets).
  */
-struct proxy_relay *relay_start(struct event_base *base, int cfd, int ufd,
+struct proxy_relay *relay_start(void *mem, struct event_base *base, int cfd, int ufd,
 				char *initial, size_t initial_len, struct event *ev[2],
 				bool kernel_ok, relay_done_cb cb, void *arg);
 
@@ -63,7 +69,8 @@ int relay_idle_timeout(struct event_base *base, unsigned ms);
 /* Free that timer (before its event base; after the last relay_free). */
 void relay_idle_free(void);
 
-/* Stop and free a relay (its events, pipes and buffers; not the sockets). */
+/* Stop and free a relay (its events, pipes and buffers; not the sockets,
+ * nor the memory its caller gave it). */
 void relay_free(struct proxy_relay *r);
 
 /* The bytes moved so far: client -> upstream (*up, the initial bytes

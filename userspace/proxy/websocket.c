@@ -81,7 +81,7 @@ void ws_relay_start(struct conn *c, struct evbuffer *from_client)
 	proxy_io_free(c->uio);
 	c->uio = NULL;
 	c->phase = PH_TUNNEL;
-	c->relay = relay_start(c->px->base, c->cfd, c->ufd, init, n, ev, false, on_ws_done, c);
+	c->relay = relay_start(NULL, c->px->base, c->cfd, c->ufd, init, n, ev, false, on_ws_done, c);
 	if (!c->relay) {
 		c->failed = true;
 		c->reason = "out_of_memory";

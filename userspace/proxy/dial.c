@@ -61,7 +61,7 @@ static void on_connect_ready(evutil_socket_t fd, short what, void *arg)
 	socklen_t el = sizeof(err);
 
 	conn_timer_plain(c);
-	if (!(what & EV_WRITE)) {   /* the deadline (conn_start_dial) passed */
+	if (!(what & EV_WRITE)) {   /* the deadline (connect_deadline) passed */
 		conn_fail(c, 504, "connect_timeout");
 		return;
 	}
@@ -135,8 +135,9 @@ static uint32_t ms_since_start(const struct conn *c)
 }
 
 /* The connect deadline, cfg.connect_timeout_ms from now, for resolving
- * and every candidate: c's timer armed for it (a plain timer while
- * resolving). */
+ * and every candidate (conn_start_dial; a redial of a stale pooled
+ * connection has one of its own): c's timer armed for it (a plain timer
+ * while resolving). */
 static void connect_deadline(struct conn *c)
 {
 	c->dial_end_ms = ms_since_start(c) + c->px->cfg.connect_timeout_ms;

@@ -169,7 +169,7 @@ void proxy_drain_start(struct proxy *px)
 static void stop_at_once(struct proxy *px)
 {
 	stop_accepting(px);
-	px->draining = false;   /* no loopbreak from each untrack: one below */
+	px->draining = false;   /* no loopbreak as each one goes (proxy_drain_check): one below */
 	finish_all(px, "proxy_stopped");
 	event_base_loopbreak(px->base);
 }

@@ -193,7 +193,7 @@ int daemon_events_reopen(const char *why)
 
 /* SIGHUP (systemctl reload, logrotate): reopen the events file and move
  * every writer to it (daemon_events_reopen); every sandbox keeps running. */
-static void on_hup(evutil_socket_t sig, short what, void *arg)
+static void on_reopen(evutil_socket_t fd, short what, void *arg)
 {
 	int n;
 
@@ -201,6 +201,23 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 	n = daemon_events_reopen("SIGHUP");
 	daemon_emit(NULL, "daemon-reopen", "sluice daemon reopened %s on SIGHUP (%d sandboxes)", D.events_path, n);
 	sd_notifyf(0, "READY=1\nSTATUS=serving %s, %d sandboxes", D.sock_path, n);
+}
+
+static struct event *reopen_ev;   /* on_reopen, from the loop */
+
+/* libevent calls this once per SIGHUP caught: a burst of them (a
+ * logrotate per file, a loop in a script) asks for one reopen, run from
+ * the loop, and for one more only when a SIGHUP comes after it began:
+ * not for one restart of every child per signal, which kept the daemon
+ * from its control socket for minutes. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	static const struct timeval now = { 0, 0 };
+
+	if (!reopen_ev)   /* (no memory for it at start) */
+		on_reopen(-1, 0, NULL);
+	else if (!evtimer_pending(reopen_ev, NULL))
+		evtimer_add(reopen_ev, &now);
 }
 
 static int mkdirs(void)
@@ -572,6 +589,7 @@ int cmd_daemon(int argc, char **argv)
 	event_add(tick, &tv);
 	sigs[0] = evsignal_new(D.base, SIGTERM, on_signal, NULL);
 	sigs[1] = evsignal_new(D.base, SIGINT, on_signal, NULL);
+	reopen_ev = evtimer_new(D.base, on_reopen, NULL);
 	sigs[2] = evsignal_new(D.base, SIGHUP, on_hup, NULL);
 	event_add(sigs[0], NULL);
 	event_add(sigs[1], NULL);

@@ -13,7 +13,7 @@
 #include "accesslog.h"
 #include "relay.h"
 
-static uint64_t elapsed_ns(const struct conn *c)
+uint64_t conn_elapsed_ns(const struct conn *c)
 {
 	struct timespec now;
 
@@ -42,7 +42,7 @@ void conn_log(struct conn *c)
 	c->logged = true;
 	memset(&r, 0, sizeof(r));
 	r.start = c->t_real;
-	r.duration_ns = elapsed_ns(c);
+	r.duration_ns = conn_elapsed_ns(c);
 	r.action = action_name(c->kind);
 	if (c->failed)
 		r.outcome = "failure";

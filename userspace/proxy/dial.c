@@ -127,11 +127,7 @@ static bool take_pooled(struct conn *c)
 /* Milliseconds since c's request started (t_mono). */
 static uint32_t ms_since_start(const struct conn *c)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint32_t)((now.tv_sec - c->t_mono.tv_sec) * 1000 +
-			  (now.tv_nsec - c->t_mono.tv_nsec) / 1000000);
+	return (uint32_t)(conn_elapsed_ns(c) / 1000000);
 }
 
 /* The connect deadline, cfg.connect_timeout_ms from now, for resolving

@@ -405,6 +405,10 @@ const struct sluice_exe_id *conn_who(const struct conn *c, struct sluice_exe_id 
  * it was written already. */
 void conn_log(struct conn *c);
 
+/* conn_log.c: nanoseconds since c's request (or connection) started
+ * (t_mono, CLOCK_MONOTONIC): the line's event.duration, dial.c's deadline. */
+uint64_t conn_elapsed_ns(const struct conn *c);
+
 /* dial.c: resolve c->host (or take the audit-mode IP literal), vet the
  * answers, take a pooled connection or dial the candidates in turn; ends
  * in conn_upstream_ready() or conn_fail().  May free `c`. */
